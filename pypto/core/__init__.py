@@ -1,0 +1,1 @@
+"""Shared ground of every level: errors, source locations, dispatch and tolerances."""

@@ -1,0 +1,123 @@
+"""The error hierarchy and the user's source location.
+
+Every user mistake raises a :class:`PyptoError` subclass whose message names the op, the shapes
+and dtypes involved and the caller's own ``file:line``, with an optional hint. Internal frames
+are cut from the traceback at the dispatch boundary so the user sees their own line first.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from dataclasses import dataclass
+
+__all__ = [
+    "BoundsError",
+    "DTypeError",
+    "NumericsMismatch",
+    "PyptoError",
+    "ShapeError",
+    "SimulationError",
+    "SourceLoc",
+    "TileError",
+    "TraceError",
+    "user_location",
+]
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_SKIP_PREFIXES = (_PKG_DIR,)
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLoc:
+    """A place in the user's code: ``file`` (full path) and ``line``."""
+
+    file: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{os.path.basename(self.file)}:{self.line}"
+
+
+def _is_internal(filename: str) -> bool:
+    return filename.startswith(_SKIP_PREFIXES) or filename.startswith("<frozen")
+
+
+def user_location(depth: int = 1) -> SourceLoc | None:
+    """The innermost frame outside the pypto package: where the user's own code called in."""
+    f: types.FrameType | None = sys._getframe(depth)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not _is_internal(fn):
+            return SourceLoc(fn, f.f_lineno)
+        f = f.f_back
+    return None
+
+
+class PyptoError(Exception):
+    """Base of every pypto error. ``op``, ``loc`` and ``hint`` are kept as attributes."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        op: str | None = None,
+        loc: SourceLoc | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.op = op
+        self.loc = loc if loc is not None else user_location(2)
+        self.hint = hint
+        self.detail = message
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        head = f"{self.op}: {self.detail}" if self.op else self.detail
+        parts = [head]
+        if self.loc is not None:
+            parts.append(f"  at {self.loc} ({self.loc.file})")
+        if self.hint:
+            parts.append(f"  hint: {self.hint}")
+        return "\n".join(parts)
+
+
+class ShapeError(PyptoError, ValueError):
+    """Shapes that do not fit an op: broadcasting, matmul contraction, reshape sizes, axes."""
+
+
+class BoundsError(ShapeError, IndexError):
+    """An index or gather index outside a dimension."""
+
+
+class DTypeError(PyptoError, TypeError):
+    """A dtype an op does not accept, or an unknown dtype."""
+
+
+class TraceError(PyptoError):
+    """A traced function did something that cannot be staged (e.g. Python ``if`` on a tracer)."""
+
+
+class TileError(PyptoError):
+    """A tile shape that does not fit a buffer or breaks an alignment rule."""
+
+
+class SimulationError(PyptoError):
+    """The simulated NPU found a fault: overflow, out-of-bounds, deadlock, race."""
+
+
+class NumericsMismatch(PyptoError, AssertionError):
+    """A result disagreed with the JAX reference beyond the tolerance table."""
+
+
+def strip_internal_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """The traceback without frames from pypto's own files (JAX-style traceback filtering)."""
+    kept: list[types.TracebackType] = []
+    while tb is not None:
+        if not _is_internal(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    out: types.TracebackType | None = None
+    for t in reversed(kept):
+        out = types.TracebackType(out, t.tb_frame, t.tb_lasti, t.tb_lineno)
+    return out

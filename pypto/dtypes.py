@@ -1,0 +1,218 @@
+"""The element types of pypto and their promotion rules.
+
+Promotion follows JAX's lattice restricted to these six types (with 64-bit types disabled):
+``bool_ < int8 < int32 < {float16, bfloat16} < float32``, where any integer joins any float
+to that float and ``float16`` joins ``bfloat16`` to ``float32``. Python scalars are *weak*:
+they take the dtype of the tensor they meet when their kind (bool < int < float) allows it.
+
+>>> import pypto as pto
+>>> pto.promote_types(pto.int8, pto.float16)
+float16
+>>> pto.result_type(pto.int32, 1.5)
+float32
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from pypto.core.errors import DTypeError
+
+__all__ = [
+    "DType",
+    "bfloat16",
+    "bool_",
+    "canonical_dtype",
+    "dtype",
+    "float16",
+    "float32",
+    "from_numpy",
+    "int8",
+    "int32",
+    "promote_types",
+    "result_type",
+]
+
+_BOOL, _INT, _FLOAT = 0, 1, 2
+
+
+class DType:
+    """One element type: ``name``, ``short`` (as printed in IR), ``itemsize`` and ``np`` dtype."""
+
+    __slots__ = ("_kind", "bits", "itemsize", "name", "np", "short")
+
+    def __init__(self, name: str, short: str, np_dtype: Any, kind: int) -> None:
+        self.name = name
+        self.short = short
+        self.np: np.dtype[Any] = np.dtype(np_dtype)
+        self.itemsize: int = self.np.itemsize
+        self.bits: int = self.itemsize * 8
+        self._kind = kind
+
+    @property
+    def is_floating(self) -> bool:
+        return self._kind == _FLOAT
+
+    @property
+    def is_integer(self) -> bool:
+        return self._kind == _INT
+
+    @property
+    def is_bool(self) -> bool:
+        return self._kind == _BOOL
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __reduce__(self) -> str:
+        # dtypes are singletons; pickling refers to the module attribute.
+        return self.name if self.name != "bool" else "bool_"
+
+
+float32 = DType("float32", "f32", np.float32, _FLOAT)
+float16 = DType("float16", "f16", np.float16, _FLOAT)
+bfloat16 = DType("bfloat16", "bf16", ml_dtypes.bfloat16, _FLOAT)
+int32 = DType("int32", "i32", np.int32, _INT)
+int8 = DType("int8", "i8", np.int8, _INT)
+bool_ = DType("bool", "bool", np.bool_, _BOOL)
+
+ALL: tuple[DType, ...] = (float32, float16, bfloat16, int32, int8, bool_)
+FLOATS: tuple[DType, ...] = (float32, float16, bfloat16)
+
+_BY_NAME: dict[str, DType] = {}
+for _d in ALL:
+    _BY_NAME[_d.name] = _d
+    _BY_NAME[_d.short] = _d
+_BY_NAME["bool_"] = bool_
+_BY_NP: dict[np.dtype[Any], DType] = {d.np: d for d in ALL}
+# Like JAX with 64-bit types disabled: wide numpy types narrow to the defaults.
+_BY_NP[np.dtype(np.float64)] = float32
+_BY_NP[np.dtype(np.int64)] = int32
+_DEFAULT = {_BOOL: bool_, _INT: int32, _FLOAT: float32}
+
+
+def dtype(x: Any) -> DType:
+    """The pypto dtype named by ``x``: a DType, a name (``"float16"``, ``"f16"``) or a numpy dtype.
+
+    >>> dtype("bf16")
+    bfloat16
+    """
+    if isinstance(x, DType):
+        return x
+    if isinstance(x, str):
+        d = _BY_NAME.get(x)
+        if d is None:
+            raise DTypeError(
+                f"unknown dtype name {x!r}",
+                hint="use one of " + ", ".join(d.name for d in ALL),
+            )
+        return d
+    if x is bool:
+        return bool_
+    if x is int:
+        return int32
+    if x is float:
+        return float32
+    try:
+        npd = np.dtype(x)
+    except TypeError:
+        raise DTypeError(
+            f"{x!r} is not a dtype", hint="use one of " + ", ".join(d.name for d in ALL)
+        ) from None
+    return from_numpy(npd)
+
+
+def from_numpy(npd: np.dtype[Any]) -> DType:
+    """The pypto dtype of a numpy dtype (float64 → float32 and int64 → int32, as JAX does)."""
+    d = _BY_NP.get(npd)
+    if d is None:
+        raise DTypeError(
+            f"numpy dtype {npd} is not supported",
+            hint="convert the array to one of " + ", ".join(x.name for x in ALL),
+        )
+    return d
+
+
+canonical_dtype = from_numpy
+
+
+def _join(a: DType, b: DType) -> DType:
+    if a is b:
+        return a
+    if a._kind != b._kind:
+        return a if a._kind > b._kind else b
+    if a._kind == _INT:
+        return a if a.bits >= b.bits else b
+    # float16 ⊔ bfloat16 = float32; float32 absorbs both.
+    return float32
+
+
+def promote_types(*dtypes: DType) -> DType:
+    """The join of strong dtypes in the promotion lattice."""
+    out = dtypes[0]
+    for d in dtypes[1:]:
+        out = _join(out, d)
+    return out
+
+
+def weak_kind(x: object) -> int | None:
+    """The kind of a weak Python scalar (bool < int < float), or None for anything else."""
+    t = type(x)
+    if t is bool:
+        return _BOOL
+    if t is int:
+        return _INT
+    if t is float:
+        return _FLOAT
+    return None
+
+
+def promote_with_weak(strong: DType | None, weak: int) -> DType:
+    """The dtype of ``strong`` combined with a weak scalar of kind ``weak``."""
+    if strong is None:
+        return _DEFAULT[weak]
+    if weak <= strong._kind:
+        return strong
+    return _DEFAULT[weak]
+
+
+def result_type(*args: Any) -> DType:
+    """The dtype an elementwise op gives for these operands (tensors, arrays, dtypes or scalars).
+
+    >>> result_type(bool_, 2)
+    int32
+    """
+    strong: DType | None = None
+    weak = -1
+    for a in args:
+        k = weak_kind(a)
+        if k is not None:
+            weak = max(weak, k)
+            continue
+        d = a if isinstance(a, DType) else _dtype_of(a)
+        strong = d if strong is None else _join(strong, d)
+    if weak < 0:
+        assert strong is not None
+        return strong
+    return promote_with_weak(strong, weak)
+
+
+def _dtype_of(a: Any) -> DType:
+    d = getattr(a, "dtype", None)
+    if isinstance(d, DType):
+        return d
+    if d is not None:
+        return from_numpy(np.dtype(d))
+    return dtype(a)
+
+
+def finfo(d: DType) -> Any:
+    """numpy/ml_dtypes finfo of a float dtype."""
+    return ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
+
+
+def iinfo(d: DType) -> Any:
+    return np.iinfo(d.np)

@@ -1,0 +1,25 @@
+"""Eager mode: tensors that compute at once."""
+
+from pypto.eager import random
+from pypto.eager.tensor import (
+    Tensor,
+    arange,
+    full,
+    ones,
+    ones_like,
+    tensor,
+    zeros,
+    zeros_like,
+)
+
+__all__ = [
+    "Tensor",
+    "arange",
+    "full",
+    "ones",
+    "ones_like",
+    "random",
+    "tensor",
+    "zeros",
+    "zeros_like",
+]

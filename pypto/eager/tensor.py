@@ -1,0 +1,240 @@
+"""The eager Tensor: an immutable numpy array with the shared Tensor surface.
+
+Ops on eager tensors run at once through the op table's numpy implementations.
+"""
+
+from __future__ import annotations
+
+import html
+import warnings
+from typing import Any
+
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core import dispatch
+from pypto.core.errors import PyptoError
+from pypto.ops import api
+from pypto.ops.surface import TensorSurface
+from pypto.ops.table import AVal, Op
+
+# IEEE results (inf, nan) are values, not events, as in JAX: numpy's RuntimeWarnings raised from
+# pypto's own frames are silenced. The filter matches only warnings attributed to pypto modules.
+warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"pypto(\.|$)")
+
+_BY_NP = dt._BY_NP
+_ndarray = np.ndarray
+_new = object.__new__
+
+
+class Tensor(TensorSurface):
+    """An eager tensor. Make one with :func:`pypto.tensor` or the creation functions.
+
+    >>> import pypto as pto
+    >>> x = pto.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=pto.float16)
+    >>> x.shape, x.dtype
+    ((2, 2), float16)
+    >>> (x @ x).numpy()
+    array([[ 7., 10.],
+           [15., 22.]], dtype=float16)
+    """
+
+    __slots__ = ("_a",)
+    _a: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, ...]:  # type: ignore[override]
+        return self._a.shape
+
+    @property
+    def dtype(self) -> dt.DType:  # type: ignore[override]
+        return _BY_NP[self._a.dtype]
+
+    @property
+    def aval(self) -> AVal:
+        return AVal(self._a.shape, _BY_NP[self._a.dtype])
+
+    def numpy(self) -> np.ndarray:
+        """A fresh, writable numpy copy of the data."""
+        return self._a.copy()
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        a = self._a if dtype is None else self._a.astype(dtype)
+        if copy:
+            return a.copy()
+        v = a.view()
+        v.flags.writeable = False  # the tensor is immutable; a view must not change it
+        return v
+
+    def _concrete(self, what: str) -> Any:
+        if what in ("bool", "int", "float", "index", "item") and self._a.size != 1:
+            raise PyptoError(
+                f"{what}() of a tensor with {self._a.size} elements is ambiguous "
+                f"(shape {list(self.shape)})",
+                op=what,
+                hint="reduce first, e.g. with .sum(), .max() or index one element",
+            )
+        return self._a.reshape(()).item()
+
+    def __repr__(self) -> str:
+        body = np.array2string(
+            self._a, separator=", ", threshold=200, edgeitems=3, prefix="Tensor("
+        )
+        return f"Tensor({body}, dtype={self.dtype.name})"
+
+    def _repr_html_(self) -> str:
+        return tensor_html(self._a, self.dtype)
+
+
+def _wrap(a: Any) -> Tensor:
+    t = _new(Tensor)
+    t._a = a if type(a) is _ndarray else np.asarray(a)
+    return t
+
+
+def tensor_html(a: np.ndarray, d: dt.DType, limit: int = 8) -> str:
+    """An HTML card: shape and dtype, summary statistics, and a corner of the values."""
+    head = f"<b>Tensor</b> <code>{d.short}[{','.join(map(str, a.shape))}]</code>"
+    stats = ""
+    if a.size and d.is_floating:
+        f = a.astype(np.float32)
+        stats = (
+            f" &nbsp; min {np.nanmin(f):.4g} · max {np.nanmax(f):.4g} · "
+            f"mean {np.nanmean(f):.4g}"
+            + (
+                f" · <span style='color:#c00'>{int(np.isnan(f).sum())} NaN</span>"
+                if np.isnan(f).any()
+                else ""
+            )
+        )
+    view = a.reshape(1, 1) if a.ndim == 0 else a.reshape(1, -1) if a.ndim == 1 else a
+    while view.ndim > 2:
+        view = view[0]
+    rows = view[:limit, :limit]
+    cells = "".join(
+        "<tr>"
+        + "".join(
+            f"<td style='padding:1px 6px;text-align:right'>{html.escape(str(v))}</td>" for v in row
+        )
+        + ("<td>…</td>" if view.shape[1] > limit else "")
+        + "</tr>"
+        for row in rows.tolist()
+    )
+    if view.shape[0] > limit:
+        cells += "<tr><td>⋮</td></tr>"
+    note = " <i>(first 2-d slice)</i>" if a.ndim > 2 else ""
+    return (
+        f"<div class='pypto-tensor'>{head}{stats}{note}"
+        f"<table style='font-family:monospace;border-collapse:collapse'>{cells}</table></div>"
+    )
+
+
+class EagerTrace:
+    """Evaluation at once: each op's numpy implementation on the operands' arrays."""
+
+    def process(self, op: Op, args: tuple[Any, ...], params: dict[str, Any]) -> Tensor:
+        arrays = tuple(a._a for a in args)
+        if op.kind == "elementwise":
+            if op.dtypes is not dt.ALL and _BY_NP[arrays[0].dtype] not in op.dtypes:
+                self._check(op, args, params)
+            try:
+                return _wrap(op.impl(*arrays, **params))  # type: ignore[misc]
+            except ValueError:
+                self._check(op, args, params)  # raises the ShapeError that explains it
+                raise
+        self._check(op, args, params)
+        return _wrap(op.impl(*arrays, **params))  # type: ignore[misc]
+
+    @staticmethod
+    def _check(op: Op, args: tuple[Any, ...], params: dict[str, Any]) -> None:
+        avals = [a.aval for a in args]
+        op.shape_rule(*avals, **params)  # type: ignore[misc]
+        op.dtype_rule(*avals, **params)  # type: ignore[misc]
+
+    def const(self, array: np.ndarray) -> Tensor:
+        return _wrap(array)
+
+    def composite(self, op: Op, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        try:
+            return op.decompose(*args, **params)  # type: ignore[misc]
+        except PyptoError as e:
+            from pypto.core.errors import strip_internal_frames
+
+            raise e.with_traceback(strip_internal_frames(e.__traceback__)) from None
+
+
+_TRACE = EagerTrace()
+dispatch.set_base_trace(_TRACE)
+api.register_eager(Tensor, _wrap, _TRACE)
+
+
+def tensor(data: Any, dtype: Any = None) -> Tensor:
+    """A tensor from a Tensor, numpy array, nested list or Python scalar.
+
+    Without ``dtype``: Python floats → float32, ints → int32, bools → bool; numpy float64 →
+    float32 and int64 → int32 (as JAX does without 64-bit mode). The data is copied.
+
+    >>> import pypto as pto
+    >>> pto.tensor([1, 2, 3]).dtype
+    int32
+    """
+    d = None if dtype is None else dt.dtype(dtype)
+    if isinstance(data, Tensor):
+        a = data._a if d is None else data._a.astype(d.np)
+        return _wrap(a.copy())
+    a = api.to_numpy(data, "tensor", d)
+    return _wrap(a.copy() if a is data else a)
+
+
+def _shape(shape: Any) -> tuple[int, ...]:
+    return api._shape_arg("zeros", shape)
+
+
+def _dtype(dtype: Any, default: dt.DType = dt.float32) -> dt.DType:
+    return default if dtype is None else dt.dtype(dtype)
+
+
+def zeros(shape: Any, dtype: Any = None) -> Tensor:
+    """A tensor of zeros (float32 by default).
+
+    >>> import pypto as pto
+    >>> pto.zeros((2, 3)).shape
+    (2, 3)
+    """
+    return _wrap(np.zeros(_shape(shape), _dtype(dtype).np))
+
+
+def ones(shape: Any, dtype: Any = None) -> Tensor:
+    """A tensor of ones (float32 by default)."""
+    return _wrap(np.ones(_shape(shape), _dtype(dtype).np))
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
+    """A tensor filled with ``fill_value``; the dtype defaults to that of the value."""
+    d = dt.result_type(fill_value) if dtype is None else dt.dtype(dtype)
+    return _wrap(np.full(_shape(shape), fill_value, d.np))
+
+
+def zeros_like(x: Any, dtype: Any = None) -> Tensor:
+    """Zeros with the shape (and dtype, unless given) of ``x``."""
+    v = api.asvalue(x, "zeros_like")
+    return zeros(v.shape, dtype or v.dtype)  # type: ignore[attr-defined]
+
+
+def ones_like(x: Any, dtype: Any = None) -> Tensor:
+    """Ones with the shape (and dtype, unless given) of ``x``."""
+    v = api.asvalue(x, "ones_like")
+    return ones(v.shape, dtype or v.dtype)  # type: ignore[attr-defined]
+
+
+def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
+    """Evenly spaced values in [start, stop); int32 for int arguments, else float32.
+
+    >>> import pypto as pto
+    >>> pto.arange(4).numpy()
+    array([0, 1, 2, 3], dtype=int32)
+    """
+    if stop is None:
+        start, stop = 0, start
+    d = dt.result_type(start, stop, step) if dtype is None else dt.dtype(dtype)
+    return _wrap(np.arange(start, stop, step).astype(d.np))

@@ -1,0 +1,475 @@
+"""The functional API: one function per op, promoting operands as JAX does, then binding.
+
+These functions work in every mode: they hand the op to the current trace (eager evaluation,
+or a graph tracer), so the same user code runs eagerly or staged.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core import dispatch
+from pypto.core.errors import BoundsError, DTypeError, ShapeError
+from pypto.ops import elementwise as ew
+from pypto.ops import layout, linalg, reduce, rules
+from pypto.ops.table import AVal, Op, Shape, Value
+
+_NO: dict[str, Any] = {}
+_bind = dispatch.bind
+_stack = dispatch._stack
+_F32 = np.dtype(np.float32)
+_LOWP = (dt.float16.np, dt.bfloat16.np)
+_FLOAT_NP = frozenset(d.np for d in dt.FLOATS)
+
+
+class _NotYet:
+    """Stands in for the eager Tensor type until eager mode registers itself."""
+
+
+# The eager fast path: when the eager trace is the only one active and the operands are eager
+# tensors of an accepted dtype, an op calls its numpy function directly. Anything else takes the
+# general path (promotion, bind, the trace), which also produces every error message.
+_ET: type = _NotYet
+_EAGER_TRACE: object = None
+
+
+def _eager_wrap(a: Any) -> Any:
+    raise AssertionError("eager mode not registered")
+
+
+def register_eager(tensor_type: type, wrap: Any, trace: object) -> None:
+    """Called once by eager mode: its Tensor type, array wrapper and trace."""
+    global _ET, _eager_wrap, _EAGER_TRACE
+    _ET, _eager_wrap, _EAGER_TRACE = tensor_type, wrap, trace
+
+
+ArrayLike = Any  # Tensor, tracer, numpy array, nested list or Python scalar
+Axis = int | Sequence[int] | None
+
+
+def asvalue(x: ArrayLike, op: str = "tensor") -> Value:
+    """``x`` as a value of the current trace (non-tensors become constants, dtype canonicalized)."""
+    if isinstance(x, Value):
+        return x
+    return dispatch.current_trace().const(to_numpy(x, op))  # type: ignore[attr-defined]
+
+
+def to_numpy(x: Any, op: str = "tensor", dtype: dt.DType | None = None) -> np.ndarray:
+    """A numpy array with a pypto dtype: float64 → float32, int64 → int32 (as JAX does)."""
+    try:
+        a = np.asarray(x)
+    except (ValueError, TypeError) as e:
+        raise DTypeError(f"cannot make a tensor from {type(x).__name__}: {e}", op=op) from None
+    if dtype is not None:
+        return a.astype(dtype.np)
+    if a.dtype.kind in "OSUV":
+        raise DTypeError(
+            f"cannot make a tensor from {type(x).__name__} of dtype {a.dtype}",
+            op=op,
+            hint="pass numbers: a Tensor, a numpy array, a list or a Python scalar",
+        )
+    d = dt.from_numpy(a.dtype) if a.dtype in dt._BY_NP else None
+    if d is None:
+        if a.dtype.kind in "iu" and a.size and (a.min() < -(2**31) or a.max() >= 2**31):
+            raise DTypeError(f"integer values do not fit int32 ({a.dtype})", op=op)
+        d = {"i": dt.int32, "u": dt.int32, "f": dt.float32}.get(a.dtype.kind)
+        if d is None:
+            raise DTypeError(
+                f"numpy dtype {a.dtype} is not supported",
+                op=op,
+                hint="use one of " + ", ".join(x.name for x in dt.ALL),
+            )
+    if d.np != a.dtype:
+        if a.dtype.kind == "i" and a.size and (a.min() < -(2**31) or a.max() >= 2**31):
+            raise DTypeError(f"integer values do not fit int32 ({a.dtype})", op=op)
+        a = a.astype(d.np)
+    return a
+
+
+def _scalar(x: bool | int | float, d: dt.DType, op: str) -> Value:
+    if d.is_integer and type(x) is int:
+        info = np.iinfo(d.np)
+        if not info.min <= x <= info.max:
+            raise DTypeError(
+                f"Python int {x} does not fit {d} (range [{info.min}, {info.max}])",
+                op=op,
+                hint=f"cast the tensor to a wider dtype, or use a value that fits {d}",
+            )
+    return dispatch.current_trace().const(np.asarray(x, d.np))  # type: ignore[attr-defined]
+
+
+def promote(op: str, args: Sequence[ArrayLike], inexact: bool = False) -> list[Value]:
+    """Operands cast to their common dtype (JAX's lattice, weak Python scalars).
+
+    With ``inexact``, integer and bool results are promoted further to float32, as
+    ``jnp.exp`` or true division do.
+    """
+    strong: dt.DType | None = None
+    weak = -1
+    vals: list[Any] = []
+    for a in args:
+        k = dt.weak_kind(a)
+        if k is not None:
+            weak = builtins.max(weak, k)
+            vals.append(a)
+            continue
+        v = asvalue(a, op)
+        vals.append(v)
+        d = v.dtype  # type: ignore[attr-defined]
+        strong = d if strong is None else dt._join(strong, d)
+    target = strong if weak < 0 else dt.promote_with_weak(strong, weak)
+    assert target is not None
+    if inexact and not target.is_floating:
+        target = dt.float32
+    out: list[Value] = []
+    for v in vals:
+        if not isinstance(v, Value):
+            out.append(_scalar(v, target, op))
+        elif v.dtype is not target:  # type: ignore[attr-defined]
+            out.append(_bind(ew.CAST, (v,), {"dtype": target}))
+        else:
+            out.append(v)
+    return out
+
+
+def _unary(op: Op, inexact: bool = False) -> Any:
+    fast = ew.per_dtype(op)
+
+    def fn(x: ArrayLike, /) -> Any:
+        if type(x) is _ET and _stack[-1] is _EAGER_TRACE:
+            f = fast.get(x._a.dtype)  # type: ignore[attr-defined]
+            if f is not None:
+                return _eager_wrap(f(x._a))  # type: ignore[attr-defined]
+        return _bind(op, tuple(promote(op.name, (x,), inexact)), _NO)
+
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = f"{op.doc.capitalize()}, elementwise.\n\n>>> import pypto as pto\n"
+    return fn
+
+
+def _binary(op: Op, inexact: bool = False) -> Any:
+    fast = ew.per_dtype(op)
+    native = not hasattr(op.impl, "raw")  # numpy's own loop rounds a weak scalar as JAX does
+
+    def fn(x: ArrayLike, y: ArrayLike, /) -> Any:
+        if type(x) is _ET and _stack[-1] is _EAGER_TRACE:
+            a = x._a  # type: ignore[attr-defined]
+            ty = type(y)
+            if ty is _ET:
+                b = y._a
+                if a.dtype is b.dtype:
+                    f = fast.get(a.dtype)
+                    if f is not None:
+                        try:
+                            return _eager_wrap(f(a, b))
+                        except ValueError:
+                            pass  # a shape mismatch: the general path explains it
+            elif (ty is float or ty is int) and a.dtype in _FLOAT_NP:
+                # A weak scalar takes a float tensor's dtype (numpy 2 agrees with JAX here).
+                f = fast.get(a.dtype)
+                if f is not None:
+                    return _eager_wrap(f(a, y if native or a.dtype is _F32 else a.dtype.type(y)))
+        return _bind(op, tuple(promote(op.name, (x, y), inexact)), _NO)
+
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = f"{op.doc.capitalize()}, elementwise with broadcasting and JAX promotion."
+    return fn
+
+
+neg = _unary(ew.NEG)
+abs = _unary(ew.ABS)
+exp = _unary(ew.EXP, inexact=True)
+log = _unary(ew.LOG, inexact=True)
+sqrt = _unary(ew.SQRT, inexact=True)
+rsqrt = _unary(ew.RSQRT, inexact=True)
+reciprocal = _unary(ew.RECIPROCAL, inexact=True)
+tanh = _unary(ew.TANH, inexact=True)
+sigmoid = _unary(ew.SIGMOID, inexact=True)
+sin = _unary(ew.SIN, inexact=True)
+cos = _unary(ew.COS, inexact=True)
+
+add = _binary(ew.ADD)
+sub = _binary(ew.SUB)
+mul = _binary(ew.MUL)
+div = _binary(ew.DIV, inexact=True)
+pow = _binary(ew.POW)
+maximum = _binary(ew.MAXIMUM)
+minimum = _binary(ew.MINIMUM)
+equal = _binary(ew.EQUAL)
+not_equal = _binary(ew.NOT_EQUAL)
+less = _binary(ew.LESS)
+less_equal = _binary(ew.LESS_EQUAL)
+greater = _binary(ew.GREATER)
+greater_equal = _binary(ew.GREATER_EQUAL)
+
+
+def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike, /) -> Any:
+    """``x`` where ``cond`` holds, else ``y``; a non-bool condition means ``cond != 0``.
+
+    >>> import pypto as pto
+    >>> pto.where(pto.tensor([True, False]), 1.0, 2.0).numpy()
+    array([1., 2.], dtype=float32)
+    """
+    c = asvalue(cond, "where")
+    if c.dtype is not dt.bool_:  # type: ignore[attr-defined]
+        c = _bind(ew.CAST, (c,), {"dtype": dt.bool_})
+    xv, yv = promote("where", (x, y))
+    return _bind(ew.WHERE, (c, xv, yv), _NO)
+
+
+def cast(x: ArrayLike, dtype: Any, /) -> Any:
+    """``x`` converted to ``dtype`` (float → int truncates toward zero; out-of-range saturates).
+
+    >>> import pypto as pto
+    >>> pto.cast(pto.tensor([1.7, -1.7]), pto.int32).numpy()
+    array([ 1, -1], dtype=int32)
+    """
+    d = dt.dtype(dtype)
+    v = asvalue(x, "cast")
+    if v.dtype is d:  # type: ignore[attr-defined]
+        return v
+    return _bind(ew.CAST, (v,), {"dtype": d})
+
+
+def _aval(v: Value) -> AVal:
+    return AVal(tuple(v.shape), v.dtype)  # type: ignore[attr-defined]
+
+
+_ACC: dict[Any, Any] = {
+    d.np: (_F32 if d.np in _LOWP else np.dtype(np.int32) if not d.is_floating else None)
+    for d in dt.ALL
+}
+
+
+def _reduction(op: Op) -> Any:
+    ufunc: Any = {"sum": np.add, "max": np.maximum, "min": np.minimum}[op.name]
+
+    def fn(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
+        if (
+            type(x) is _ET
+            and _stack[-1] is _EAGER_TRACE
+            and (axis is None or type(axis) is int)
+            and type(keepdims) is bool
+            and x._a.size  # type: ignore[attr-defined]
+        ):
+            a = x._a  # type: ignore[attr-defined]
+            try:
+                if op is reduce.SUM:
+                    acc = _ACC[a.dtype]
+                    r = ufunc.reduce(a, axis, acc, None, keepdims)
+                    if acc is _F32:
+                        r = r.astype(a.dtype)
+                else:
+                    r = ufunc.reduce(a, axis, None, None, keepdims)
+                return _eager_wrap(r)
+            except (ValueError, IndexError, KeyError):
+                pass  # a bad axis: the general path explains it
+        v = asvalue(x, op.name)
+        axes = rules.normalize_axes(op.name, axis, _aval(v))
+        return _bind(op, (v,), {"axes": axes, "keepdims": bool(keepdims)})
+
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = f"{op.doc.capitalize()}; ``axis`` is an int, a tuple of ints or None (all)."
+    return fn
+
+
+sum = _reduction(reduce.SUM)
+max = _reduction(reduce.MAX)
+min = _reduction(reduce.MIN)
+
+
+def argmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Index of the first maximum along ``axis`` (of the flattened tensor when None), int32.
+
+    >>> import pypto as pto
+    >>> int(pto.argmax(pto.tensor([3, 9, 2])))
+    1
+    """
+    v = asvalue(x, "argmax")
+    if axis is not None:
+        axis = rules.normalize_axis("argmax", axis, len(v.shape), _aval(v))  # type: ignore[attr-defined]
+    return _bind(reduce.ARGMAX, (v,), {"axis": axis, "keepdims": bool(keepdims)})
+
+
+def matmul(a: ArrayLike, b: ArrayLike, /) -> Any:
+    """Matrix product with numpy semantics; float16/bfloat16 accumulate in float32.
+
+    >>> import pypto as pto
+    >>> (pto.ones((2, 3)) @ pto.ones((3, 4))).shape
+    (2, 4)
+    """
+    if type(a) is _ET and type(b) is _ET and _stack[-1] is _EAGER_TRACE:
+        x = a._a  # type: ignore[attr-defined]
+        y = b._a
+        if x.dtype is y.dtype and x.dtype is _F32 and x.ndim and y.ndim:
+            try:
+                return _eager_wrap(np.matmul(x, y))
+            except ValueError:
+                pass  # a shape mismatch: the general path explains it
+    return _bind(linalg.MATMUL, tuple(promote("matmul", (a, b))), _NO)
+
+
+def _shape_arg(op: str, shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, int | np.integer):
+        return (int(shape),)
+    try:
+        return tuple(operator.index(s) for s in shape)
+    except TypeError:
+        raise ShapeError(f"shape must be a sequence of ints, got {shape!r}", op=op) from None
+
+
+def reshape(x: ArrayLike, shape: int | Sequence[int], /) -> Any:
+    """Same elements, new shape; one dim may be -1 and is inferred.
+
+    >>> import pypto as pto
+    >>> pto.reshape(pto.arange(6), (2, -1)).shape
+    (2, 3)
+    """
+    v = asvalue(x, "reshape")
+    new = list(_shape_arg("reshape", shape))
+    size = math.prod(v.shape)  # type: ignore[attr-defined]
+    if new.count(-1) > 1:
+        raise ShapeError(f"can infer at most one dim, got {new}", op="reshape")
+    if -1 in new:
+        rest = math.prod(s for s in new if s != -1)
+        if rest == 0 or size % rest:
+            raise ShapeError(
+                f"cannot reshape {_aval(v)} ({size} elements) to {new}",
+                op="reshape",
+                hint=f"{size} is not divisible by {rest}",
+            )
+        new[new.index(-1)] = size // rest
+    target = tuple(new)
+    if target == tuple(v.shape):  # type: ignore[attr-defined]
+        return v
+    return _bind(layout.RESHAPE, (v,), {"shape": target})
+
+
+def transpose(x: ArrayLike, axes: Sequence[int] | None = None, /) -> Any:
+    """Permute axes (reverse them when ``axes`` is None)."""
+    v = asvalue(x, "transpose")
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    if axes is None:
+        perm = tuple(range(nd))[::-1]
+    else:
+        perm = tuple(rules.normalize_axis("transpose", a, nd, _aval(v)) for a in axes)
+    if perm == tuple(range(nd)):
+        return v
+    return _bind(layout.TRANSPOSE, (v,), {"perm": perm})
+
+
+def broadcast_to(x: ArrayLike, shape: Sequence[int], /) -> Any:
+    """Repeat size-1 dims (and add leading ones) to reach ``shape``."""
+    v = asvalue(x, "broadcast_to")
+    target = _shape_arg("broadcast_to", shape)
+    if target == tuple(v.shape):  # type: ignore[attr-defined]
+        return v
+    return _bind(layout.BROADCAST_TO, (v,), {"shape": target})
+
+
+def concat(xs: Sequence[ArrayLike], axis: int = 0) -> Any:
+    """Join tensors along an existing axis (dtypes promoted).
+
+    >>> import pypto as pto
+    >>> pto.concat([pto.ones((2, 3)), pto.zeros((1, 3))]).shape
+    (3, 3)
+    """
+    if not isinstance(xs, list | tuple) or not xs:
+        raise ShapeError("concat takes a non-empty list of tensors", op="concat")
+    vals = promote("concat", list(xs))
+    a = rules.normalize_axis("concat", axis, len(vals[0].shape), _aval(vals[0]))  # type: ignore[attr-defined]
+    return _bind(layout.CONCAT, tuple(vals), {"axis": a})
+
+
+def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Any:
+    """Gather along ``axis`` at integer ``indices`` (of the flattened tensor when None).
+
+    Negative indices count from the end; indices outside the axis are an error.
+
+    >>> import pypto as pto
+    >>> pto.take(pto.tensor([10, 20, 30]), pto.tensor([2, 0])).numpy()
+    array([30, 10], dtype=int32)
+    """
+    v = asvalue(x, "take")
+    idx = asvalue(indices, "take")
+    if axis is None:
+        v = reshape(v, (-1,))
+        axis = 0
+    a = rules.normalize_axis("take", axis, len(v.shape), _aval(v))  # type: ignore[attr-defined]
+    return _bind(layout.TAKE, (v, idx), {"axis": a})
+
+
+def slice_spec(shape: Shape, key: Any) -> tuple[layout.SliceSpec, Shape, bool]:
+    """Basic indexing (ints, slices, None, ...) as (slice spec, result shape, whole tensor)."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    n_ell = builtins.sum(1 for k in key if k is Ellipsis)
+    if n_ell > 1:
+        raise ShapeError("an index can only have a single Ellipsis ('...')", op="getitem")
+    real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
+    if real > len(shape):
+        raise ShapeError(
+            f"too many indices: {real} for a {len(shape)}-d tensor of shape {list(shape)}",
+            op="getitem",
+        )
+    spec: list[tuple[int, int | None, int]] = []
+    out: list[int] = []
+    d = 0
+    for k in key:
+        if k is None:
+            out.append(1)
+        elif k is Ellipsis:
+            for _ in range(len(shape) - real):
+                spec.append((0, shape[d], 1))
+                out.append(shape[d])
+                d += 1
+        elif isinstance(k, slice):
+            n = shape[d]
+            start, stop, step = k.indices(n)
+            length = len(range(start, stop, step))
+            if length == 0:
+                spec.append((0, 0, 1))
+            else:
+                spec.append((start, None if stop < 0 else stop, step))
+            out.append(length)
+            d += 1
+        elif isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_):
+            n = shape[d]
+            i = int(k)
+            if not -n <= i < n:
+                raise BoundsError(
+                    f"index {i} is out of range for axis {d} of size {n} (shape {list(shape)})",
+                    op="getitem",
+                    hint=f"use an index in [{-n}, {n})",
+                )
+            i = i + n if i < 0 else i
+            spec.append((i, i + 1, 1))
+            d += 1
+        else:
+            raise ShapeError(
+                f"index of type {type(k).__name__} is not basic indexing",
+                op="getitem",
+                hint="index with ints, slices, None and ...; gather with pto.take(x, idx, axis)",
+            )
+    while d < len(shape):
+        spec.append((0, shape[d], 1))
+        out.append(shape[d])
+        d += 1
+    full = all(s == (0, n, 1) for s, n in zip(spec, shape, strict=True))
+    return tuple(spec), tuple(out), full
+
+
+def getitem(x: ArrayLike, key: Any) -> Any:
+    """``x[key]`` with basic indexing: a strided slice, then a reshape for ints and None."""
+    v = asvalue(x, "getitem")
+    spec, out_shape, full = slice_spec(tuple(v.shape), key)  # type: ignore[attr-defined]
+    if not full:
+        v = _bind(layout.SLICE, (v,), {"index": spec})
+    return reshape(v, out_shape)

@@ -1,0 +1,339 @@
+"""Composite ops: each defined once in terms of primitives, with its own JAX reference.
+
+Eager mode runs the decomposition op by op, so every intermediate is rounded to its dtype just
+as in a fused kernel. A graph tracer may keep a composite whole (to fuse it as one group).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core import dispatch
+from pypto.core.errors import ShapeError
+from pypto.ops import api, rules
+from pypto.ops.table import Op, register
+
+
+def _composite(name: str, doc: str, jax_impl: Callable[..., Any], **kw: Any) -> Any:
+    """Register ``decompose`` as composite ``name``; returns the public function."""
+
+    def deco(decompose: Callable[..., Any]) -> Any:
+        op = register(
+            Op(name=name, kind="composite", doc=doc, jax_impl=jax_impl, decompose=decompose, **kw)
+        )
+
+        def fn(*args: Any, **params: Any) -> Any:
+            return dispatch.current_trace().composite(op, args, params)  # type: ignore[attr-defined]
+
+        fn.__name__ = fn.__qualname__ = name
+        fn.__doc__ = decompose.__doc__
+        fn.__wrapped__ = decompose  # type: ignore[attr-defined]
+        fn.op = op  # type: ignore[attr-defined]
+        return fn
+
+    return deco
+
+
+def _axis(op: str, x: Any, axis: int) -> int:
+    return rules.normalize_axis(op, axis, len(x.shape), api._aval(x))
+
+
+@_composite("relu", "max(x, 0)", jax.nn.relu)
+def relu(x: Any) -> Any:
+    """max(x, 0), elementwise.
+
+    >>> import pypto as pto
+    >>> pto.relu(pto.tensor([-1.0, 2.0])).numpy()
+    array([0., 2.], dtype=float32)
+    """
+    return api.maximum(x, 0)
+
+
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def _gelu_jax(x: Any) -> Any:
+    return jax.nn.gelu(x, approximate=True)
+
+
+@_composite("gelu", "GELU, tanh approximation (as jax.nn.gelu's default)", _gelu_jax)
+def gelu(x: Any) -> Any:
+    """GELU with the tanh approximation: x · ½(1 + tanh(√(2/π)(x + 0.044715 x³))).
+
+    >>> import pypto as pto
+    >>> round(float(pto.gelu(pto.tensor(1.0))), 4)
+    0.8412
+    """
+    x = api.promote("gelu", (x,), inexact=True)[0]
+    inner = api.mul(api.add(x, api.mul(api.mul(api.mul(x, x), x), 0.044715)), _GELU_C)
+    return api.mul(x, api.mul(api.add(api.tanh(inner), 1.0), 0.5))
+
+
+@_composite("silu", "x · sigmoid(x)", jax.nn.silu)
+def silu(x: Any) -> Any:
+    """SiLU (swish): x · sigmoid(x)."""
+    x = api.promote("silu", (x,), inexact=True)[0]
+    return api.mul(x, api.sigmoid(x))
+
+
+def _clip_jax(x: Any, min: Any = None, max: Any = None) -> Any:
+    return jnp.clip(x, min, max)
+
+
+@_composite("clip", "min(max(x, lo), hi)", _clip_jax)
+def clip(x: Any, min: Any = None, max: Any = None) -> Any:
+    """Limit values to [min, max]; either bound may be None.
+
+    >>> import pypto as pto
+    >>> pto.clip(pto.tensor([-2.0, 0.5, 3.0]), -1.0, 1.0).numpy()
+    array([-1. ,  0.5,  1. ], dtype=float32)
+    """
+    if min is not None:
+        x = api.maximum(x, min)
+    if max is not None:
+        x = api.minimum(x, max)
+    return api.asvalue(x, "clip")
+
+
+def _mean_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return jnp.mean(x, axis=axis, keepdims=keepdims)
+
+
+@_composite("mean", "sum / count (integers averaged in float32)", _mean_jax)
+def mean(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """Arithmetic mean over ``axis`` (all axes when None); integer inputs give float32.
+
+    >>> import pypto as pto
+    >>> float(pto.mean(pto.tensor([1, 2, 3, 4])))
+    2.5
+    """
+    v = api.asvalue(x, "mean")
+    axes = rules.normalize_axes("mean", axis, api._aval(v))
+    if not v.dtype.is_floating:  # type: ignore[attr-defined]
+        v = api.cast(v, dt.float32)
+    count = math.prod(v.shape[a] for a in axes)  # type: ignore[attr-defined]
+    return api.div(api.sum(v, axes, keepdims), float(count))
+
+
+def _expand_dims_jax(x: Any, axis: Any) -> Any:
+    return jnp.expand_dims(x, axis)
+
+
+@_composite("expand_dims", "insert size-1 axes", _expand_dims_jax, differentiable=True)
+def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
+    """Insert size-1 dims at ``axis`` (positions in the result)."""
+    v = api.asvalue(x, "expand_dims")
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    nd = len(v.shape) + len(axes)  # type: ignore[attr-defined]
+    norm = sorted(rules.normalize_axis("expand_dims", a, nd) for a in axes)
+    if len(set(norm)) != len(norm):
+        raise ShapeError(f"repeated axis in {axis!r}", op="expand_dims")
+    shape = list(v.shape)  # type: ignore[attr-defined]
+    for a in norm:
+        shape.insert(a, 1)
+    return api.reshape(v, tuple(shape))
+
+
+def _squeeze_jax(x: Any, axis: Any = None) -> Any:
+    return jnp.squeeze(x, axis)
+
+
+@_composite("squeeze", "drop size-1 axes", _squeeze_jax)
+def squeeze(x: Any, axis: int | Sequence[int] | None = None) -> Any:
+    """Drop size-1 dims (all of them when ``axis`` is None)."""
+    v = api.asvalue(x, "squeeze")
+    shape = tuple(v.shape)  # type: ignore[attr-defined]
+    if axis is None:
+        axes = tuple(i for i, s in enumerate(shape) if s == 1)
+    else:
+        axes = rules.normalize_axes("squeeze", axis, api._aval(v))
+        for a in axes:
+            if shape[a] != 1:
+                raise ShapeError(
+                    f"cannot squeeze axis {a} of size {shape[a]} in {api._aval(v)}",
+                    op="squeeze",
+                    hint="only size-1 axes can be squeezed",
+                )
+    return api.reshape(v, tuple(s for i, s in enumerate(shape) if i not in axes))
+
+
+def _split_jax(x: Any, indices_or_sections: Any, axis: int = 0) -> Any:
+    return jnp.split(x, indices_or_sections, axis)
+
+
+@_composite("split", "slices along one axis", _split_jax)
+def split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
+    """Split into equal sections (an int) or at the given indices, along ``axis``.
+
+    >>> import pypto as pto
+    >>> [t.shape for t in pto.split(pto.arange(6), 3)]
+    [(2,), (2,), (2,)]
+    """
+    v = api.asvalue(x, "split")
+    a = _axis("split", v, axis)
+    n = v.shape[a]  # type: ignore[attr-defined]
+    if isinstance(indices_or_sections, int):
+        k = indices_or_sections
+        if k <= 0 or n % k:
+            raise ShapeError(
+                f"axis {axis} of size {n} in {api._aval(v)} cannot split into {k} equal sections",
+                op="split",
+                hint="pass split points as a list instead",
+            )
+        cuts = [n // k * i for i in range(1, k)]
+    else:
+        cuts = [int(i) for i in indices_or_sections]
+    bounds = [0, *(min(max(c, 0), n) for c in cuts), n]
+    out = []
+    for lo, hi in itertools.pairwise(bounds):
+        key = (slice(None),) * a + (slice(lo, max(lo, hi)),)
+        out.append(api.getitem(v, key))
+    return out
+
+
+def _softmax_jax(x: Any, axis: int = -1) -> Any:
+    return jax.nn.softmax(x, axis=axis)
+
+
+@_composite("softmax", "exp(x - max) / sum(exp(x - max))", _softmax_jax)
+def softmax(x: Any, axis: int = -1) -> Any:
+    """Softmax along ``axis``, shifted by the max for stability.
+
+    >>> import pypto as pto
+    >>> pto.softmax(pto.tensor([0.0, 0.0])).numpy()
+    array([0.5, 0.5], dtype=float32)
+    """
+    v = api.promote("softmax", (x,), inexact=True)[0]
+    a = _axis("softmax", v, axis)
+    e = api.exp(api.sub(v, api.max(v, a, True)))
+    return api.div(e, api.sum(e, a, True))
+
+
+def _log_softmax_jax(x: Any, axis: int = -1) -> Any:
+    return jax.nn.log_softmax(x, axis=axis)
+
+
+@_composite("log_softmax", "x - max - log(sum(exp(x - max)))", _log_softmax_jax)
+def log_softmax(x: Any, axis: int = -1) -> Any:
+    """Log of softmax along ``axis``, computed stably."""
+    v = api.promote("log_softmax", (x,), inexact=True)[0]
+    a = _axis("log_softmax", v, axis)
+    shifted = api.sub(v, api.max(v, a, True))
+    return api.sub(shifted, api.log(api.sum(api.exp(shifted), a, True)))
+
+
+def _layer_norm_jax(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    mu = jnp.mean(x, axis=-1, keepdims=True)
+    xc = x - mu
+    var = jnp.mean(xc * xc, axis=-1, keepdims=True)
+    y = xc * jax.lax.rsqrt(var + jnp.asarray(eps, x.dtype))
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+@_composite(
+    "layer_norm", "(x - mean) / sqrt(var + eps) · weight + bias, last axis", _layer_norm_jax
+)
+def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    """Layer normalization over the last axis, with optional elementwise weight and bias."""
+    v = api.promote("layer_norm", (x,), inexact=True)[0]
+    if not v.shape:  # type: ignore[attr-defined]
+        raise ShapeError(f"needs at least 1-d input, got {api._aval(v)}", op="layer_norm")
+    xc = api.sub(v, mean(v, -1, True))
+    var = mean(api.mul(xc, xc), -1, True)
+    y = api.mul(xc, api.rsqrt(api.add(var, eps)))
+    if weight is not None:
+        y = api.mul(y, weight)
+    if bias is not None:
+        y = api.add(y, bias)
+    return y
+
+
+def _rms_norm_jax(x: Any, weight: Any = None, eps: float = 1e-6) -> Any:
+    ms = jnp.mean(x * x, axis=-1, keepdims=True)
+    y = x * jax.lax.rsqrt(ms + jnp.asarray(eps, x.dtype))
+    return y if weight is None else y * weight
+
+
+@_composite("rms_norm", "x / sqrt(mean(x²) + eps) · weight, last axis", _rms_norm_jax)
+def rms_norm(x: Any, weight: Any = None, eps: float = 1e-6) -> Any:
+    """Root-mean-square normalization over the last axis, with an optional weight."""
+    v = api.promote("rms_norm", (x,), inexact=True)[0]
+    if not v.shape:  # type: ignore[attr-defined]
+        raise ShapeError(f"needs at least 1-d input, got {api._aval(v)}", op="rms_norm")
+    y = api.mul(v, api.rsqrt(api.add(mean(api.mul(v, v), -1, True), eps)))
+    return y if weight is None else api.mul(y, weight)
+
+
+def causal_mask(lq: int, lk: int) -> np.ndarray:
+    """bool[lq, lk]: query i sees keys j ≤ i (aligned top-left, as PyTorch's ``is_causal``)."""
+    return np.tril(np.ones((lq, lk), dtype=bool))
+
+
+def _sdpa_jax(
+    q: Any, k: Any, v: Any, mask: Any = None, *, causal: bool = False, scale: float | None = None
+) -> Any:
+    d = q.shape[-1]
+    s = scale if scale is not None else 1.0 / math.sqrt(d)
+    acc = jnp.float32 if q.dtype in (jnp.float16, jnp.bfloat16) else None
+    logits = jnp.matmul(q, jnp.swapaxes(k, -1, -2), preferred_element_type=acc).astype(q.dtype)
+    logits = logits * jnp.asarray(s, q.dtype)
+    if causal:
+        logits = jnp.where(causal_mask(q.shape[-2], k.shape[-2]), logits, -jnp.inf)
+    if mask is not None:
+        logits = jnp.where(mask, logits, -jnp.inf)
+    p = jax.nn.softmax(logits, axis=-1)
+    return jnp.matmul(p, v, preferred_element_type=acc).astype(q.dtype)
+
+
+@_composite(
+    "scaled_dot_product_attention",
+    "softmax(q kᵀ · scale, masked) v",
+    _sdpa_jax,
+)
+def scaled_dot_product_attention(
+    q: Any, k: Any, v: Any, mask: Any = None, *, causal: bool = False, scale: float | None = None
+) -> Any:
+    """Attention ``softmax(q @ kᵀ · scale) @ v`` over the last two axes.
+
+    ``q``: [..., Lq, D], ``k``: [..., Lk, D], ``v``: [..., Lk, Dv]. ``scale`` defaults to 1/√D;
+    ``causal`` lets query i see keys j ≤ i; ``mask`` (bool, broadcast to [..., Lq, Lk]) keeps
+    the logits where it is True.
+
+    >>> import pypto as pto
+    >>> q = pto.random.normal(0, (2, 8, 16))
+    >>> pto.scaled_dot_product_attention(q, q, q, causal=True).shape
+    (2, 8, 16)
+    """
+    qv, kv, vv = api.promote("scaled_dot_product_attention", (q, k, v), inexact=True)
+    for name, t in (("q", qv), ("k", kv), ("v", vv)):
+        if len(t.shape) < 2:  # type: ignore[attr-defined]
+            raise ShapeError(
+                f"{name} must be at least 2-d, got "
+                f"{rules.show([api._aval(x) for x in (qv, kv, vv)])}",
+                op="scaled_dot_product_attention",
+            )
+    d = qv.shape[-1]  # type: ignore[attr-defined]
+    s = scale if scale is not None else 1.0 / math.sqrt(d)
+    logits = api.mul(api.matmul(qv, api.transpose(kv, _swap_last(len(kv.shape)))), s)  # type: ignore[attr-defined]
+    if causal:
+        cm = causal_mask(qv.shape[-2], kv.shape[-2])  # type: ignore[attr-defined]
+        logits = api.where(cm, logits, -math.inf)
+    if mask is not None:
+        logits = api.where(mask, logits, -math.inf)
+    return api.matmul(softmax(logits, -1), vv)
+
+
+def _swap_last(nd: int) -> tuple[int, ...]:
+    return (*range(nd - 2), nd - 1, nd - 2)

@@ -1,0 +1,248 @@
+"""Elementwise primitives: unary math, binary arithmetic, comparisons, select and cast.
+
+Binary primitives take operands of one dtype (the API layer promotes first, as JAX's
+``promote_args`` does) and broadcast their shapes. Math on float16/bfloat16 is computed in
+float32 and rounded once to the declared dtype (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core.errors import DTypeError
+from pypto.ops import rules
+from pypto.ops.table import AVal, Op, Shape, register
+
+_F32 = np.dtype(np.float32)
+_LOWP = (dt.float16.np, dt.bfloat16.np)
+NUMERIC = (dt.float32, dt.float16, dt.bfloat16, dt.int32, dt.int8)
+INTS = (dt.int32, dt.int8)
+
+
+def in_f32(fn: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    """``fn`` computed in float32 on float16/bfloat16 inputs and rounded back once."""
+
+    def impl(*xs: np.ndarray) -> np.ndarray:
+        d = xs[0].dtype
+        if d in _LOWP:
+            return np.asarray(fn(*(x.astype(_F32) for x in xs))).astype(d)
+        return np.asarray(fn(*xs))
+
+    impl.__name__ = getattr(fn, "__name__", "impl")
+    impl.raw = fn  # type: ignore[attr-defined]  # the float32 (and integer) function itself
+    return impl
+
+
+def per_dtype(op: Op) -> dict[np.dtype[Any], Callable[..., np.ndarray]]:
+    """numpy dtype -> the function computing ``op`` on arrays of that dtype (eager fast path)."""
+    impl: Callable[..., np.ndarray] = op.impl  # type: ignore[assignment]
+    raw: Callable[..., np.ndarray] = getattr(impl, "raw", impl)
+    return {d.np: (impl if d.np in _LOWP else raw) for d in op.dtypes}
+
+
+def _shape_n(name: str) -> Callable[..., Shape]:
+    def rule(*avals: AVal, **params: Any) -> Shape:
+        if len(avals) == 1:
+            return avals[0].shape
+        return rules.broadcast_shapes(name, *avals)
+
+    return rule
+
+
+def _dtype_same(name: str, allowed: tuple[dt.DType, ...], why: str) -> Callable[..., dt.DType]:
+    def rule(*avals: AVal, **params: Any) -> dt.DType:
+        d = rules.same_dtype(name, *avals)
+        rules.check_dtype(name, avals, allowed, why)
+        return d
+
+    return rule
+
+
+def _elementwise(
+    name: str,
+    impl: Callable[..., np.ndarray],
+    jax_impl: Callable[..., Any],
+    doc: str,
+    *,
+    allowed: tuple[dt.DType, ...] = dt.ALL,
+    why: str = "",
+    factor: int = 1,
+    out_dtype: dt.DType | None = None,
+    differentiable: bool = True,
+) -> Op:
+    same = _dtype_same(name, allowed, why or f"{name} does not accept this dtype")
+
+    def dtype_rule(*avals: AVal, **params: Any) -> dt.DType:
+        d = same(*avals)
+        return out_dtype if out_dtype is not None else d
+
+    return register(
+        Op(
+            name=name,
+            kind="elementwise",
+            doc=doc,
+            shape_rule=_shape_n(name),
+            dtype_rule=dtype_rule,
+            impl=impl,
+            jax_impl=jax_impl,
+            cost_rule=rules.elementwise_cost(factor),  # type: ignore[arg-type]
+            differentiable=differentiable,
+            dtypes=allowed,
+            vector_factor=factor,
+        )
+    )
+
+
+_FLOAT_WHY = "{} is defined on floating tensors (integer inputs are promoted to float32 first)"
+
+
+def _float_unary(
+    name: str, fn: Callable[..., Any], jfn: Callable[..., Any], doc: str, f: int
+) -> Op:
+    return _elementwise(
+        name, in_f32(fn), jfn, doc, allowed=dt.FLOATS, why=_FLOAT_WHY.format(name), factor=f
+    )
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # exp(-|x|) never overflows, so both branches are exact to rounding.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return np.reciprocal(np.sqrt(x))
+
+
+EXP = _float_unary("exp", np.exp, jnp.exp, "e to the power x", 4)
+LOG = _float_unary("log", np.log, jnp.log, "natural logarithm", 4)
+SQRT = _float_unary("sqrt", np.sqrt, jnp.sqrt, "square root", 2)
+RSQRT = _float_unary("rsqrt", _rsqrt, jax.lax.rsqrt, "1 / sqrt(x)", 2)
+RECIPROCAL = _float_unary("reciprocal", np.reciprocal, jnp.reciprocal, "1 / x", 2)
+TANH = _float_unary("tanh", np.tanh, jnp.tanh, "hyperbolic tangent", 4)
+SIGMOID = _float_unary("sigmoid", _sigmoid, jax.nn.sigmoid, "logistic 1 / (1 + e^-x)", 4)
+SIN = _float_unary("sin", np.sin, jnp.sin, "sine (radians)", 4)
+COS = _float_unary("cos", np.cos, jnp.cos, "cosine (radians)", 4)
+
+_NOBOOL = "{} is not defined on bool tensors"
+NEG = _elementwise(
+    "neg", np.negative, jnp.negative, "-x", allowed=NUMERIC, why=_NOBOOL.format("neg")
+)
+ABS = _elementwise("abs", np.abs, jnp.abs, "|x|", allowed=NUMERIC, why=_NOBOOL.format("abs"))
+
+# Native numpy loops on float16/bfloat16 compute in float32 and round once for these
+# (double rounding through float32 is exact for + - * / max min), so no explicit upcast.
+ADD = _elementwise("add", np.add, jnp.add, "x + y (logical or on bool)")
+SUB = _elementwise(
+    "sub", np.subtract, jnp.subtract, "x - y", allowed=NUMERIC, why=_NOBOOL.format("sub")
+)
+MUL = _elementwise("mul", np.multiply, jnp.multiply, "x * y (logical and on bool)")
+DIV = _elementwise(
+    "div",
+    np.true_divide,
+    jnp.true_divide,
+    "x / y, true division",
+    allowed=dt.FLOATS,
+    why=_FLOAT_WHY.format("div"),
+    factor=2,
+)
+MAXIMUM = _elementwise("maximum", np.maximum, jnp.maximum, "elementwise max (NaN propagates)")
+MINIMUM = _elementwise("minimum", np.minimum, jnp.minimum, "elementwise min (NaN propagates)")
+
+
+def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "i":
+        if np.any(y < 0):
+            raise DTypeError(
+                f"integer pow with a negative exponent (x: {x.dtype}{list(x.shape)})",
+                op="pow",
+                hint="cast the base to a float dtype first",
+            )
+        return np.power(x, y)
+    return in_f32(np.power)(x, y)
+
+
+POW = _elementwise(
+    "pow", _pow, jnp.power, "x ** y", allowed=NUMERIC, why=_NOBOOL.format("pow"), factor=8
+)
+
+_CMP_DOC = "elementwise comparison giving bool"
+EQUAL = _elementwise(
+    "equal", np.equal, jnp.equal, _CMP_DOC, out_dtype=dt.bool_, differentiable=False
+)
+NOT_EQUAL = _elementwise(
+    "not_equal", np.not_equal, jnp.not_equal, _CMP_DOC, out_dtype=dt.bool_, differentiable=False
+)
+LESS = _elementwise("less", np.less, jnp.less, _CMP_DOC, out_dtype=dt.bool_, differentiable=False)
+LESS_EQUAL = _elementwise(
+    "less_equal",
+    np.less_equal,
+    jnp.less_equal,
+    _CMP_DOC,
+    out_dtype=dt.bool_,
+    differentiable=False,
+)
+GREATER = _elementwise(
+    "greater", np.greater, jnp.greater, _CMP_DOC, out_dtype=dt.bool_, differentiable=False
+)
+GREATER_EQUAL = _elementwise(
+    "greater_equal",
+    np.greater_equal,
+    jnp.greater_equal,
+    _CMP_DOC,
+    out_dtype=dt.bool_,
+    differentiable=False,
+)
+
+
+def _where_dtype(c: AVal, x: AVal, y: AVal) -> dt.DType:
+    if c.dtype is not dt.bool_:
+        raise DTypeError(f"condition must be bool, got {rules.show((c, x, y))}", op="where")
+    return rules.same_dtype("where", x, y)
+
+
+WHERE = register(
+    Op(
+        name="where",
+        kind="elementwise",
+        doc="select x where cond else y",
+        shape_rule=_shape_n("where"),
+        dtype_rule=_where_dtype,
+        impl=np.where,
+        jax_impl=jnp.where,
+        cost_rule=rules.elementwise_cost(1),  # type: ignore[arg-type]
+    )
+)
+
+
+def _cast_impl(x: np.ndarray, *, dtype: dt.DType) -> np.ndarray:
+    if (x.dtype.kind == "f" or x.dtype in _LOWP) and dtype.is_integer:
+        # float -> int truncates toward zero, as JAX does; NaN and out-of-range saturate.
+        info = np.iinfo(dtype.np)
+        f = np.trunc(x.astype(_F32))
+        return np.clip(np.nan_to_num(f, nan=0.0), info.min, info.max).astype(dtype.np)
+    return x.astype(dtype.np)
+
+
+def _cast_jax(x: Any, *, dtype: dt.DType) -> Any:
+    return jax.lax.convert_element_type(x, dtype.np)
+
+
+CAST = register(
+    Op(
+        name="cast",
+        kind="elementwise",
+        doc="convert to another dtype (float -> int truncates toward zero)",
+        shape_rule=lambda x, *, dtype: x.shape,
+        dtype_rule=lambda x, *, dtype: dtype,
+        impl=_cast_impl,
+        jax_impl=_cast_jax,
+        cost_rule=rules.elementwise_cost(1),  # type: ignore[arg-type]
+    )
+)

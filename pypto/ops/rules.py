@@ -1,0 +1,105 @@
+"""Shape and dtype rule helpers shared by the op definitions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pypto import dtypes as dt
+from pypto.core.errors import BoundsError, DTypeError, ShapeError
+from pypto.ops.table import AVal, Cost, Shape
+
+
+def show(avals: Sequence[AVal]) -> str:
+    """``f32[2,3], f16[3]`` — how operands appear in error messages."""
+    return ", ".join(str(a) for a in avals)
+
+
+def broadcast_shapes(op: str, *avals: AVal) -> Shape:
+    """numpy broadcasting of the operands' shapes, or a ShapeError naming them."""
+    ndim = max(a.ndim for a in avals)
+    out = [1] * ndim
+    for a in avals:
+        off = ndim - a.ndim
+        for i, s in enumerate(a.shape):
+            o = out[off + i]
+            if o == 1:
+                out[off + i] = s
+            elif s not in (1, o):
+                raise ShapeError(
+                    f"shapes {show(avals)} cannot be broadcast together "
+                    f"(dimension {i - a.ndim} is {s} in one and {o} in another)",
+                    op=op,
+                    hint="make the sizes equal or 1, e.g. with reshape or expand_dims",
+                )
+    return tuple(out)
+
+
+def normalize_axis(op: str, axis: int, ndim: int, aval: AVal | None = None) -> int:
+    """``axis`` in ``[0, ndim)``; negative axes count from the end."""
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise ShapeError(f"axis must be an int, got {axis!r}", op=op)
+    if not -ndim <= axis < ndim:
+        what = f" of {aval}" if aval is not None else ""
+        raise ShapeError(
+            f"axis {axis} is out of range for a {ndim}-d tensor{what}",
+            op=op,
+            hint=f"use an axis in [{-ndim}, {ndim})" if ndim else "a 0-d tensor has no axes",
+        )
+    return axis + ndim if axis < 0 else axis
+
+
+def normalize_axes(op: str, axis: int | Sequence[int] | None, aval: AVal) -> tuple[int, ...]:
+    """A sorted tuple of distinct axes; ``None`` means all."""
+    if axis is None:
+        return tuple(range(aval.ndim))
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    out = tuple(sorted(normalize_axis(op, a, aval.ndim, aval) for a in axes))
+    if len(set(out)) != len(out):
+        raise ShapeError(f"repeated axis in {axis!r} for {aval}", op=op)
+    return out
+
+
+def same_dtype(op: str, *avals: AVal) -> dt.DType:
+    d = avals[0].dtype
+    for a in avals[1:]:
+        if a.dtype is not d:
+            raise DTypeError(
+                f"operands must have one dtype after promotion, got {show(avals)}", op=op
+            )
+    return d
+
+
+def check_dtype(op: str, avals: Sequence[AVal], allowed: tuple[dt.DType, ...], why: str) -> None:
+    for a in avals:
+        if a.dtype not in allowed:
+            raise DTypeError(
+                f"{why}; got {show(avals)}",
+                op=op,
+                hint="cast first, e.g. x.astype(pto.float32)",
+            )
+
+
+def check_index(op: str, i: int, n: int, aval: AVal, axis: int) -> int:
+    if not -n <= i < n:
+        raise BoundsError(
+            f"index {i} is out of range for axis {axis} of size {n} (tensor {aval})",
+            op=op,
+            hint=f"use an index in [{-n}, {n})",
+        )
+    return i + n if i < 0 else i
+
+
+def elementwise_cost(factor: int) -> object:
+    def cost(*avals: AVal, out: AVal, **params: object) -> Cost:
+        return Cost(
+            flops=out.size * factor,
+            unit="vector",
+            bytes_in=sum(a.nbytes for a in avals),
+            bytes_out=out.nbytes,
+        )
+
+    return cost
+
+
+def movement_cost(*avals: AVal, out: AVal, **params: object) -> Cost:
+    return Cost(flops=0, unit="none", bytes_in=sum(a.nbytes for a in avals), bytes_out=out.nbytes)
