@@ -69,7 +69,7 @@ def to_numpy(x: Any, op: str = "tensor", dtype: dt.DType | None = None) -> np.nd
         raise DTypeError(f"cannot make a tensor from {type(x).__name__}: {e}", op=op) from None
     if dtype is not None:
         return a.astype(dtype.np)
-    if a.dtype.kind in "OSUV":
+    if a.dtype.kind in "OSUV" and a.dtype not in dt._BY_NP:  # bfloat16 is of kind V
         raise DTypeError(
             f"cannot make a tensor from {type(x).__name__} of dtype {a.dtype}",
             op=op,

@@ -1,0 +1,38 @@
+"""The op catalog as markdown, generated from the op table (docs/ops.md is this output)."""
+
+from __future__ import annotations
+
+from pypto.ops.table import OPS, Op
+
+_KIND_ORDER = ("elementwise", "reduce", "matmul", "layout", "composite")
+
+
+def _dtypes(op: Op) -> str:
+    if op.is_composite:
+        return "as its parts"
+    return ", ".join(d.short for d in op.dtypes)
+
+
+def markdown() -> str:
+    """A markdown page with one table row per op, grouped by kind."""
+    lines = [
+        "# Ops",
+        "",
+        "Generated from the op table (`pypto/ops/`) by `python -m pypto docs`; do not edit.",
+        "Every op is checked against its JAX reference in the tests.",
+        "",
+        "Integer and bool inputs to floating ops (exp, log, sqrt, rsqrt, reciprocal, tanh,",
+        "sigmoid, sin, cos, div) are promoted to float32 first, as `jax.numpy` does;",
+        "`neg`, `abs`, `sub` and `pow` refuse bool, and `matmul` refuses bool.",
+        "",
+        "| op | kind | dtypes | differentiable | meaning |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    ops = sorted(OPS.values(), key=lambda o: (_KIND_ORDER.index(o.kind), o.name))
+    for op in ops:
+        kind = "composite" if op.is_composite else f"primitive ({op.kind})"
+        diff = "yes" if op.differentiable else "no"
+        doc = op.doc.replace("|", "\\|")
+        lines.append(f"| `{op.name}` | {kind} | {_dtypes(op)} | {diff} | {doc} |")
+    lines.append("")
+    return "\n".join(lines)

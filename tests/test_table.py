@@ -1,0 +1,127 @@
+"""The op table: every op has every rule its levels require, and the rules agree with the data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.ops import catalog, table
+from pypto.ops.table import OPS, AVal, Cost
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# One sample application per primitive: input arrays and params, as the API would bind them.
+f32 = np.float32
+SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
+    **{
+        n: ((np.linspace(0.1, 2.0, 6, dtype=f32).reshape(2, 3),), {})
+        for n in ("exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "sin", "cos")
+    },
+    "neg": ((np.arange(6, dtype=np.int32).reshape(2, 3),), {}),
+    "abs": ((np.arange(-3, 3, dtype=np.int8).reshape(2, 3),), {}),
+    **{
+        n: ((np.ones((2, 3), f32), np.arange(3, dtype=f32)), {})
+        for n in ("add", "sub", "mul", "maximum", "minimum", "pow")
+    },
+    "div": ((np.ones((2, 3), f32), np.arange(1, 4, dtype=f32)), {}),
+    **{
+        n: ((np.ones((2, 1), f32), np.arange(3, dtype=f32)), {})
+        for n in ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+    },
+    "where": ((np.array([True, False]), np.ones((3, 2), f32), np.zeros((1, 2), f32)), {}),
+    "cast": ((np.array([1.5, -2.5], f32),), {"dtype": pto.int8}),
+    "sum": ((np.ones((2, 3, 4), np.int8),), {"axes": (0, 2), "keepdims": True}),
+    "max": ((np.ones((2, 3), f32),), {"axes": (1,), "keepdims": False}),
+    "min": ((np.ones((2, 3), f32),), {"axes": (0, 1), "keepdims": False}),
+    "argmax": ((np.arange(6, dtype=f32).reshape(2, 3),), {"axis": 1, "keepdims": False}),
+    "matmul": ((np.ones((5, 2, 3), f32), np.ones((3, 4), f32)), {}),
+    "reshape": ((np.ones((2, 6), f32),), {"shape": (3, 4)}),
+    "transpose": ((np.ones((2, 3, 4), f32),), {"perm": (2, 0, 1)}),
+    "broadcast_to": ((np.ones((3, 1), f32),), {"shape": (2, 3, 4)}),
+    "concat": ((np.ones((2, 3), f32), np.zeros((4, 3), f32)), {"axis": 0}),
+    "slice": ((np.ones((5, 6), f32),), {"index": ((4, None, -2), (1, 5, 3))}),
+    "take": ((np.ones((5, 6), f32), np.array([[0, -1], [2, 3]], np.int32)), {"axis": 1}),
+}
+
+
+def test_table_is_complete() -> None:
+    missing = table.missing_rules()
+    assert not missing, "ops lacking rules (op: levels): " + ", ".join(
+        f"{name}: {levels}" for name, levels in sorted(missing.items())
+    )
+
+
+# Ops reached through syntax rather than a function of their own name.
+VIA_SYNTAX = {"slice": "x[start:stop:step]"}
+
+DESIGN_NAMES = """add sub mul div neg abs exp log sqrt rsqrt reciprocal tanh sigmoid relu gelu silu
+sin cos pow maximum minimum where clip cast equal not_equal less less_equal greater greater_equal
+sum max min mean argmax matmul reshape transpose broadcast_to expand_dims squeeze concat split take
+softmax log_softmax layer_norm rms_norm scaled_dot_product_attention""".split()
+
+
+def test_every_op_is_public() -> None:
+    for name in OPS:
+        if name not in VIA_SYNTAX:
+            assert callable(getattr(pto, name, None)), f"pto.{name} is missing from the API"
+
+
+def test_every_name_of_the_design_is_an_op() -> None:
+    missing = [n for n in DESIGN_NAMES if n not in OPS or not callable(getattr(pto, n, None))]
+    assert not missing, f"ops named in DESIGN §5 but absent: {missing}"
+
+
+def test_a_declared_level_names_the_ops_it_lacks() -> None:
+    table.require_rule("__probe__", lambda op: op.name in ("exp", "softmax"))
+    try:
+        assert table.missing_rules() == {"exp": ["__probe__"], "softmax": ["__probe__"]}
+        table.register_rule("__probe__", "exp")(lambda *a: None)
+        assert table.missing_rules() == {"softmax": ["__probe__"]}
+    finally:
+        table._REQUIRED.pop("__probe__")
+        OPS["exp"].rules.pop("__probe__")
+
+
+def test_every_primitive_has_a_sample() -> None:
+    prims = {n for n, op in OPS.items() if not op.is_composite}
+    assert prims == set(SAMPLES), f"missing samples: {prims - set(SAMPLES)}"
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_rules_agree_with_numpy_impl_and_jax(name: str) -> None:
+    op = OPS[name]
+    arrays, params = SAMPLES[name]
+    avals = [AVal(a.shape, pto.dtypes.from_numpy(a.dtype)) for a in arrays]
+    shape = op.shape_rule(*avals, **params)
+    dtype = op.dtype_rule(*avals, **params)
+    out = np.asarray(op.impl(*arrays, **params))
+    assert out.shape == shape, f"{name}: shape rule {shape} but numpy gives {out.shape}"
+    assert out.dtype == dtype.np, f"{name}: dtype rule {dtype} but numpy gives {out.dtype}"
+    ref = np.asarray(op.jax_impl(*arrays, **params))
+    assert ref.shape == shape and ref.dtype == dtype.np, f"{name}: JAX gives {ref.dtype}{ref.shape}"
+    cost = op.cost_rule(*avals, out=AVal(shape, dtype), **params)
+    assert isinstance(cost, Cost) and cost.bytes_out == out.nbytes
+    assert cost.bytes_in == sum(a.nbytes for a in arrays)
+
+
+def test_matmul_cost_counts_multiply_adds() -> None:
+    a, b = AVal((64, 32), pto.float16), AVal((32, 16), pto.float16)
+    cost = OPS["matmul"].cost_rule(a, b, out=AVal((64, 16), pto.float16))
+    assert (cost.flops, cost.unit) == (2 * 64 * 32 * 16, "cube")
+
+
+def test_transcendentals_cost_more_vector_work_than_add() -> None:
+    x = AVal((8, 8), pto.float32)
+    add = OPS["add"].cost_rule(x, x, out=x)
+    exp = OPS["exp"].cost_rule(x, out=x)
+    assert exp.flops > add.flops == 64
+
+
+def test_docs_ops_md_is_generated_from_the_table() -> None:
+    text = (ROOT / "docs" / "ops.md").read_text()
+    assert text == catalog.markdown(), "docs/ops.md is stale: run `python -m pypto docs`"
+    for name in OPS:
+        assert f"| `{name}` |" in text
