@@ -7,6 +7,7 @@ float32
 """
 
 from pypto import dtypes
+from pypto.compiler import jit, make_graph
 from pypto.core.errors import (
     BoundsError,
     DTypeError,
@@ -91,6 +92,9 @@ from pypto.ops import (
     where,
 )
 
+from pypto.graph.autodiff import grad, value_and_grad, vjp
+from pypto.reference import check, to_jax
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -112,6 +116,7 @@ __all__ = [
     "bool_",
     "broadcast_to",
     "cast",
+    "check",
     "clip",
     "concat",
     "cos",
@@ -124,15 +129,18 @@ __all__ = [
     "float32",
     "full",
     "gelu",
+    "grad",
     "greater",
     "greater_equal",
     "int8",
     "int32",
+    "jit",
     "layer_norm",
     "less",
     "less_equal",
     "log",
     "log_softmax",
+    "make_graph",
     "matmul",
     "max",
     "maximum",
@@ -166,7 +174,10 @@ __all__ = [
     "take",
     "tanh",
     "tensor",
+    "to_jax",
     "transpose",
+    "value_and_grad",
+    "vjp",
     "where",
     "zeros",
     "zeros_like",

@@ -1,0 +1,332 @@
+"""The driver: ``jit``, ``make_graph`` and lowering — the only module that chains the levels.
+
+Today the chain is trace → tensor passes → ``backend="interpret"`` (the Tensor IR run on
+numpy). The tile, block and ISA levels and the ``"npu"`` backend attach here as they land.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypto import dtypes as dt
+from pypto.core.errors import PyptoError, TraceError
+from pypto.core.passes import PassManager, Snapshot
+from pypto.eager.tensor import Tensor, _wrap
+from pypto.graph import interpret, passes, pytree
+from pypto.graph.ir import Func
+from pypto.graph.tracer import Tracer, trace
+from pypto.ops import api
+from pypto.ops.table import Value
+
+BACKENDS = ("interpret", "npu")
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """Compile-cache statistics of a jitted function."""
+
+    hits: int
+    misses: int
+    size: int
+
+    @property
+    def traces(self) -> int:
+        return self.misses
+
+    def __str__(self) -> str:
+        return f"CacheInfo(hits={self.hits}, traces={self.misses}, size={self.size})"
+
+
+@dataclass(frozen=True)
+class Lowered:
+    """A function lowered for one signature: its IR at each level built so far.
+
+    ``traced`` is the Tensor IR straight from tracing, ``tensor_ir`` after the tensor passes,
+    ``snapshots`` the before/after text of every pass.
+    """
+
+    traced: Func
+    tensor_ir: Func
+    in_tree: pytree.TreeDef
+    out_tree: pytree.TreeDef
+    static_key: tuple[Any, ...]
+    backend: str
+    snapshots: tuple[Snapshot, ...] = field(default=())
+
+    @property
+    def tile_ir(self) -> Any:
+        raise PyptoError(
+            "the Tile IR level is not built yet; inspect .tensor_ir",
+            op="lower",
+        )
+
+    def compile(self) -> Compiled:
+        return Compiled(self)
+
+    def __str__(self) -> str:
+        return str(self.tensor_ir)
+
+    def _repr_html_(self) -> str:
+        return self.tensor_ir._repr_html_()
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """An executable for one signature; calling it with another structure is an error."""
+
+    lowered: Lowered
+
+    def __call__(self, *args: Any) -> Any:
+        leaves, tree = pytree.flatten(tuple(args))
+        lw = self.lowered
+        if tree != lw.in_tree:
+            raise TraceError(
+                f"called with argument structure {tree}, but compiled for {lw.in_tree}",
+                op="jit",
+                hint="call the jitted function itself to retrace for a new structure",
+            )
+        dyn = [x for x in leaves if not _is_py_scalar(x)]
+        params = lw.tensor_ir.params
+        for i, (x, p) in enumerate(zip(dyn, params, strict=False)):
+            v = api.asvalue(x, "jit")
+            if tuple(v.shape) != p.aval.shape or v.dtype is not p.aval.dtype:  # type: ignore[attr-defined]
+                raise TraceError(
+                    f"argument leaf {i} is {v.dtype.short}{list(v.shape)} but this executable "  # type: ignore[attr-defined]
+                    f"was compiled for {p.aval}",
+                    op="jit",
+                    hint="call the jitted function itself to compile for new shapes",
+                )
+        return _execute(lw, dyn)
+
+
+def _is_py_scalar(x: Any) -> bool:
+    return type(x) in (bool, int, float)
+
+
+def _leaf_key(x: Any) -> Any:
+    # Python scalars are baked into the trace (their weak typing then matches eager mode).
+    if _is_py_scalar(x):
+        return ("py", type(x).__name__, x)
+    if isinstance(x, Value):
+        return (tuple(x.shape), x.dtype)  # type: ignore[attr-defined]
+    a = api.to_numpy(x, "jit")
+    return (a.shape, dt.from_numpy(a.dtype))
+
+
+def _execute(lw: Lowered, dyn: Sequence[Any]) -> Any:
+    if lw.backend == "npu":
+        raise PyptoError(
+            "the npu backend needs the tile and block levels, which are not built yet",
+            op="jit",
+            hint="use pto.jit(fn, backend='interpret') for now",
+        )
+    func = lw.tensor_ir
+    if any(isinstance(x, Tracer) for x in dyn):
+        vals = [api.asvalue(x) for x in dyn]
+        outs = interpret.evaluate(func, vals)  # inside another trace: inline
+    else:
+        arrays = [x._a if type(x) is Tensor else api.to_numpy(x, "jit") for x in dyn]
+        outs = [_wrap(a) for a in interpret.run(func, arrays)]
+    return pytree.unflatten(lw.out_tree, outs)
+
+
+class Jitted:
+    """A staged function: traced once per signature, optimized, and run on its backend."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        machine: Any = "ascend910b",
+        tile: Any = None,
+        static_argnums: int | Sequence[int] = (),
+        backend: str = "interpret",
+        fuse: bool = True,
+    ) -> None:
+        if backend not in BACKENDS:
+            raise PyptoError(
+                f"unknown backend {backend!r}", op="jit", hint=f"use one of {BACKENDS}"
+            )
+        self.fn = fn
+        self.machine = machine
+        self.tile = tile
+        self.static_argnums = (
+            (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)
+        )
+        self.backend = backend
+        self.fuse = fuse
+        self._cache: dict[Any, Lowered] = {}
+        self._hits = 0
+        self._misses = 0
+        functools.update_wrapper(self, fn)
+
+    def _split(self, args: tuple[Any, ...]) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        n = len(args)
+        for s in self.static_argnums:
+            if not -n <= s < n:
+                raise TraceError(
+                    f"static_argnums={self.static_argnums} but the call has {n} arguments",
+                    op="jit",
+                )
+        static = {s % n for s in self.static_argnums}
+        stat = tuple((i, args[i]) for i in sorted(static))
+        for i, v in stat:
+            try:
+                hash(v)
+            except TypeError:
+                raise TraceError(
+                    f"static argument {i} of type {type(v).__name__} is not hashable",
+                    op="jit",
+                    hint="static arguments key the compile cache; pass a tuple, not a list",
+                ) from None
+        dyn = tuple(a for i, a in enumerate(args) if i not in static)
+        return stat, dyn
+
+    def _key(self, stat: Any, dyn: tuple[Any, ...]) -> tuple[Any, ...]:
+        leaves, tree = pytree.flatten(dyn)
+        return (
+            tree,
+            tuple(_leaf_key(x) for x in leaves),
+            stat,
+            str(self.machine),
+            repr(self.tile),
+            self.fuse,
+            self.backend,
+        )
+
+    def lower(self, *args: Any, snapshots: bool = False) -> Lowered:
+        """Trace and optimize for these arguments (cached), without running."""
+        stat, dyn = self._split(args)
+        key = self._key(stat, dyn)
+        hit = self._cache.get(key)
+        if hit is not None and not snapshots:
+            self._hits += 1
+            return hit
+        self._misses += 1
+        lw = self._build(stat, dyn, snapshots)
+        self._cache[key] = lw
+        return lw
+
+    def _build(self, stat: tuple[Any, ...], dyn: tuple[Any, ...], snapshots: bool) -> Lowered:
+        static = dict(stat)
+        n = len(stat) + len(dyn)
+
+        def staged(*d: Any) -> Any:
+            it = iter(d)
+            full = [static[i] if i in static else next(it) for i in range(n)]
+            return self.fn(*full)
+
+        # Python scalars are static: bake them in, so they stay weakly typed as in eager mode.
+        leaves, in_tree = pytree.flatten(dyn)
+        scal = {i: x for i, x in enumerate(leaves) if _is_py_scalar(x)}
+
+        def with_scalars(*dyn_leaves: Any) -> Any:
+            it = iter(dyn_leaves)
+            full = [scal[i] if i in scal else next(it) for i in range(len(leaves))]
+            return staged(*pytree.unflatten(in_tree, full))
+
+        names = self._arg_names(stat)
+        func, out_tree, free = trace(
+            with_scalars,
+            [x for i, x in enumerate(leaves) if i not in scal],
+            name=getattr(self.fn, "__name__", "f"),
+            arg_names=names,
+        )
+        if free:
+            raise TraceError(
+                "a jitted function closes over a traced value of an enclosing transform",
+                op="jit",
+                hint="pass the value as an argument instead",
+            )
+        pipeline = passes.DEFAULT if self.fuse else passes.UNFUSED
+        opt, snaps = PassManager(pipeline, snapshots=snapshots).run(func)
+        return Lowered(func, opt, in_tree, out_tree, stat, self.backend, tuple(snaps))
+
+    def _arg_names(self, stat: tuple[Any, ...]) -> list[str] | None:
+        try:
+            sig = inspect.signature(self.fn)
+        except (TypeError, ValueError):
+            return None
+        static = {i for i, _ in stat}
+        ps = [
+            p.name
+            for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        return [p for i, p in enumerate(ps) if i not in static]
+
+    def __call__(self, *args: Any) -> Any:
+        lw = self.lower(*args)
+        _, dyn = self._split(args)
+        leaves, _ = pytree.flatten(dyn)
+        return _execute(lw, [x for x in leaves if not _is_py_scalar(x)])
+
+    def cache_info(self) -> CacheInfo:
+        """Hits and traces of the compile cache."""
+        return CacheInfo(self._hits, self._misses, len(self._cache))
+
+    def __repr__(self) -> str:
+        return f"<pto.jit {getattr(self.fn, '__name__', 'f')} backend={self.backend}>"
+
+
+def jit(
+    fn: Callable[..., Any] | None = None,
+    *,
+    machine: Any = "ascend910b",
+    tile: Any = None,
+    static_argnums: int | Sequence[int] = (),
+    backend: str = "interpret",
+    fuse: bool = True,
+) -> Any:
+    """Stage ``fn``: trace once per signature, optimize the graph, run it on the backend.
+
+    >>> import pypto as pto
+    >>> f = pto.jit(lambda x: pto.exp(x) + 1)
+    >>> f(pto.zeros(3)).numpy()
+    array([2., 2., 2.], dtype=float32)
+    >>> print(f.cache_info())
+    CacheInfo(hits=0, traces=1, size=1)
+    """
+    kw: dict[str, Any] = dict(
+        machine=machine, tile=tile, static_argnums=static_argnums, backend=backend, fuse=fuse
+    )
+    if fn is None:
+        return lambda f: Jitted(f, **kw)
+    return Jitted(fn, **kw)
+
+
+def make_graph(fn: Callable[..., Any], static_argnums: int | Sequence[int] = ()) -> Any:
+    """``make_graph(fn)(*args)`` is the traced Tensor IR of ``fn``, like ``jax.make_jaxpr``.
+
+    >>> import pypto as pto
+    >>> print(pto.make_graph(lambda x: pto.exp(x) * 2)(pto.ones((2,))))  # doctest: +ELLIPSIS
+    func @lambda(%x: f32[2]) -> (f32[2]) {
+      %0: f32[2] = exp %x ...
+      %1: f32[2] = mul %0, 2.0:f32 ...
+      return %1
+    }
+    """
+
+    def graph(*args: Any) -> Func:
+        j = Jitted(fn, static_argnums=static_argnums)
+        stat, dyn = j._split(args)
+        static = dict(stat)
+        n = len(args)
+
+        def staged(*d: Any) -> Any:
+            it = iter(d)
+            return fn(*[static[i] if i in static else next(it) for i in range(n)])
+
+        func, _, _ = trace(
+            staged, dyn, name=getattr(fn, "__name__", "f"), arg_names=j._arg_names(stat)
+        )
+        return func
+
+    return graph
+
+
+__all__ = ["CacheInfo", "Compiled", "Jitted", "Lowered", "jit", "make_graph"]

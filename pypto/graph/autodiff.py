@@ -1,0 +1,252 @@
+"""Reverse-mode autodiff over the Tensor IR: ``vjp``, ``grad`` and ``value_and_grad``.
+
+The derivative of a traced :class:`Func` is another Func, built by tracing a *joint* function:
+evaluate the equations forward, then walk them backward applying each op's VJP rule (written
+in pypto ops, registered in the op table). The backward graph is ordinary IR, so it optimizes,
+lowers and compiles like a forward one. Integer and bool values get no cotangent (JAX's
+float0); for such inputs ``vjp`` returns zeros and ``grad`` refuses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pypto import dtypes as dt
+from pypto.core.errors import DTypeError, TraceError
+from pypto.graph import interpret, pytree
+from pypto.graph.ir import Func, Lit, Var
+from pypto.graph.tracer import trace
+from pypto.ops import api
+from pypto.ops.table import OPS, AVal, Value
+
+
+def _zeros(aval: AVal) -> Any:
+    return api.broadcast_to(api.asvalue(_np_zero(aval.dtype)), aval.shape)
+
+
+def _np_zero(d: dt.DType) -> Any:
+    import numpy as np
+
+    return np.zeros((), d.np)
+
+
+def backward_func(f: Func, n_out: int) -> Func:
+    """The joint function ``(params..., cts for the first n_out outputs...) → (outs..., grads)``.
+
+    One grad per parameter; parameters nobody differentiates through get zeros.
+    """
+    n_in = len(f.params)
+
+    def joint(*vals: Any) -> Any:
+        prim, cts = vals[:n_in], vals[n_in:]
+        env: dict[Var, Any] = dict(zip(f.params, prim, strict=True))
+        for v, arr in f.consts:
+            env[v] = api.asvalue(arr)
+
+        def read(a: Any) -> Any:
+            return api.asvalue(a.value) if isinstance(a, Lit) else env[a]
+
+        from pypto.core import dispatch
+
+        for e in f.eqns:
+            env[e.out] = dispatch.bind(OPS[e.op], tuple(read(a) for a in e.inputs), e.kwargs)
+        ct_env: dict[Var, Any] = {}
+        for o, ct in zip(f.outputs[:n_out], cts, strict=True):
+            if isinstance(o, Var) and o.aval.dtype.is_floating:
+                ct_env[o] = ct if o not in ct_env else api.add(ct_env[o], ct)
+        for e in reversed(f.eqns):
+            ct = ct_env.pop(e.out, None)
+            if ct is None:
+                continue
+            op = OPS[e.op]
+            rule = op.rules.get("vjp")
+            if rule is None:
+                continue  # not differentiable: nothing flows back
+            ins = [read(a) for a in e.inputs]
+            grads = rule(ct, *ins, out=env[e.out], **e.kwargs)
+            for a, g in zip(e.inputs, grads, strict=True):
+                if g is None or not isinstance(a, Var) or not a.aval.dtype.is_floating:
+                    continue
+                ct_env[a] = g if a not in ct_env else api.add(ct_env[a], g)
+        grads_out = [ct_env.get(p) for p in f.params]
+        outs = [read(o) for o in f.outputs]
+        return (
+            *outs,
+            *(
+                g if g is not None else _zeros(p.aval)
+                for g, p in zip(grads_out, f.params, strict=True)
+            ),
+        )
+
+    args = [_Spec(p.aval) for p in f.params] + [_Spec(o.aval) for o in f.outputs[:n_out]]
+    func, _, _ = trace(joint, args, name=f"{f.name}_vjp")
+    return func
+
+
+class _Spec(Value):
+    """A shape-and-dtype stand-in used as a tracing argument."""
+
+    __slots__ = ("dtype", "shape")
+
+    def __init__(self, aval: AVal) -> None:
+        self.shape = aval.shape
+        self.dtype = aval.dtype
+
+
+def vjp(fn: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
+    """``(fn(*primals), vjp_fn)``; ``vjp_fn(ct)`` gives one cotangent per primal.
+
+    With ``has_aux``, ``fn`` returns ``(out, aux)`` and the result is ``(out, vjp_fn, aux)``.
+
+    >>> import pypto as pto
+    >>> y, f_vjp = pto.vjp(pto.sin, pto.tensor(0.0))
+    >>> float(f_vjp(pto.tensor(1.0))[0])
+    1.0
+    """
+    func, out_tree, free = trace(fn, primals)
+    prim_leaves, in_tree = pytree.flatten(tuple(primals))
+    values = [api.asvalue(x) for x in prim_leaves] + list(free)
+    outs = interpret.call(func, values)
+    if has_aux:
+        if out_tree.kind != "tuple" or len(out_tree.children) != 2:
+            raise TraceError(
+                f"has_aux=True needs fn to return a pair (out, aux), got structure {out_tree}",
+                op="vjp",
+            )
+        main_tree, aux_tree = out_tree.children
+    else:
+        main_tree = out_tree
+    n_out = main_tree.num_leaves
+    cache: list[Func] = []
+
+    def vjp_fn(ct: Any) -> tuple[Any, ...]:
+        ct_leaves, ct_tree = pytree.flatten(ct)
+        if ct_tree != main_tree:
+            raise TraceError(
+                f"cotangent structure {ct_tree} does not match the output structure {main_tree}",
+                op="vjp",
+            )
+        cts = []
+        for i, (c, o) in enumerate(zip(ct_leaves, func.outputs[:n_out], strict=True)):
+            cv = api.asvalue(c, "vjp")
+            if tuple(cv.shape) != o.aval.shape or cv.dtype is not o.aval.dtype:  # type: ignore[attr-defined]
+                raise TraceError(
+                    f"cotangent {i} is {AVal(tuple(cv.shape), cv.dtype)} but the output is "  # type: ignore[attr-defined]
+                    f"{o.aval}",
+                    op="vjp",
+                    hint="pass cotangents with the outputs' shapes and dtypes",
+                )
+            cts.append(cv)
+        if not cache:
+            cache.append(backward_func(func, n_out))
+        res = interpret.call(cache[0], values + cts)
+        grads = res[len(func.outputs) : len(func.outputs) + len(prim_leaves)]
+        return tuple(pytree.unflatten(in_tree, grads))
+
+    if has_aux:
+        main = pytree.unflatten(main_tree, outs[:n_out])
+        aux = pytree.unflatten(aux_tree, outs[n_out:])
+        return main, vjp_fn, aux
+    return pytree.unflatten(out_tree, outs), vjp_fn
+
+
+def _argnums(argnums: int | Sequence[int], nargs: int, op: str) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for a in nums:
+        if not isinstance(a, int) or not -nargs <= a < nargs:
+            raise TraceError(
+                f"argnums={argnums!r} is out of range for a call with {nargs} positional "
+                f"argument{'s' if nargs != 1 else ''}",
+                op=op,
+                hint=f"use argument positions in [0, {nargs})",
+            )
+    return tuple(a % nargs for a in nums)
+
+
+def value_and_grad(
+    fn: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
+    """A function returning ``(fn(*args), gradient)`` (``((value, aux), gradient)`` with aux).
+
+    >>> import pypto as pto
+    >>> v, g = pto.value_and_grad(lambda x: (x * x).sum())(pto.tensor([1.0, 2.0]))
+    >>> float(v), g.numpy().tolist()
+    (5.0, [2.0, 4.0])
+    """
+    single = isinstance(argnums, int)
+
+    def wrapped(*args: Any) -> Any:
+        nums = _argnums(argnums, len(args), "grad")
+        diff = []
+        for i in nums:
+            leaves, tree = pytree.flatten(args[i])
+            vals = []
+            for leaf in leaves:
+                v = api.asvalue(leaf, "grad")
+                if not v.dtype.is_floating:  # type: ignore[attr-defined]
+                    raise DTypeError(
+                        f"grad with respect to argument {i} of integer/bool dtype "
+                        f"{v.dtype} (shape {list(v.shape)})",  # type: ignore[attr-defined]
+                        op="grad",
+                        hint="differentiate with respect to float inputs; cast with .astype",
+                    )
+                vals.append(v)
+            diff.append(pytree.unflatten(tree, vals))
+
+        def g(*d: Any) -> Any:
+            full = list(args)
+            for i, v in zip(nums, d, strict=True):
+                full[i] = v
+            return fn(*full)
+
+        res = vjp(g, *diff, has_aux=has_aux)
+        out, f_vjp = res[0], res[1]
+        out_leaves, _ = pytree.flatten(out)
+        o = out_leaves[0] if len(out_leaves) == 1 else None
+        if o is None or not isinstance(o, Value) or tuple(o.shape) != ():  # type: ignore[attr-defined]
+            desc = (
+                str(AVal(tuple(o.shape), o.dtype))  # type: ignore[attr-defined]
+                if isinstance(o, Value)
+                else f"a {type(out).__name__} of {len(out_leaves)} values"
+            )
+            raise TraceError(
+                f"grad needs a scalar (0-d) output, but the function returned {desc}",
+                op="grad",
+                hint="reduce to a scalar (e.g. .sum() or .mean()), or use pto.vjp",
+            )
+        if not o.dtype.is_floating:  # type: ignore[attr-defined]
+            raise DTypeError(f"grad of an output of dtype {o.dtype}", op="grad")  # type: ignore[attr-defined]
+        grads = f_vjp(api.asvalue(_np_one(o.dtype)))  # type: ignore[attr-defined]
+        grad_out = grads[0] if single else tuple(grads)
+        if has_aux:
+            return (out, res[2]), grad_out
+        return out, grad_out
+
+    wrapped.__name__ = f"value_and_grad_{getattr(fn, '__name__', 'f')}"
+    return wrapped
+
+
+def _np_one(d: dt.DType) -> Any:
+    import numpy as np
+
+    return np.ones((), d.np)
+
+
+def grad(
+    fn: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
+    """The gradient of a scalar-valued ``fn`` with respect to the ``argnums`` arguments.
+
+    >>> import pypto as pto
+    >>> pto.grad(lambda x: pto.exp(x).sum())(pto.tensor([0.0, 1.0])).numpy()
+    array([1.      , 2.718282], dtype=float32)
+    """
+    vg = value_and_grad(fn, argnums, has_aux)
+
+    def wrapped(*args: Any) -> Any:
+        (value, g) = vg(*args)
+        return (g, value[1]) if has_aux else g
+
+    wrapped.__name__ = f"grad_{getattr(fn, '__name__', 'f')}"
+    return wrapped

@@ -1,0 +1,13 @@
+"""Tensor-level passes, one per file; :data:`DEFAULT` is the pipeline ``jit`` runs."""
+
+from pypto.graph.passes.constfold import constant_fold
+from pypto.graph.passes.cse import cse
+from pypto.graph.passes.dce import dce
+from pypto.graph.passes.fusion import fuse, unfuse
+from pypto.graph.passes.simplify import simplify
+
+SIMPLIFY = (simplify, constant_fold, cse, dce)
+DEFAULT = (*SIMPLIFY, fuse)
+UNFUSED = (*SIMPLIFY, unfuse)
+
+__all__ = ["DEFAULT", "UNFUSED", "constant_fold", "cse", "dce", "fuse", "simplify", "unfuse"]

@@ -1,0 +1,149 @@
+"""Fusion grouping: partition the equations into kernels (shown as ``group`` blocks).
+
+Rules, applied in program order:
+
+- an elementwise equation joins the kernel that produced its operand of the same shape, when
+  that is the latest kernel among its operands (so kernels stay acyclic): chains of elementwise
+  ops fuse together and into the epilogue of a preceding matmul, reduction or normalization;
+- softmax, log_softmax, layer_norm and rms_norm (traced composites) are one kernel each;
+- matmul → (scale, mask) → softmax → matmul becomes one ``attention`` kernel;
+- matmuls, reductions and layout ops otherwise start kernels of their own.
+
+:func:`unfuse` is the op-by-op baseline: every equation its own kernel.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from pypto.core.passes import ir_pass
+from pypto.graph.ir import Eqn, Func, Var
+from pypto.ops.table import OPS
+
+# Composites traced as one region that become one kernel each, with the kernel's kind.
+REGION_KERNELS = {
+    "softmax": "norm",
+    "log_softmax": "norm",
+    "layer_norm": "norm",
+    "rms_norm": "norm",
+    "scaled_dot_product_attention": "attention",
+}
+FUSES_EPILOGUE = ("elementwise", "matmul", "reduce", "norm", "attention")
+
+
+@dataclass
+class _Kernel:
+    kind: str  # "elementwise", "matmul", "reduce", "norm", "layout", "attention"
+    parts: list[str]  # names for the kernel: ops and composites in order
+    shape: tuple[int, ...]  # the shape its epilogue works on
+    eqns: list[int] = field(default_factory=list)
+    region: str | None = None
+
+
+def _name(parts: list[str]) -> str:
+    out: list[str] = []
+    for p in parts:
+        if not out or out[-1] != p:
+            out.append(p)
+    if len(out) > 5:
+        out = [*out[:4], "etc"]
+    return "_".join(out)
+
+
+def _kernels(f: Func) -> tuple[list[_Kernel], dict[Var, int]]:
+    kernels: list[_Kernel] = []
+    kernel_of: dict[Var, int] = {}
+    region_kind = dict(f.groups)
+    open_region: dict[str, int] = {}
+    for i, e in enumerate(f.eqns):
+        kind = OPS[e.op].kind
+        src = [kernel_of[a] for a in e.inputs if isinstance(a, Var) and a in kernel_of]
+        comp = region_kind.get(e.group) if e.group else None
+        if comp in REGION_KERNELS:
+            assert e.group is not None
+            k = open_region.get(e.group)
+            if k is None:
+                k = len(kernels)
+                name = "attention" if comp == "scaled_dot_product_attention" else comp
+                kernels.append(
+                    _Kernel(REGION_KERNELS[comp], [name], e.out.aval.shape, region=e.group)
+                )
+                open_region[e.group] = k
+            kernels[k].eqns.append(i)
+            kernels[k].shape = e.out.aval.shape
+            kernel_of[e.out] = k
+            continue
+        if kind == "elementwise" and src:
+            last = max(src)
+            kl = kernels[last]
+            same = any(
+                isinstance(a, Var) and kernel_of.get(a) == last and a.aval.shape == e.out.aval.shape
+                for a in e.inputs
+            )
+            if kl.kind in FUSES_EPILOGUE and same and kl.shape == e.out.aval.shape:
+                kl.eqns.append(i)
+                kl.parts.append(comp or e.op)
+                kernel_of[e.out] = last
+                continue
+        kk = kind if kind in ("elementwise", "matmul", "reduce") else "layout"
+        kernels.append(_Kernel(kk, [comp or e.op], e.out.aval.shape, [i]))
+        kernel_of[e.out] = len(kernels) - 1
+    return kernels, kernel_of
+
+
+def _merge_attention(f: Func, kernels: list[_Kernel], kernel_of: dict[Var, int]) -> None:
+    """Merge consecutive matmul → softmax → matmul kernels whose values flow only forward."""
+    users: dict[int, set[int]] = {}
+    for i, e in enumerate(f.eqns):
+        for a in e.inputs:
+            if isinstance(a, Var) and a in kernel_of:
+                users.setdefault(kernel_of[a], set()).add(kernel_of[f.eqns[i].out])
+    outs = {kernel_of[o] for o in f.outputs if isinstance(o, Var) and o in kernel_of}
+    i = 0
+    while i + 2 < len(kernels):
+        m, s, n = kernels[i], kernels[i + 1], kernels[i + 2]
+        if (
+            m.kind == "matmul"
+            and s.kind == "norm"
+            and s.parts == ["softmax"]
+            and n.kind == "matmul"
+            and n.parts[0] == "matmul"
+            and users.get(i, set()) <= {i, i + 1}
+            and users.get(i + 1, set()) <= {i + 1, i + 2}
+            and i not in outs
+            and i + 1 not in outs
+        ):
+            merged = _Kernel("attention", ["attention"], n.shape, m.eqns + s.eqns + n.eqns)
+            kernels[i : i + 3] = [merged]
+            for v, k in list(kernel_of.items()):
+                kernel_of[v] = i if i <= k <= i + 2 else (k - 2 if k > i + 2 else k)
+            users = {}
+            for j, e in enumerate(f.eqns):
+                for a in e.inputs:
+                    if isinstance(a, Var) and a in kernel_of:
+                        users.setdefault(kernel_of[a], set()).add(kernel_of[f.eqns[j].out])
+            outs = {kernel_of[o] for o in f.outputs if isinstance(o, Var) and o in kernel_of}
+        i += 1
+
+
+def _assign(f: Func, kernels: list[_Kernel]) -> Func:
+    order: list[Eqn] = []
+    groups = []
+    for k, kern in enumerate(kernels):
+        gid = f"k{k}"
+        groups.append((gid, _name(kern.parts)))
+        order.extend(replace(f.eqns[i], group=gid) for i in sorted(kern.eqns))
+    return f.replace(eqns=tuple(order), groups=tuple(groups))
+
+
+@ir_pass("fuse")
+def fuse(f: Func) -> Func:
+    kernels, kernel_of = _kernels(f)
+    _merge_attention(f, kernels, kernel_of)
+    return _assign(f, kernels)
+
+
+@ir_pass("unfuse")
+def unfuse(f: Func) -> Func:
+    kernels = [_Kernel(OPS[e.op].kind, [e.op], e.out.aval.shape, [i]) for i, e in enumerate(f.eqns)]
+    return _assign(f, kernels)

@@ -1,0 +1,152 @@
+"""Algebraic simplification as a list of local patterns, applied to a fixpoint.
+
+x·1, 1·x, x+0, 0+x, x-0, x/1 → x (when that keeps the shape and dtype); double negation;
+transpose∘transpose → one transpose (or nothing); reshape chains → one reshape; reshape,
+broadcast_to or cast to what the value already is → the value; broadcast chains → one
+broadcast; cast chains whose first step is exact → one cast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from pypto import dtypes as dt
+from pypto.core.passes import ir_pass
+from pypto.core.rewrite import PatternMatcher, Rule
+from pypto.graph.ir import Atom, Eqn, Func, Lit, Var
+from pypto.graph.passes.util import finish, subst
+
+
+class Ctx:
+    """What a rule may look at: the equation that produced a var."""
+
+    def __init__(self) -> None:
+        self.producer: dict[Var, Eqn] = {}
+
+    def prod(self, a: Atom, op: str) -> Eqn | None:
+        e = self.producer.get(a) if isinstance(a, Var) else None
+        return e if e is not None and e.op == op else None
+
+
+def _is(a: Atom, value: float) -> bool:
+    return isinstance(a, Lit) and a.value.item() == value
+
+
+def _keeps(e: Eqn, a: Atom) -> bool:
+    return a.aval == e.out.aval
+
+
+def _identity(op: str, value: float, side: int | None) -> Rule:
+    """``op`` with the neutral ``value`` on one side (or either, side None) → the other side."""
+
+    def fn(e: Eqn, ctx: Ctx) -> Atom | None:
+        x, y = e.inputs
+        if side in (None, 1) and _is(y, value) and _keeps(e, x):
+            return x
+        if side in (None, 0) and _is(x, value) and _keeps(e, y):
+            return y
+        return None
+
+    return Rule(f"{op}-identity", op, fn)
+
+
+def _double_neg(e: Eqn, ctx: Ctx) -> Atom | None:
+    p = ctx.prod(e.inputs[0], "neg")
+    return p.inputs[0] if p else None
+
+
+def _transpose_chain(e: Eqn, ctx: Ctx) -> Any:
+    perm = e.kwargs["perm"]
+    if perm == tuple(range(len(perm))):
+        return e.inputs[0]
+    p = ctx.prod(e.inputs[0], "transpose")
+    if p is None:
+        return None
+    inner = p.kwargs["perm"]
+    comp = tuple(inner[i] for i in perm)
+    if comp == tuple(range(len(comp))):
+        return p.inputs[0]
+    return replace(e, inputs=p.inputs, params=(("perm", comp),))
+
+
+def _reshape_chain(e: Eqn, ctx: Ctx) -> Any:
+    if e.inputs[0].aval.shape == e.out.aval.shape:
+        return e.inputs[0]
+    p = ctx.prod(e.inputs[0], "reshape")
+    if p is None:
+        return None
+    if p.inputs[0].aval.shape == e.out.aval.shape:
+        return p.inputs[0]
+    return replace(e, inputs=p.inputs)
+
+
+def _broadcast_chain(e: Eqn, ctx: Ctx) -> Any:
+    if e.inputs[0].aval.shape == e.out.aval.shape:
+        return e.inputs[0]
+    p = ctx.prod(e.inputs[0], "broadcast_to")
+    return replace(e, inputs=p.inputs) if p else None
+
+
+def exact_cast(src: dt.DType, dst: dt.DType) -> bool:
+    """Whether every value of ``src`` is exactly representable in ``dst``."""
+    if src is dst or src is dt.bool_:
+        return True
+    if dst is dt.float32:
+        return src in (dt.float16, dt.bfloat16, dt.int8)
+    if dst in (dt.float16, dt.bfloat16, dt.int32):
+        return src is dt.int8
+    return False
+
+
+def _cast_chain(e: Eqn, ctx: Ctx) -> Any:
+    x = e.inputs[0]
+    if x.aval.dtype is e.out.aval.dtype:
+        return x
+    p = ctx.prod(x, "cast")
+    if p is None or not exact_cast(p.inputs[0].aval.dtype, x.aval.dtype):
+        return None
+    if p.inputs[0].aval.dtype is e.out.aval.dtype:
+        return p.inputs[0]
+    return replace(e, inputs=p.inputs)
+
+
+PATTERNS = PatternMatcher(
+    [
+        _identity("mul", 1, None),
+        _identity("add", 0, None),
+        _identity("sub", 0, 1),
+        _identity("div", 1, 1),
+        Rule("double-neg", "neg", _double_neg),
+        Rule("transpose-chain", "transpose", _transpose_chain),
+        Rule("reshape-chain", "reshape", _reshape_chain),
+        Rule("broadcast-chain", "broadcast_to", _broadcast_chain),
+        Rule("cast-chain", "cast", _cast_chain),
+    ]
+)
+
+
+@ir_pass("simplify")
+def simplify(f: Func) -> Func:
+    for _ in range(8):  # each sweep shortens chains; a few sweeps reach the fixpoint
+        ctx = Ctx()
+        sub: dict[Var, Atom] = {}
+        eqns = []
+        changed = False
+        for e in f.eqns:
+            e = subst(e, sub)
+            hit = PATTERNS.rewrite(e.op, e, ctx)
+            if hit is not None:
+                changed = True
+                out = hit[1]
+                if isinstance(out, Eqn):
+                    e = out
+                else:
+                    sub[e.out] = out
+                    continue
+            ctx.producer[e.out] = e
+            eqns.append(e)
+        f = finish(f, eqns, sub)
+        if not changed:
+            break
+    return f

@@ -1,0 +1,149 @@
+"""The same computation in JAX: ``to_jax`` and the numerics check ``check``.
+
+``to_jax(fn)`` traces ``fn`` to the Tensor IR and evaluates each equation with its op's JAX
+reference, so the JAX function computes exactly what pypto computes, op for op.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from pypto.core.errors import NumericsMismatch
+from pypto.graph import pytree
+from pypto.graph.ir import Atom, Func, Lit, Var
+from pypto.graph.tracer import trace
+from pypto.ops import api
+from pypto.ops.table import OPS
+from pypto.reference.compare import Comparison, compare
+
+REDUCING = {"sum": "axes", "matmul": None}
+
+
+def eval_jax(func: Func, args: Sequence[Any]) -> list[Any]:
+    """Evaluate ``func`` with the JAX reference of every op."""
+    env: dict[Var, Any] = dict(zip(func.params, args, strict=True))
+    for v, arr in func.consts:
+        env[v] = jnp.asarray(arr)
+
+    def read(a: Atom) -> Any:
+        return jnp.asarray(a.value) if isinstance(a, Lit) else env[a]
+
+    for e in func.eqns:
+        env[e.out] = OPS[e.op].jax_impl(*(read(a) for a in e.inputs), **e.kwargs)  # type: ignore[misc]
+    return [read(o) for o in func.outputs]
+
+
+def to_jax(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` as a JAX function (traced per call signature; arrays in, JAX arrays out).
+
+    >>> import pypto as pto, jax.numpy as jnp
+    >>> f = pto.to_jax(lambda x: pto.softmax(x) * 2)
+    >>> f(jnp.zeros(4)).tolist()
+    [0.5, 0.5, 0.5, 0.5]
+    """
+
+    def jfn(*args: Any) -> Any:
+        np_args = pytree.unflatten(
+            pytree.flatten(tuple(args))[1],
+            [
+                np.asarray(x) if not isinstance(x, bool | int | float) else x
+                for x in pytree.flatten(tuple(args))[0]
+            ],
+        )
+        func, out_tree, _ = trace(fn, np_args)
+        leaves = [x for x in pytree.flatten(tuple(args))[0]]
+        return pytree.unflatten(out_tree, eval_jax(func, [jnp.asarray(x) for x in leaves]))
+
+    jfn.__name__ = f"jax_{getattr(fn, '__name__', 'f')}"
+    return jfn
+
+
+def sum_lengths(func: Func) -> list[int]:
+    """Per output, the product of reduction lengths on its longest dependency chain (the K of
+    the tolerance table)."""
+    k: dict[Var, int] = {}
+    for e in func.eqns:
+        kin = max((k.get(a, 1) for a in e.inputs if isinstance(a, Var)), default=1)
+        if e.op == "sum":
+            shape = e.inputs[0].aval.shape
+            kin *= int(np.prod([shape[a] for a in e.kwargs["axes"]])) or 1
+        elif e.op == "matmul":
+            kin *= e.inputs[0].aval.shape[-1] or 1
+        k[e.out] = kin
+    return [k.get(o, 1) if isinstance(o, Var) else 1 for o in func.outputs]
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Every output of every backend compared with JAX."""
+
+    name: str
+    rows: tuple[tuple[str, Comparison], ...]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for _, c in self.rows)
+
+    def __str__(self) -> str:
+        lines = [f"check {self.name}: " + ("all outputs match JAX" if self.ok else "MISMATCH")]
+        lines += [f"  {backend:<10} {c}" for backend, c in self.rows]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = "".join(
+            f"<tr style='color:{'#070' if c.ok else '#c00'}'><td>{html.escape(b)}</td>"
+            f"<td>{html.escape(c.name)}</td><td>{c.dtype.short}{list(c.shape)}</td>"
+            f"<td>{c.max_abs:.3g}</td><td>{c.max_rel:.3g}</td><td>{c.rtol:.3g}</td>"
+            f"<td>{'ok' if c.ok else 'FAIL'}</td></tr>"
+            for b, c in self.rows
+        )
+        return (
+            f"<b>check {html.escape(self.name)}</b><table><tr><th>backend</th><th>output</th>"
+            f"<th>type</th><th>max |Δ|</th><th>max rel</th><th>rtol</th><th></th></tr>"
+            f"{rows}</table>"
+        )
+
+
+def check(
+    fn: Callable[..., Any],
+    *args: Any,
+    backends: Sequence[str] = ("eager", "interpret"),
+    verbose: bool = True,
+) -> CheckReport:
+    """Run ``fn`` eagerly and through ``jit(backend="interpret")``, compare with JAX.
+
+    Prints the per-output report and raises :class:`pypto.NumericsMismatch` on failure.
+
+    >>> import pypto as pto
+    >>> r = pto.check(lambda x: pto.gelu(x).sum(), pto.ones((4, 4)), verbose=False)
+    >>> r.ok
+    True
+    """
+    from pypto.compiler import jit
+
+    func, _, _ = trace(fn, args)
+    ref = eval_jax(func, [jnp.asarray(np.asarray(x)) for x in pytree.flatten(tuple(args))[0]])
+    ks = sum_lengths(func)
+    runs: dict[str, Any] = {}
+    if "eager" in backends:
+        runs["eager"] = fn(*args)
+    if "interpret" in backends:
+        runs["interpret"] = jit(fn, backend="interpret")(*args)
+    rows = []
+    for backend, out in runs.items():
+        leaves, _ = pytree.flatten(out)
+        for i, (a, r, k) in enumerate(zip(leaves, ref, ks, strict=True)):
+            rows.append((backend, compare(f"out[{i}]", api.asvalue(a), np.asarray(r), k)))
+    name = getattr(fn, "__name__", "f")
+    report = CheckReport(name, tuple(rows))
+    if verbose:
+        print(report)
+    if not report.ok:
+        raise NumericsMismatch(str(report), op="check")
+    return report
