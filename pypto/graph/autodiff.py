@@ -14,7 +14,8 @@ from typing import Any
 
 from pypto import dtypes as dt
 from pypto.core.errors import DTypeError, TraceError
-from pypto.graph import interpret, pytree
+from pypto.core.passes import PassManager
+from pypto.graph import interpret, passes, pytree
 from pypto.graph.ir import Func, Lit, Var
 from pypto.graph.tracer import trace
 from pypto.ops import api
@@ -81,7 +82,8 @@ def backward_func(f: Func, n_out: int) -> Func:
 
     args = [_Spec(p.aval) for p in f.params] + [_Spec(o.aval) for o in f.outputs[:n_out]]
     func, _, _ = trace(joint, args, name=f"{f.name}_vjp")
-    return func
+    # Cotangents nobody asked for (of literals, of integer inputs) die here, eager or staged.
+    return PassManager(passes.SIMPLIFY).run(func)[0]
 
 
 class _Spec(Value):

@@ -1,0 +1,257 @@
+"""Reverse mode over the Tensor IR against jax.grad: models, transforms composed, errors."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.reference import compare
+
+HERE = os.path.basename(__file__)
+
+
+def line() -> int:
+    return sys._getframe(1).f_lineno
+
+
+def assert_grads_close(ours, theirs, k: int, truth=None) -> None:
+    """Ours within the tolerance table of JAX's gradient.
+
+    For bfloat16, two bf16 computations of a gradient with cancellation (layer norm's backward)
+    can differ from each other by more than either differs from the exact value. There the
+    reference is JAX's float32 gradient (``truth``) at the same bf16-rounded inputs, and ours
+    must also be no further from it than JAX's own bf16 result (``theirs``) is, give or take.
+    """
+    leaves_a = jax.tree_util.tree_leaves(jax.tree_util.tree_map(np.asarray, ours))
+    leaves_b = jax.tree_util.tree_leaves(theirs)
+    leaves_t = leaves_b if truth is None else jax.tree_util.tree_leaves(truth)
+    assert len(leaves_a) == len(leaves_b) == len(leaves_t)
+    for i, (a, b, t) in enumerate(zip(leaves_a, leaves_b, leaves_t, strict=True)):
+        t = np.asarray(t).astype(np.asarray(a).dtype)
+        c = compare(f"grad[{i}]", a, t, k=k)
+        assert c.ok, str(c)
+        if truth is not None:
+            err_ours = np.abs(np.asarray(a, np.float32) - np.asarray(t, np.float32)).max()
+            err_jax = np.abs(np.asarray(b, np.float32) - np.asarray(t, np.float32)).max()
+            ulp = float(np.abs(t.astype(np.float32)).max()) * 2.0**-7  # bf16 spacing at the top
+            assert err_ours <= 1.5 * err_jax + 2 * ulp, (i, err_ours, err_jax)
+
+
+def f32_tree(tree):
+    return jax.tree_util.tree_map(lambda a: np.asarray(a).astype(np.float32), tree)
+
+
+# ---- model 1: MLP with softmax cross-entropy ---------------------------------------------
+
+
+def mlp_loss(p, x, onehot):
+    h = pto.gelu(x @ p["w1"] + p["b1"])
+    logits = (h @ p["w2"] + p["b2"]).astype(pto.float32)
+    return -(onehot * pto.log_softmax(logits)).sum(-1).mean()
+
+
+def mlp_loss_jax(p, x, onehot):
+    def mm(a, b):
+        return jnp.matmul(a, b, preferred_element_type=jnp.float32).astype(a.dtype)
+
+    h = jax.nn.gelu(mm(x, p["w1"]) + p["b1"], approximate=True)
+    logits = (mm(h, p["w2"]) + p["b2"]).astype(jnp.float32)
+    return -(onehot * jax.nn.log_softmax(logits)).sum(-1).mean()
+
+
+def mlp_params(dtype):
+    return {
+        "w1": pto.random.normal(1, (16, 32), dtype, std=0.25),
+        "b1": pto.random.normal(2, (32,), dtype, std=0.1),
+        "w2": pto.random.normal(3, (32, 10), dtype, std=0.2),
+        "b2": pto.random.normal(4, (10,), dtype, std=0.1),
+    }
+
+
+@pytest.mark.parametrize("dtype", [pto.float32, pto.bfloat16], ids=str)
+def test_mlp_softmax_cross_entropy(dtype) -> None:
+    p = mlp_params(dtype)
+    x = pto.random.normal(0, (8, 16), dtype)
+    onehot = pto.tensor(np.eye(10, dtype=np.float32)[np.arange(8) % 10])
+    loss, g = pto.value_and_grad(mlp_loss)(p, x, onehot)
+    pj = {k: np.asarray(v) for k, v in p.items()}
+    lj, gj = jax.value_and_grad(mlp_loss_jax)(pj, np.asarray(x), np.asarray(onehot))
+    assert compare("loss", loss, np.asarray(lj), k=32).ok
+    assert set(g) == set(p) and all(g[k].dtype is dtype for k in g)
+    truth = None
+    if dtype is pto.bfloat16:
+        truth = jax.grad(mlp_loss_jax)(f32_tree(pj), f32_tree(x), np.asarray(onehot))
+    assert_grads_close(g, gj, k=32, truth=truth)
+
+
+# ---- model 2: layer_norm + rms_norm stack ------------------------------------------------
+
+
+def norms_loss(p, x):
+    h = pto.layer_norm(x, p["ln_w"], p["ln_b"])
+    h = pto.rms_norm(h @ p["w"], p["g"])
+    return (h.astype(pto.float32) ** 2).mean()
+
+
+def norms_loss_jax(p, x):
+    def ln(x, w, b, eps=1e-5):
+        mu = x.mean(-1, keepdims=True)
+        xc = x - mu
+        return xc * jax.lax.rsqrt((xc * xc).mean(-1, keepdims=True) + eps) * w + b
+
+    def rms(x, g, eps=1e-6):
+        return x * jax.lax.rsqrt((x * x).mean(-1, keepdims=True) + eps) * g
+
+    h = ln(x, p["ln_w"], p["ln_b"])
+    h = jnp.matmul(h, p["w"], preferred_element_type=jnp.float32).astype(h.dtype)
+    return (rms(h, p["g"]).astype(jnp.float32) ** 2).mean()
+
+
+@pytest.mark.parametrize("dtype", [pto.float32, pto.bfloat16], ids=str)
+def test_layer_norm_rms_norm_stack(dtype) -> None:
+    p = {
+        "ln_w": pto.random.normal(1, (24,), dtype, mean=1.0, std=0.1),
+        "ln_b": pto.random.normal(2, (24,), dtype, std=0.1),
+        "w": pto.random.normal(3, (24, 12), dtype, std=0.2),
+        "g": pto.random.normal(4, (12,), dtype, mean=1.0, std=0.1),
+    }
+    x = pto.random.normal(0, (6, 24), dtype)
+    pj = {k: np.asarray(v) for k, v in p.items()}
+    low = dtype is pto.bfloat16
+    for argnums in (0, 1):
+        g = pto.grad(norms_loss, argnums=argnums)(p, x)
+        gj = jax.grad(norms_loss_jax, argnums=argnums)(pj, np.asarray(x))
+        truth = jax.grad(norms_loss_jax, argnums)(f32_tree(pj), f32_tree(x)) if low else None
+        assert_grads_close(g, gj, k=24, truth=truth)
+
+
+# ---- model 3: causal attention -----------------------------------------------------------
+
+
+def attn_loss(wq, wk, wv, x):
+    q, k, v = x @ wq, x @ wk, x @ wv
+    o = pto.scaled_dot_product_attention(q, k, v, causal=True)
+    return (o.astype(pto.float32) ** 2).sum()
+
+
+def attn_loss_jax(wq, wk, wv, x):
+    def mm(a, b):
+        return jnp.matmul(a, b, preferred_element_type=jnp.float32).astype(a.dtype)
+
+    q, k, v = mm(x, wq), mm(x, wk), mm(x, wv)
+    s = mm(q, jnp.swapaxes(k, -1, -2)) * jnp.asarray(1 / np.sqrt(q.shape[-1]), q.dtype)
+    s = jnp.where(np.tril(np.ones((s.shape[-2], s.shape[-1]), bool)), s, -jnp.inf)
+    o = mm(jax.nn.softmax(s, axis=-1), v)
+    return (o.astype(jnp.float32) ** 2).sum()
+
+
+@pytest.mark.parametrize("dtype", [pto.float32, pto.bfloat16], ids=str)
+def test_causal_attention(dtype) -> None:
+    ws = [pto.random.normal(i, (16, 8), dtype, std=0.3) for i in (1, 2, 3)]
+    x = pto.random.normal(0, (2, 12, 16), dtype)
+    g = pto.grad(attn_loss, argnums=(0, 1, 2, 3))(*ws, x)
+    args = [np.asarray(a) for a in (*ws, x)]
+    gj = jax.grad(attn_loss_jax, argnums=(0, 1, 2, 3))(*args)
+    truth = None
+    if dtype is pto.bfloat16:
+        truth = jax.grad(attn_loss_jax, argnums=(0, 1, 2, 3))(*f32_tree(args))
+    assert_grads_close(list(g), list(gj), k=24, truth=truth)
+
+
+# ---- transforms composed -----------------------------------------------------------------
+
+
+def f_scalar(x, y):
+    return (pto.sin(x) * y + pto.exp(x * 0.1)).sum()
+
+
+def test_jit_of_grad_and_grad_of_jit_agree_with_jax() -> None:
+    x, y = pto.random.normal(0, (5,)), pto.random.normal(1, (5,))
+    want = jax.grad(lambda a, b: (jnp.sin(a) * b + jnp.exp(a * 0.1)).sum())(
+        np.asarray(x), np.asarray(y)
+    )
+    for g in (
+        pto.grad(f_scalar),
+        pto.jit(pto.grad(f_scalar)),
+        pto.grad(pto.jit(f_scalar)),
+        pto.jit(pto.grad(pto.jit(f_scalar))),
+    ):
+        np.testing.assert_allclose(g(x, y).numpy(), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+def test_grad_of_jit_of_grad_is_a_second_derivative() -> None:
+    d2 = pto.grad(lambda x: pto.grad(lambda y: (y**3).sum())(x).sum())
+    np.testing.assert_allclose(d2(pto.tensor([1.0, 2.0])).numpy(), [6.0, 12.0], rtol=1e-6)
+
+
+def test_backward_graph_is_ordinary_ir_that_lowers() -> None:
+    low = pto.jit(pto.grad(lambda w, x: pto.relu(x @ w).sum())).lower(
+        pto.ones((4, 3)), pto.ones((2, 4))
+    )
+    ops = [e.op for e in low.tensor_ir.eqns]
+    assert "matmul" in ops and "transpose" in ops
+    low.tensor_ir.verify()
+
+
+def test_vjp_and_has_aux() -> None:
+    x = pto.tensor([1.0, 2.0, 3.0])
+    y, f_vjp = pto.vjp(lambda a: a * a, x)
+    (ct,) = f_vjp(pto.ones(3))
+    assert y.numpy().tolist() == [1.0, 4.0, 9.0] and ct.numpy().tolist() == [2.0, 4.0, 6.0]
+    (g, aux) = pto.grad(lambda a: ((a * a).sum(), {"n": a.shape[0]}), has_aux=True)(x)
+    assert g.numpy().tolist() == [2.0, 4.0, 6.0] and aux == {"n": 3}
+    (v, aux2), g2 = pto.value_and_grad(lambda a: ((a * a).sum(), a.max()), has_aux=True)(x)
+    assert float(v) == 14.0 and float(aux2) == 3.0 and g2.numpy().tolist() == [2.0, 4.0, 6.0]
+
+
+def test_integer_paths_give_zero_cotangents() -> None:
+    idx = pto.tensor([2, 0])
+    g = pto.grad(lambda x, i: pto.take(x, i).sum() + i.astype(pto.float32).sum())(
+        pto.tensor([1.0, 2.0, 3.0]), idx
+    )
+    assert g.numpy().tolist() == [1.0, 0.0, 1.0]
+    _, f_vjp = pto.vjp(lambda x, i: x * i.astype(pto.float32), pto.ones(2), idx)
+    gx, gi = f_vjp(pto.ones(2))
+    assert gx.numpy().tolist() == [2.0, 0.0] and gi.dtype is pto.int32
+    assert gi.numpy().tolist() == [0, 0]
+
+
+# ---- errors ------------------------------------------------------------------------------
+
+
+def test_grad_of_a_non_scalar_output_is_an_error() -> None:
+    with pytest.raises(pto.TraceError) as e:
+        want = line() + 1
+        pto.grad(lambda x: x * 2)(pto.ones(3))
+    msg = str(e.value)
+    assert "grad" in msg and "scalar" in msg and "f32[3]" in msg and f"{HERE}:{want}" in msg
+
+
+def test_grad_with_respect_to_an_integer_is_an_error() -> None:
+    with pytest.raises(pto.DTypeError) as e:
+        want = line() + 1
+        pto.grad(lambda x: x.sum())(pto.tensor([1, 2]))
+    assert "int32" in str(e.value) and f"{HERE}:{want}" in str(e.value)
+
+
+def test_bad_argnums() -> None:
+    with pytest.raises(pto.TraceError) as e:
+        want = line() + 1
+        pto.grad(lambda x: x.sum(), argnums=2)(pto.ones(2))
+    assert "argnums=2" in str(e.value) and f"{HERE}:{want}" in str(e.value)
+
+
+def test_vjp_cotangent_with_the_wrong_structure_or_shape() -> None:
+    _, f_vjp = pto.vjp(lambda a: (a, a * 2), pto.ones(2))
+    with pytest.raises(pto.TraceError, match="structure") as e:
+        want = line() + 1
+        f_vjp(pto.ones(2))
+    assert f"{HERE}:{want}" in str(e.value)
+    with pytest.raises(pto.TraceError, match="f32\\[3\\]"):
+        f_vjp((pto.ones(3), pto.ones(2)))
