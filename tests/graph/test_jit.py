@@ -191,6 +191,9 @@ def test_parse_errors_give_line_column_and_expectation(text: str, where: str, ex
 
 
 def test_verify_rejects_ill_typed_ir() -> None:
-    text = "func @f(%x: f32[2,3]) -> (f32[3]) {\n  %0: f32[3] = sum %x [axes=(1,) keepdims=false]\n  return %0\n}"
+    text = (
+        "func @f(%x: f32[2,3]) -> (f32[3]) {\n"
+        "  %0: f32[3] = sum %x [axes=(1,) keepdims=false]\n  return %0\n}"
+    )
     with pytest.raises(pto.PyptoError, match="rules give f32\\[2\\]"):
         parse(text).verify()
