@@ -1,0 +1,118 @@
+"""Differential fuzzing: random well-typed programs run eagerly, through the interpreter and in
+JAX. Eager and interpret share the op table's numpy implementations, so they must agree bit for
+bit; JAX must agree within the tolerance table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pypto as pto
+from pypto.graph.tracer import trace
+from pypto.reference import compare
+from pypto.reference.jax_bridge import sum_lengths
+
+DTYPES = [pto.float32, pto.float16, pto.bfloat16]
+
+# Each step maps values from the pool to a new value; all keep magnitudes moderate.
+UNARY: list[tuple[str, Callable[[Any], Any]]] = [
+    ("tanh", pto.tanh),
+    ("sigmoid", pto.sigmoid),
+    ("sin", pto.sin),
+    ("cos", pto.cos),
+    ("neg", pto.neg),
+    ("abs", pto.abs),
+    ("relu", pto.relu),
+    ("gelu", pto.gelu),
+    ("silu", pto.silu),
+    ("exp∘tanh", lambda x: pto.exp(pto.tanh(x))),
+    ("log1p|x|", lambda x: pto.log(pto.abs(x) + 1)),
+    ("sqrt", lambda x: pto.sqrt(pto.abs(x) + 0.5)),
+    ("rsqrt", lambda x: pto.rsqrt(x * x + 1)),
+    ("scale", lambda x: x * 0.75 + 0.25),
+    ("softmax", lambda x: pto.softmax(x, -1)),
+    ("sum-keep", lambda x: pto.sum(x, -1, keepdims=True) * 0.25),
+    ("max-keep", lambda x: pto.max(x, 0, keepdims=True)),
+    ("mean-keep", lambda x: pto.mean(x, -1, keepdims=True)),
+    ("T.T", lambda x: x.T.T),
+    ("clip", lambda x: pto.clip(x, -1.5, 1.5)),
+]
+BINARY: list[tuple[str, Callable[[Any, Any], Any]]] = [
+    ("add", pto.add),
+    ("sub", pto.sub),
+    ("mul", lambda x, y: pto.tanh(x) * y),
+    ("div", lambda x, y: x / (pto.abs(y) + 1)),
+    ("maximum", pto.maximum),
+    ("minimum", pto.minimum),
+    ("where", lambda x, y: pto.where(x > y, x, y * 0.5)),
+]
+
+
+@st.composite
+def programs(draw: st.DrawFn) -> tuple[list[np.ndarray], list[tuple[int, ...]], Any]:
+    dtype = draw(st.sampled_from(DTYPES))
+    base = draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
+    n_in = draw(st.integers(1, 3))
+    shapes = []
+    for _ in range(n_in):
+        drop = draw(st.integers(0, len(base) - 1))
+        shape = [1 if draw(st.booleans()) and draw(st.booleans()) else s for s in base[drop:]]
+        shapes.append(tuple(shape))
+    seed = draw(st.integers(0, 2**16))
+    rng = np.random.default_rng(seed)
+    inputs = [rng.uniform(-2, 2, s).astype(np.float32).astype(dtype.np) for s in shapes]
+    steps = []
+    for _ in range(draw(st.integers(1, 30))):
+        if draw(st.booleans()):
+            steps.append(("u", draw(st.integers(0, len(UNARY) - 1)), draw(st.integers(0, 99)), 0))
+        else:
+            steps.append(
+                (
+                    "b",
+                    draw(st.integers(0, len(BINARY) - 1)),
+                    draw(st.integers(0, 99)),
+                    draw(st.integers(0, 99)),
+                )
+            )
+    return inputs, shapes, steps
+
+
+def build(steps: list[tuple[str, int, int, int]]) -> Callable[..., Any]:
+    def program(*xs: Any) -> Any:
+        pool = list(xs)
+        for kind, op, a, b in steps:
+            if kind == "u":
+                pool.append(UNARY[op][1](pool[a % len(pool)]))
+            else:
+                pool.append(BINARY[op][1](pool[a % len(pool)], pool[b % len(pool)]))
+        # Two outputs: the last value and one from the middle of the chain.
+        return pool[-1], pool[len(xs) + (len(pool) - len(xs)) // 2]
+
+    return program
+
+
+@settings(max_examples=40)
+@given(programs())
+def test_random_programs_agree_eager_interpret_jax(prog: Any) -> None:
+    inputs, _, steps = prog
+    fn = build(steps)
+    tensors = [pto.tensor(a) for a in inputs]
+    eager = fn(*tensors)
+    staged = pto.jit(fn)(*tensors)
+    unfused = pto.jit(fn, fuse=False)(*tensors)
+    ref = pto.to_jax(fn)(*inputs)
+    func, _, _ = trace(fn, tensors)
+    ks = sum_lengths(func)
+    for i, (e, s, u, r, k) in enumerate(zip(eager, staged, unfused, ref, ks, strict=True)):
+        np.testing.assert_array_equal(np.asarray(e), np.asarray(s), err_msg=f"interpret out {i}")
+        np.testing.assert_array_equal(np.asarray(e), np.asarray(u), err_msg=f"unfused out {i}")
+        assert e.dtype == s.dtype and e.shape == s.shape
+        # Rounding differences compound along the chain; allow for its length.
+        c = compare(f"out[{i}]", e, np.asarray(r), k=k * (len(steps) + 1))
+        assert c.ok, (
+            f"{c}\nprogram: {[(UNARY if t == 'u' else BINARY)[o][0] for t, o, _, _ in steps]}"
+        )
