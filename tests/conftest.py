@@ -6,6 +6,9 @@ import os
 
 from hypothesis import HealthCheck, settings
 
+# Every pass manager run in the tests verifies the IR after each pass.
+os.environ["PYPTO_VERIFY"] = "1"
+
 settings.register_profile(
     "ci",
     deadline=None,

@@ -17,8 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# Verification after every pass is on in tests (PYPTO_VERIFY=1) and off by default for speed.
-VERIFY_DEFAULT = os.environ.get("PYPTO_VERIFY", "") not in ("", "0")
+
+
+def verify_default() -> bool:
+    """Verification after every pass: on in tests (PYPTO_VERIFY=1), off by default for speed."""
+    return os.environ.get("PYPTO_VERIFY", "") not in ("", "0")
+
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ class PassManager:
     snapshots: bool = False
 
     def run(self, ir: Any) -> tuple[Any, list[Snapshot]]:
-        check = VERIFY_DEFAULT if self.verify is None else self.verify
+        check = verify_default() if self.verify is None else self.verify
         snaps: list[Snapshot] = []
         for p in self.passes:
             before = str(ir) if self.snapshots else ""
