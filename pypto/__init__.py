@@ -40,6 +40,7 @@ from pypto.eager import (
     zeros,
     zeros_like,
 )
+from pypto.graph.autodiff import grad, value_and_grad, vjp
 from pypto.ops import (
     abs,
     add,
@@ -91,8 +92,6 @@ from pypto.ops import (
     transpose,
     where,
 )
-
-from pypto.graph.autodiff import grad, value_and_grad, vjp
 from pypto.reference import check, to_jax
 
 __version__ = "0.1.0"

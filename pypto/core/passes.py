@@ -18,11 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 
-
 def verify_default() -> bool:
     """Verification after every pass: on in tests (PYPTO_VERIFY=1), off by default for speed."""
     return os.environ.get("PYPTO_VERIFY", "") not in ("", "0")
-
 
 
 @dataclass(frozen=True)

@@ -42,8 +42,9 @@ _NONE = TreeDef("none")
 def flatten(tree: Any) -> tuple[list[Any], TreeDef]:
     """The leaves in order, and the structure.
 
-    >>> flatten({"b": 1, "a": (2, [3])})
-    ([2, 3, 1], TreeDef(kind="dict", ...))
+    >>> leaves, tree = flatten({"b": 1, "a": (2, [3])})
+    >>> leaves, str(tree)
+    ([2, 3, 1], "{'a': (*, [*]), 'b': *}")
     """
     leaves: list[Any] = []
     return leaves, _flatten(tree, leaves)
