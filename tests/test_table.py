@@ -44,6 +44,7 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
     "concat": ((np.ones((2, 3), f32), np.zeros((4, 3), f32)), {"axis": 0}),
     "slice": ((np.ones((5, 6), f32),), {"index": ((4, None, -2), (1, 5, 3))}),
     "take": ((np.ones((5, 6), f32), np.array([[0, -1], [2, 3]], np.int32)), {"axis": 1}),
+    "pad": ((np.ones((2, 3), f32),), {"config": ((1, 0, 0), (0, 2, 1))}),
 }
 
 
@@ -55,7 +56,7 @@ def test_table_is_complete() -> None:
 
 
 # Ops reached through syntax rather than a function of their own name.
-VIA_SYNTAX = {"slice": "x[start:stop:step]"}
+VIA_SYNTAX = {"slice": "x[start:stop:step]", "pad": "internal: the VJP of slice"}
 
 DESIGN_NAMES = [
     "add",

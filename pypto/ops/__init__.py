@@ -3,7 +3,7 @@
 Importing this package registers every op in :data:`pypto.ops.table.OPS`.
 """
 
-from pypto.ops import elementwise, layout, linalg, reduce  # noqa: F401  (registration)
+from pypto.ops import elementwise, layout, linalg, reduce, vjp  # noqa: F401  (registration)
 from pypto.ops.api import (
     abs,
     add,

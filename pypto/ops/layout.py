@@ -212,3 +212,54 @@ TAKE = register(
         cost_rule=rules.movement_cost,
     )
 )
+
+
+PadConfig = tuple[tuple[int, int, int], ...]
+
+
+def _pad_shape(x: AVal, *, config: PadConfig) -> Shape:
+    if len(config) != x.ndim:
+        raise ShapeError(f"pad config has {len(config)} dims for {x}", op="pad")
+    if any(p < 0 for dim in config for p in dim):
+        raise ShapeError(
+            f"negative padding {list(config)} for {x}",
+            op="pad",
+            hint="low, high and interior padding are >= 0; crop with a slice",
+        )
+    return tuple(
+        lo + hi + n + max(n - 1, 0) * mid for (lo, hi, mid), n in zip(config, x.shape, strict=True)
+    )
+
+
+def _pad_impl(x: np.ndarray, *, config: PadConfig) -> np.ndarray:
+    shape = tuple(
+        lo + hi + n + max(n - 1, 0) * mid for (lo, hi, mid), n in zip(config, x.shape, strict=True)
+    )
+    out = np.zeros(shape, x.dtype)
+    out[
+        tuple(
+            slice(lo, lo + n + max(n - 1, 0) * mid, mid + 1)
+            for (lo, _, mid), n in zip(config, x.shape, strict=True)
+        )
+    ] = x
+    return out
+
+
+def _pad_jax(x: Any, *, config: PadConfig) -> Any:
+    from jax import lax  # only the reference needs lax (interior padding has no jnp form)
+
+    return lax.pad(x, jnp.zeros((), x.dtype), config)
+
+
+PAD = register(
+    Op(
+        name="pad",
+        kind="layout",
+        doc="zeros around (low, high) and between (interior) elements, per dim, as jax.lax.pad",
+        shape_rule=_pad_shape,
+        dtype_rule=lambda x, **p: x.dtype,
+        impl=_pad_impl,
+        jax_impl=_pad_jax,
+        cost_rule=rules.movement_cost,
+    )
+)

@@ -1,0 +1,510 @@
+"""The VJP rules (pypto/ops/vjp.py) against ``jax.vjp`` of each op's JAX reference.
+
+Every differentiable primitive has cases here (a test fails naming any that lacks one); the
+composites are differentiated through their decompositions with a small test-only tape. Each
+rule also runs on abstract values (shape and dtype, no data), as a graph tracer would run it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import hypothesis.extra.numpy as hnp
+import jax
+import jax.numpy as jnp
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import pypto as pto
+from pypto.core import dispatch
+from pypto.eager.tensor import EagerTrace
+from pypto.ops import api, composite
+from pypto.ops.surface import TensorSurface
+from pypto.ops.table import OPS, AVal, Op
+from pypto.ops.vjp import unbroadcast
+from pypto.reference import compare
+
+f32 = np.float32
+bf16 = ml_dtypes.bfloat16
+_EAGER = EagerTrace()
+
+
+def _rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def normal(shape: Sequence[int], seed: int, dtype: Any = f32) -> np.ndarray:
+    return _rng(seed).standard_normal(tuple(shape)).astype(dtype)
+
+
+def uniform(shape: Sequence[int], seed: int, lo: float, hi: float, dtype: Any = f32) -> np.ndarray:
+    return _rng(seed).uniform(lo, hi, tuple(shape)).astype(dtype)
+
+
+def ties(shape: Sequence[int], seed: int, dtype: Any = f32) -> np.ndarray:
+    """Small integers as floats, so that equal values (ties) are common."""
+    return _rng(seed).integers(-2, 3, tuple(shape)).astype(dtype)
+
+
+def is_float(a: np.ndarray) -> bool:
+    return pto.dtypes.from_numpy(a.dtype).is_floating
+
+
+# ---------------------------------------------------------------------------------------------
+# Abstract values: what a graph tracer hands the rules (a shape and a dtype, no data).
+
+
+class Abstract(TensorSurface):
+    """A value with only an aval; any attempt to read its data is a TraceError."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: AVal) -> None:
+        self.aval = aval
+
+    @property
+    def shape(self) -> tuple[int, ...]:  # type: ignore[override]
+        return self.aval.shape
+
+    @property
+    def dtype(self) -> pto.DType:  # type: ignore[override]
+        return self.aval.dtype
+
+
+class AbstractTrace:
+    """Applies ops by their shape and dtype rules only."""
+
+    def process(self, op: Op, args: tuple[Any, ...], params: dict[str, Any]) -> Abstract:
+        for a in args:
+            assert type(a) is Abstract, f"{op.name} got a {type(a).__name__}, not a traced value"
+        avals = [a.aval for a in args]
+        assert op.shape_rule is not None and op.dtype_rule is not None
+        return Abstract(AVal(op.shape_rule(*avals, **params), op.dtype_rule(*avals, **params)))
+
+    def const(self, array: np.ndarray) -> Abstract:
+        return Abstract(AVal(array.shape, pto.dtypes.from_numpy(array.dtype)))
+
+    def composite(self, op: Op, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        assert op.decompose is not None
+        return op.decompose(*args, **params)
+
+
+def abstract_cotangents(op: Op, primals: Sequence[np.ndarray], params: dict) -> list[Any]:
+    """The rule run on abstract values; returns the avals of its results (or None)."""
+    trace = AbstractTrace()
+    with dispatch.pushed(trace):
+        xs = [trace.const(np.asarray(a)) for a in primals]
+        out = dispatch.bind(op, tuple(xs), params)
+        ct = trace.const(np.zeros(out.shape, out.dtype.np))
+        cts = op.rules["vjp"](ct, *xs, out=out, **params)
+    return [None if c is None else c.aval for c in cts]
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking a rule against jax.vjp
+
+
+def assert_close(name: str, actual: Any, expected: Any, like: np.ndarray, k: int) -> None:
+    """``actual`` is a Tensor with ``like``'s shape and dtype, within tolerance of ``expected``."""
+    assert isinstance(actual, pto.Tensor), f"{name}: cotangent is a {type(actual).__name__}"
+    assert actual.shape == like.shape, f"{name}: cotangent shape {actual.shape} != {like.shape}"
+    assert actual.dtype.np == like.dtype, f"{name}: cotangent dtype {actual.dtype} != {like.dtype}"
+    e = np.asarray(expected)
+    assert e.shape == like.shape and e.dtype == like.dtype, (name, e.shape, e.dtype)
+    c = compare(name, actual, e, k=k)
+    assert c.ok, f"{c}\n pypto: {np.asarray(actual).ravel()[:8]}\n jax:   {e.ravel()[:8]}"
+
+
+def reference(op: Op, params: dict[str, Any]) -> Callable[..., Any]:
+    """The op's JAX reference with its params bound."""
+    jax_impl = op.jax_impl
+    assert jax_impl is not None
+    return lambda *a: jax_impl(*a, **params)
+
+
+def jax_cotangents(
+    fn: Callable[..., Any], primals: Sequence[np.ndarray], ct: np.ndarray
+) -> list[Any]:
+    """``jax.vjp`` of ``fn`` with respect to its floating arguments; None for the others."""
+    diff = [i for i, a in enumerate(primals) if is_float(a)]
+
+    def f(*d: Any) -> Any:
+        args: list[Any] = list(primals)
+        for i, v in zip(diff, d, strict=True):
+            args[i] = v
+        return fn(*args)
+
+    def pullback(d: tuple[Any, ...], ct: Any) -> Any:
+        return jax.vjp(f, *d)[1](ct)
+
+    # One compiled function per case: much faster than JAX's op-by-op dispatch.
+    got = dict(zip(diff, jax.jit(pullback)(tuple(primals[i] for i in diff), ct), strict=True))
+    return [got.get(i) for i in range(len(primals))]
+
+
+def check_primitive(
+    name: str, primals: Sequence[np.ndarray], params: dict | None = None, k: int = 1, seed: int = 0
+) -> None:
+    """The rule of ``name`` at ``primals`` matches ``jax.vjp`` of the op's ``jax_impl``, and
+    gives the same avals when run on abstract values."""
+    op = OPS[name]
+    params = params or {}
+    primals = [np.asarray(a) for a in primals]
+    xs = [pto.tensor(a) for a in primals]
+    with np.errstate(divide="ignore", invalid="ignore"):  # pow at 0 meets infinities
+        out = dispatch.bind(op, tuple(xs), params)
+        ct = normal(out.shape, seed + 1, out.dtype.np)
+        cts = op.rules["vjp"](pto.tensor(ct), *xs, out=out, **params)
+        assert isinstance(cts, tuple) and len(cts) == len(primals), f"{name}: {len(cts)} results"
+        refs = jax_cotangents(reference(op, params), primals, ct)
+        for i, (a, c, r) in enumerate(zip(primals, cts, refs, strict=True)):
+            what = f"{name} cotangent {i} at {[p.shape for p in primals]} {params}"
+            if r is None:
+                assert c is None, f"{what}: expected None for a {a.dtype} primal"
+            elif c is None:
+                assert not np.any(np.asarray(r)), f"{what}: None but JAX's is nonzero"
+            else:
+                assert_close(what, c, r, a, k)
+    traced = abstract_cotangents(op, primals, params)
+    for a, c, s in zip(primals, cts, traced, strict=True):
+        assert (c is None) == (s is None), f"{name}: traced and eager rules disagree"
+        if s is not None:
+            assert s == AVal(a.shape, pto.dtypes.from_numpy(a.dtype)), f"{name}: traced {s}"
+
+
+# ---------------------------------------------------------------------------------------------
+# The cases: at least one per differentiable primitive.
+
+Case = tuple[list[np.ndarray], dict[str, Any], int]  # primals, params, k (terms summed)
+
+_X23 = (2, 3)
+
+
+def _spec(shape: tuple[int, ...], key: Any) -> dict[str, Any]:
+    return {"index": api.slice_spec(shape, key)[0]}
+
+
+CASES: dict[str, list[Case]] = {
+    "exp": [([normal(_X23, 1)], {}, 1), ([normal(_X23, 1, bf16)], {}, 1)],
+    "log": [([uniform(_X23, 2, 0.1, 3.0)], {}, 1)],
+    "sqrt": [([uniform(_X23, 3, 0.1, 3.0)], {}, 1)],
+    "rsqrt": [([uniform(_X23, 4, 0.1, 3.0)], {}, 1), ([uniform(_X23, 4, 0.1, 3.0, bf16)], {}, 1)],
+    "reciprocal": [([uniform(_X23, 5, 0.5, 3.0)], {}, 1)],
+    "tanh": [([normal(_X23, 6) * 2], {}, 1), ([normal(_X23, 6, bf16)], {}, 1)],
+    "sigmoid": [([normal(_X23, 7) * 3], {}, 1)],
+    "sin": [([normal(_X23, 8) * 3], {}, 1)],
+    "cos": [([normal(_X23, 9) * 3], {}, 1)],
+    "neg": [([normal(_X23, 10)], {}, 1)],
+    "abs": [([np.array([-2.0, -0.5, 0.5, 3.0], f32)], {}, 1)],
+    "add": [([normal((2, 3), 11), normal((3,), 12)], {}, 2)],
+    "sub": [([normal((2, 1), 13), normal((1, 3), 14)], {}, 3)],
+    "mul": [
+        ([normal((4, 1, 3), 15), normal((2, 1), 16)], {}, 4),
+        ([normal((4, 1, 3), 15, bf16), normal((2, 1), 16, bf16)], {}, 4),
+    ],
+    "div": [([normal((3,), 17), uniform((2, 3), 18, 0.5, 2.0)], {}, 2)],
+    "maximum": [([ties((3, 4), 19), ties((4,), 20)], {}, 3)],
+    "minimum": [([ties((3, 4), 21), ties((3, 1), 22)], {}, 4)],
+    "pow": [
+        ([uniform((2, 3), 23, 0.5, 2.0), uniform((3,), 24, -1.5, 2.5)], {}, 2),
+        # x == 0: the exponent's cotangent is 0 there, and 0^(y-1) is 0 or inf for the base.
+        ([np.array([0.0, 0.0, 2.0], f32), np.array([2.0, 0.5, 3.0], f32)], {}, 1),
+    ],
+    "where": [([np.array([True, False, True]), normal((2, 3), 25), normal((2, 1), 26)], {}, 3)],
+    "cast": [
+        ([normal(_X23, 27)], {"dtype": pto.float16}, 1),
+        ([normal(_X23, 28, bf16)], {"dtype": pto.float32}, 1),
+        ([normal(_X23, 29)], {"dtype": pto.int32}, 1),
+    ],
+    "sum": [
+        ([normal((2, 3, 4), 30)], {"axes": (0, 2), "keepdims": False}, 1),
+        ([normal((2, 3, 4), 31)], {"axes": (1,), "keepdims": True}, 1),
+        ([normal((2, 3), 32)], {"axes": (0, 1), "keepdims": False}, 1),
+        ([normal((2, 3, 4), 33, bf16)], {"axes": (2,), "keepdims": False}, 1),
+    ],
+    "max": [
+        ([ties((3, 4, 2), 34)], {"axes": (1,), "keepdims": False}, 1),
+        ([ties((3, 4), 35)], {"axes": (0, 1), "keepdims": True}, 1),
+        ([ties((3, 4), 36, bf16)], {"axes": (0,), "keepdims": False}, 1),
+    ],
+    "min": [([ties((3, 4, 2), 37)], {"axes": (0, 2), "keepdims": False}, 1)],
+    "matmul": [
+        ([normal((3, 4), 40), normal((4, 5), 41)], {}, 5),
+        ([normal((4,), 42), normal((4, 5), 43)], {}, 5),
+        ([normal((3, 4), 44), normal((4,), 45)], {}, 4),
+        ([normal((4,), 46), normal((4,), 47)], {}, 1),
+        ([normal((4,), 48), normal((2, 4, 5), 49)], {}, 10),
+        ([normal((2, 3, 4), 50), normal((4,), 51)], {}, 4),
+        ([normal((2, 1, 3, 4), 52), normal((5, 4, 2), 53)], {}, 10),
+        ([normal((3, 4), 54), normal((2, 4, 5), 55)], {}, 10),
+        ([normal((8, 16), 56, bf16), normal((16, 8), 57, bf16)], {}, 16),
+    ],
+    "reshape": [([normal((2, 6), 60)], {"shape": (3, 4)}, 1)],
+    "transpose": [([normal((2, 3, 4), 61)], {"perm": (2, 0, 1)}, 1)],
+    "broadcast_to": [
+        ([normal((3, 1), 62)], {"shape": (2, 3, 4)}, 8),
+        ([normal((), 63)], {"shape": (2, 3)}, 6),
+    ],
+    "concat": [
+        ([normal((2, 3), 64), normal((2, 0), 65), normal((2, 2), 66)], {"axis": 1}, 1),
+        ([normal((1, 3), 67), normal((2, 3), 68)], {"axis": 0}, 1),
+    ],
+    "slice": [
+        ([normal((5, 6), 70)], _spec((5, 6), (slice(4, None, -2), slice(1, 5, 3))), 1),
+        ([normal((5, 6), 71)], _spec((5, 6), (slice(None, None, -1), slice(2, 3))), 1),
+        ([normal((4, 7), 72)], _spec((4, 7), (slice(1, 3), slice(None, None, 2))), 1),
+        ([normal((4, 7), 73)], _spec((4, 7), (slice(3, 1), slice(6, 0, -4))), 1),
+    ],
+    "pad": [
+        ([normal((2, 3), 74)], {"config": ((1, 0, 0), (2, 1, 2))}, 1),
+        ([normal((3, 0, 2), 75)], {"config": ((0, 0, 1), (1, 2, 3), (0, 0, 0))}, 1),
+    ],
+    "take": [
+        ([normal((5, 6), 76), np.array([[0, -1], [2, 0]], np.int32)], {"axis": 1}, 3),
+        ([normal((4, 3, 2), 77), np.array([3, 3, -4, 1, 3], np.int8)], {"axis": 0}, 5),
+        ([normal((4, 3), 78, bf16), np.array([1, 1, 2], np.int32)], {"axis": 0}, 2),
+        ([normal((4, 3), 79), np.zeros((0,), np.int32)], {"axis": 0}, 1),
+    ],
+}
+
+
+def _case_ids() -> list[Any]:
+    out = []
+    for name, cases in sorted(CASES.items()):
+        for i, (primals, params, k) in enumerate(cases):
+            d = "-".join(a.dtype.name for a in primals)
+            out.append(pytest.param(name, primals, params, k, id=f"{name}-{i}-{d}"))
+    return out
+
+
+def test_every_differentiable_primitive_has_a_case() -> None:
+    want = {n for n, op in OPS.items() if not op.is_composite and op.differentiable}
+    assert not want - set(CASES), (
+        f"differentiable primitives without a VJP case: {want - set(CASES)}"
+    )
+    assert set(CASES) <= want, f"cases for unknown or non-differentiable ops: {set(CASES) - want}"
+
+
+@pytest.mark.parametrize(("name", "primals", "params", "k"), _case_ids())
+def test_vjp_matches_jax(name: str, primals: list[np.ndarray], params: dict, k: int) -> None:
+    check_primitive(name, primals, params, k)
+
+
+# Broadcasting pairs (and triples for where), drawn by hypothesis.
+
+_BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
+
+
+@pytest.mark.parametrize("name", _BINARY)
+@settings(max_examples=6)
+@given(
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3),
+    seed=st.integers(0, 1000),
+)
+def test_binary_vjp_broadcasts(name: str, shapes: Any, seed: int) -> None:
+    sx, sy = shapes.input_shapes
+    if name in ("maximum", "minimum"):
+        xs = [ties(sx, seed), ties(sy, seed + 1)]
+    elif name == "div":
+        xs = [normal(sx, seed), uniform(sy, seed + 1, 0.5, 2.0)]
+    elif name == "pow":
+        xs = [uniform(sx, seed, 0.5, 2.0), uniform(sy, seed + 1, -2.0, 2.0)]
+    else:
+        xs = [normal(sx, seed), normal(sy, seed + 1)]
+    k = max(1, math.prod(shapes.result_shape))
+    check_primitive(name, xs, {}, k, seed)
+
+
+@settings(max_examples=6)
+@given(
+    shapes=hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=3, max_side=3),
+    seed=st.integers(0, 1000),
+)
+def test_where_vjp_broadcasts(shapes: Any, seed: int) -> None:
+    sc, sx, sy = shapes.input_shapes
+    cond = _rng(seed).random(sc) < 0.5
+    k = max(1, math.prod(shapes.result_shape))
+    check_primitive("where", [cond, normal(sx, seed), normal(sy, seed + 1)], {}, k, seed)
+
+
+@settings(max_examples=6)
+@given(
+    shape=hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
+    data=st.data(),
+)
+def test_reduction_vjp_over_any_axes(shape: tuple[int, ...], data: st.DataObject) -> None:
+    name = data.draw(st.sampled_from(["sum", "max", "min"]))
+    axes = tuple(sorted(data.draw(st.sets(st.integers(0, len(shape) - 1), min_size=1))))
+    keepdims = data.draw(st.booleans())
+    x = ties(shape, len(shape)) if name != "sum" else normal(shape, len(shape))
+    check_primitive(name, [x], {"axes": axes, "keepdims": keepdims}, 1)
+
+
+@settings(max_examples=6)
+@given(shape=hnp.array_shapes(min_dims=1, max_dims=3, max_side=5), data=st.data())
+def test_slice_vjp_any_window(shape: tuple[int, ...], data: st.DataObject) -> None:
+    key = tuple(
+        slice(
+            data.draw(st.none() | st.integers(-n - 1, n + 1)),
+            data.draw(st.none() | st.integers(-n - 1, n + 1)),
+            data.draw(st.sampled_from([None, 1, 2, 3, -1, -2])),
+        )
+        for n in shape
+    )
+    check_primitive("slice", [normal(shape, 0)], _spec(shape, key), 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Zero cotangents: integer and bool primals, and ops without derivatives.
+
+_I = np.arange(6, dtype=np.int32).reshape(2, 3)
+_INT_CASES: list[tuple[str, list[np.ndarray], dict[str, Any]]] = [
+    ("neg", [_I], {}),
+    ("abs", [_I.astype(np.int8)], {}),
+    ("add", [_I, _I[0]], {}),
+    ("add", [_I > 2, _I < 4], {}),
+    ("mul", [_I, _I], {}),
+    ("maximum", [_I, _I.T.reshape(2, 3)], {}),
+    ("pow", [_I, _I], {}),
+    ("where", [_I > 2, _I, _I[:1]], {}),
+    ("cast", [_I], {"dtype": pto.float32}),
+    ("cast", [_I > 2], {"dtype": pto.bfloat16}),
+    ("sum", [_I.astype(np.int8)], {"axes": (0,), "keepdims": False}),
+    ("sum", [_I > 2], {"axes": (0, 1), "keepdims": False}),
+    ("max", [_I], {"axes": (1,), "keepdims": True}),
+    ("matmul", [_I.astype(np.int8), _I.T.astype(np.int8)], {}),
+    ("reshape", [_I], {"shape": (3, 2)}),
+    ("transpose", [_I], {"perm": (1, 0)}),
+    ("broadcast_to", [_I[0]], {"shape": (4, 3)}),
+    ("concat", [_I, _I], {"axis": 0}),
+    ("slice", [_I], {"index": ((1, 2, 1), (2, None, -1))}),
+    ("pad", [_I > 2], {"config": ((1, 1, 1), (0, 2, 0))}),
+    ("take", [_I, np.array([1, 0], np.int32)], {"axis": 1}),
+]
+
+
+@pytest.mark.parametrize(("name", "primals", "params"), _INT_CASES, ids=lambda v: str(v)[:24])
+def test_integer_and_bool_primals_get_none(
+    name: str, primals: list[np.ndarray], params: dict
+) -> None:
+    op = OPS[name]
+    xs = [pto.tensor(a) for a in primals]
+    out = dispatch.bind(op, tuple(xs), params)
+    cts = op.rules["vjp"](pto.zeros(out.shape, out.dtype), *xs, out=out, **params)
+    assert cts == (None,) * len(primals)
+
+
+def test_cast_to_an_integer_passes_no_cotangent_as_in_jax() -> None:
+    x = normal((3,), 0)
+    out, pull = jax.vjp(reference(OPS["cast"], {"dtype": pto.int32}), x)
+    (g,) = pull(np.zeros(out.shape, jax.dtypes.float0))
+    assert not np.any(np.asarray(g))
+    t = pto.tensor(x)
+    assert OPS["cast"].rules["vjp"](pto.zeros(3, pto.int32), t, out=t, dtype=pto.int32) == (None,)
+
+
+def test_non_differentiable_ops_have_no_vjp_rule() -> None:
+    nondiff = {n for n, op in OPS.items() if not op.differentiable}
+    assert {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"} <= nondiff
+    assert "argmax" in nondiff
+    assert not [n for n in nondiff if "vjp" in OPS[n].rules]
+
+
+def test_abs_derivative_at_zero_is_jaxs() -> None:
+    x = np.array([-0.0, 0.0, -1.0, 2.0], f32)
+    (g,) = OPS["abs"].rules["vjp"](pto.ones(4), pto.tensor(x), out=pto.abs(pto.tensor(x)))
+    want = [float(jax.grad(jnp.abs)(v)) for v in x]
+    assert want == [1.0, 1.0, -1.0, 1.0]
+    np.testing.assert_array_equal(g.numpy(), want)
+
+
+def test_unbroadcast_sums_added_and_stretched_dims() -> None:
+    ct = pto.tensor(np.arange(24, dtype=f32).reshape(2, 3, 4))
+    np.testing.assert_array_equal(
+        unbroadcast(ct, (3, 1)).numpy(),
+        np.arange(24, dtype=f32).reshape(2, 3, 4).sum((0, 2))[:, None],
+    )
+    assert unbroadcast(ct, ()).shape == ()
+    assert unbroadcast(ct, (2, 3, 4)) is ct
+
+
+# ---------------------------------------------------------------------------------------------
+# Composites, differentiated through their decompositions with a test-only tape.
+
+
+class Tape:
+    """Runs ops eagerly and records (op, inputs, params, output) for the backward pass."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[Op, tuple[Any, ...], dict[str, Any], Any]] = []
+
+    def process(self, op: Op, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        out = _EAGER.process(op, args, params)
+        self.records.append((op, args, params, out))
+        return out
+
+    def const(self, array: np.ndarray) -> Any:
+        return _EAGER.const(array)
+
+    def composite(self, op: Op, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        assert op.decompose is not None
+        return op.decompose(*args, **params)
+
+
+def tape_vjp(fn: Callable[..., Any], primals: Sequence[np.ndarray], ct: np.ndarray) -> list[Any]:
+    """Reverse mode over the recorded ops, calling each op's VJP rule."""
+    xs = [pto.tensor(a) for a in primals]
+    tape = Tape()
+    with dispatch.pushed(tape):
+        out = fn(*xs)
+    cts: dict[int, Any] = {id(out): pto.tensor(ct)}
+    for op, args, params, o in reversed(tape.records):
+        g = cts.pop(id(o), None)
+        if g is None:
+            continue
+        for a, ga in zip(args, op.rules["vjp"](g, *args, out=o, **params), strict=True):
+            if ga is not None:
+                prev = cts.get(id(a))
+                cts[id(a)] = ga if prev is None else api.add(prev, ga)
+    return [cts.get(id(x)) for x in xs]
+
+
+_SDPA_QKV = [normal((2, 4, 8), 90), normal((2, 5, 8), 91), normal((2, 5, 6), 92)]
+COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
+    ("softmax", [normal((3, 5), 80)], {"axis": -1}, 5),
+    ("softmax", [normal((4, 3), 81)], {"axis": 0}, 4),
+    ("softmax", [normal((3, 8), 81, bf16)], {"axis": -1}, 8),
+    ("log_softmax", [normal((3, 5), 82)], {"axis": -1}, 5),
+    ("layer_norm", [normal((3, 6), 83), normal((6,), 84), normal((6,), 85)], {}, 18),
+    ("layer_norm", [normal((2, 8), 83, bf16), normal((8,), 84, bf16)], {}, 16),
+    ("rms_norm", [normal((3, 6), 86), normal((6,), 87)], {}, 18),
+    ("gelu", [normal((2, 5), 88) * 2], {}, 1),
+    ("silu", [normal((2, 5), 89) * 2], {}, 1),
+    ("relu", [np.array([-2.0, -0.5, 0.25, 3.0], f32)], {}, 1),
+    ("clip", [ties((3, 4), 93)], {"min": -1.0, "max": 1.0}, 1),
+    ("mean", [normal((3, 4, 2), 94)], {"axis": (0, 2), "keepdims": False}, 1),
+    ("mean", [normal((3, 4), 95)], {"axis": None, "keepdims": True}, 1),
+    ("scaled_dot_product_attention", _SDPA_QKV, {"causal": True}, 40),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "primals", "params", "k"),
+    COMPOSITE_CASES,
+    ids=[f"{c[0]}-{c[1][0].dtype.name}-{i}" for i, c in enumerate(COMPOSITE_CASES)],
+)
+def test_composite_vjp_through_its_decomposition(
+    name: str, primals: list[np.ndarray], params: dict, k: int
+) -> None:
+    fn = getattr(composite, name)
+    out = fn(*(pto.tensor(a) for a in primals), **params)
+    ct = normal(out.shape, 99, out.dtype.np)
+    got = tape_vjp(lambda *a: fn(*a, **params), primals, ct)
+    refs = jax_cotangents(reference(OPS[name], params), primals, ct)
+    for i, (a, g, r) in enumerate(zip(primals, got, refs, strict=True)):
+        assert_close(f"{name} cotangent {i}", g, r, a, k)
