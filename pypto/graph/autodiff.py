@@ -17,7 +17,7 @@ from pypto.core.errors import DTypeError, TraceError
 from pypto.core.passes import PassManager
 from pypto.graph import interpret, passes, pytree
 from pypto.graph.ir import Func, Lit, Var
-from pypto.graph.tracer import trace
+from pypto.graph.tracer import Spec, trace
 from pypto.ops import api
 from pypto.ops.table import OPS, AVal, Value
 
@@ -80,20 +80,10 @@ def backward_func(f: Func, n_out: int) -> Func:
             ),
         )
 
-    args = [_Spec(p.aval) for p in f.params] + [_Spec(o.aval) for o in f.outputs[:n_out]]
+    args = [Spec(p.aval) for p in f.params] + [Spec(o.aval) for o in f.outputs[:n_out]]
     func, _, _ = trace(joint, args, name=f"{f.name}_vjp")
     # Cotangents nobody asked for (of literals, of integer inputs) die here, eager or staged.
     return PassManager(passes.SIMPLIFY).run(func)[0]
-
-
-class _Spec(Value):
-    """A shape-and-dtype stand-in used as a tracing argument."""
-
-    __slots__ = ("dtype", "shape")
-
-    def __init__(self, aval: AVal) -> None:
-        self.shape = aval.shape
-        self.dtype = aval.dtype
 
 
 def vjp(fn: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:

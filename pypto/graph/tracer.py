@@ -129,6 +129,21 @@ class GraphTrace:
         return self.atom(_as_tensor(x))
 
 
+class Spec(Value):
+    """A shape-and-dtype stand-in for an argument: traces without data (like jax.ShapeDtypeStruct).
+
+    >>> import pypto as pto
+    >>> print(trace(pto.exp, [Spec(AVal((2,), dt.float16))])[0].eqns[0].out.aval)
+    f16[2]
+    """
+
+    __slots__ = ("dtype", "shape")
+
+    def __init__(self, aval: AVal) -> None:
+        self.shape = aval.shape
+        self.dtype = aval.dtype
+
+
 def _as_tensor(x: Any) -> Tensor:
     from pypto.eager.tensor import tensor
 

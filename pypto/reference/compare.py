@@ -53,7 +53,9 @@ def compare(name: str, actual: Any, expected: Any, k: int = 1) -> Comparison:
     af = a.astype(np.float64)
     ef = e.astype(np.float64)
     nan_ok = np.array_equal(np.isnan(af), np.isnan(ef))
-    inf_ok = np.array_equal(np.isinf(af) * np.sign(af), np.isinf(ef) * np.sign(ef))
+    inf_ok = np.array_equal(
+        np.where(np.isinf(af), np.sign(af), 0), np.where(np.isinf(ef), np.sign(ef), 0)
+    )
     fin = np.isfinite(af) & np.isfinite(ef)
     diff = np.abs(af - ef)[fin]
     scale = float(np.abs(ef[fin]).max()) if diff.size else 0.0

@@ -14,12 +14,13 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from pypto import dtypes as dt
 from pypto.core.errors import NumericsMismatch
 from pypto.graph import pytree
 from pypto.graph.ir import Atom, Func, Lit, Var
-from pypto.graph.tracer import trace
+from pypto.graph.tracer import Spec, trace
 from pypto.ops import api
-from pypto.ops.table import OPS
+from pypto.ops.table import OPS, AVal
 from pypto.reference.compare import Comparison, compare
 
 REDUCING = {"sum": "axes", "matmul": None}
@@ -49,19 +50,30 @@ def to_jax(fn: Callable[..., Any]) -> Callable[..., Any]:
     """
 
     def jfn(*args: Any) -> Any:
-        np_args = pytree.unflatten(
-            pytree.flatten(tuple(args))[1],
-            [
-                np.asarray(x) if not isinstance(x, bool | int | float) else x
-                for x in pytree.flatten(tuple(args))[0]
-            ],
-        )
-        func, out_tree, _ = trace(fn, np_args)
-        leaves = [x for x in pytree.flatten(tuple(args))[0]]
-        return pytree.unflatten(out_tree, eval_jax(func, [jnp.asarray(x) for x in leaves]))
+        # Trace from shapes and dtypes only, so this also works on JAX tracers (under jax.jit);
+        # Python scalars are baked in, weakly typed, as jit does.
+        leaves, tree = pytree.flatten(tuple(args))
+        scalar = [isinstance(x, bool | int | float) for x in leaves]
+        arrays = [x for x, s in zip(leaves, scalar, strict=True) if not s]
+
+        def staged(*dyn: Any) -> Any:
+            it = iter(dyn)
+            full = [x if s else next(it) for x, s in zip(leaves, scalar, strict=True)]
+            return fn(*pytree.unflatten(tree, full))
+
+        specs = [Spec(AVal(tuple(np.shape(x)), _dtype(x))) for x in arrays]
+        func, out_tree, _ = trace(staged, specs, name=getattr(fn, "__name__", "f"))
+        return pytree.unflatten(out_tree, eval_jax(func, [jnp.asarray(x) for x in arrays]))
 
     jfn.__name__ = f"jax_{getattr(fn, '__name__', 'f')}"
     return jfn
+
+
+def _dtype(x: Any) -> dt.DType:
+    d = getattr(x, "dtype", None)
+    if d is None:
+        return dt.from_numpy(api.to_numpy(x).dtype)
+    return d if isinstance(d, dt.DType) else dt.from_numpy(np.dtype(d))
 
 
 def sum_lengths(func: Func) -> list[int]:

@@ -1,0 +1,61 @@
+"""The JAX bridge: to_jax computes what pypto computes; check compares and reports."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.ops import elementwise as ew
+from pypto.ops.table import OPS
+from pypto.reference import compare
+
+
+def model(x, w):
+    return {"y": pto.softmax(pto.gelu(x @ w)), "n": pto.rms_norm(x).sum()}
+
+
+def test_to_jax_is_the_same_computation() -> None:
+    x = pto.random.normal(0, (4, 8), pto.float16)
+    w = pto.random.normal(1, (8, 6), pto.float16)
+    ours = model(x, w)
+    theirs = pto.to_jax(model)(np.asarray(x), np.asarray(w))
+    assert set(theirs) == {"y", "n"}
+    assert isinstance(theirs["y"], jax.Array) and theirs["y"].dtype == np.float16
+    assert compare("y", ours["y"], np.asarray(theirs["y"]), k=8).ok
+    jitted = jax.jit(pto.to_jax(model))(np.asarray(x), np.asarray(w))
+    assert compare("n", ours["n"], np.asarray(jitted["n"]), k=8 * 4).ok
+
+
+def test_check_reports_each_backend_and_output(capsys: pytest.CaptureFixture[str]) -> None:
+    x, w = pto.random.normal(0, (4, 8)), pto.random.normal(1, (8, 6))
+    report = pto.check(model, x, w)
+    out = capsys.readouterr().out
+    assert report.ok and "all outputs match JAX" in out
+    assert out.count("eager") == 2 and out.count("interpret") == 2
+    assert "max|Δ|" in out and "rtol" in out
+    assert "<table>" in report._repr_html_()
+
+
+def test_check_raises_on_a_wrong_op() -> None:
+    # A subtly wrong exp (one part in a thousand) must not pass the float32 tolerance.
+    wrong = ew.in_f32(lambda a: np.exp(a) * np.float32(1.001))
+    right = OPS["exp"].impl
+    object.__setattr__(OPS["exp"], "impl", wrong)  # ops are frozen; the test swaps one in place
+    try:
+        with pytest.raises(pto.NumericsMismatch) as e:
+            pto.check(lambda x: pto.exp(x) * 2, pto.tensor([0.5, 1.0]), verbose=False)
+        assert "FAIL" in str(e.value) and "interpret" in str(e.value)
+    finally:
+        object.__setattr__(OPS["exp"], "impl", right)
+
+
+def test_compare_judges_nan_inf_and_shape() -> None:
+    nan = np.array([np.nan, 1.0], np.float32)
+    assert compare("a", nan, nan).ok
+    assert not compare("a", nan, np.array([0.0, 1.0])).ok
+    inf = np.array([np.inf, -np.inf], np.float32)
+    assert compare("b", inf, inf).ok and not compare("b", inf, -inf).ok
+    assert not compare("c", np.zeros(2, np.float32), np.zeros(3)).ok
+    assert compare("d", np.array([1, 2], np.int32), np.array([1, 2])).rtol == 0.0
