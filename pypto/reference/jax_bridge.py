@@ -23,8 +23,6 @@ from pypto.ops import api
 from pypto.ops.table import OPS, AVal
 from pypto.reference.compare import Comparison, compare
 
-REDUCING = {"sum": "axes", "matmul": None}
-
 
 def eval_jax(func: Func, args: Sequence[Any]) -> list[Any]:
     """Evaluate ``func`` with the JAX reference of every op."""
@@ -77,16 +75,17 @@ def _dtype(x: Any) -> dt.DType:
 
 
 def sum_lengths(func: Func) -> list[int]:
-    """Per output, the product of reduction lengths on its longest dependency chain (the K of
-    the tolerance table)."""
+    """Per output, the K of the tolerance table: the summed lengths of the reductions and
+    matmul contractions along its longest dependency chain (relative rounding errors of chained
+    reductions add up; they do not multiply)."""
     k: dict[Var, int] = {}
     for e in func.eqns:
         kin = max((k.get(a, 1) for a in e.inputs if isinstance(a, Var)), default=1)
         if e.op == "sum":
             shape = e.inputs[0].aval.shape
-            kin *= int(np.prod([shape[a] for a in e.kwargs["axes"]])) or 1
+            kin += int(np.prod([shape[a] for a in e.kwargs["axes"]]))
         elif e.op == "matmul":
-            kin *= e.inputs[0].aval.shape[-1] or 1
+            kin += e.inputs[0].aval.shape[-1]
         k[e.out] = kin
     return [k.get(o, 1) if isinstance(o, Var) else 1 for o in func.outputs]
 
