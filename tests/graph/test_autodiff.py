@@ -13,6 +13,8 @@ import pytest
 import pypto as pto
 from pypto.reference import compare
 
+from .roundtrip import assert_round_trip
+
 HERE = os.path.basename(__file__)
 
 
@@ -26,7 +28,7 @@ def assert_grads_close(ours, theirs, k: int, truth=None) -> None:
     For bfloat16, two bf16 computations of a gradient with cancellation (layer norm's backward)
     can differ from each other by more than either differs from the exact value. There the
     reference is JAX's float32 gradient (``truth``) at the same bf16-rounded inputs, and ours
-    must also be no further from it than JAX's own bf16 result (``theirs``) is, give or take.
+    must also stay within a small factor (3 times, plus 2 ulp) of JAX's own bf16 error.
     """
     leaves_a = jax.tree_util.tree_leaves(jax.tree_util.tree_map(np.asarray, ours))
     leaves_b = jax.tree_util.tree_leaves(theirs)
@@ -40,7 +42,7 @@ def assert_grads_close(ours, theirs, k: int, truth=None) -> None:
             err_ours = np.abs(np.asarray(a, np.float32) - np.asarray(t, np.float32)).max()
             err_jax = np.abs(np.asarray(b, np.float32) - np.asarray(t, np.float32)).max()
             ulp = float(np.abs(t.astype(np.float32)).max()) * 2.0**-7  # bf16 spacing at the top
-            assert err_ours <= 1.5 * err_jax + 2 * ulp, (i, err_ours, err_jax)
+            assert err_ours <= 3 * err_jax + 2 * ulp, (i, err_ours, err_jax)
 
 
 def f32_tree(tree):
@@ -80,6 +82,7 @@ def test_mlp_softmax_cross_entropy(dtype) -> None:
     x = pto.random.normal(0, (8, 16), dtype)
     onehot = pto.tensor(np.eye(10, dtype=np.float32)[np.arange(8) % 10])
     loss, g = pto.value_and_grad(mlp_loss)(p, x, onehot)
+    assert_round_trip(pto.jit(pto.grad(mlp_loss)).lower(p, x, onehot).tensor_ir)
     pj = {k: np.asarray(v) for k, v in p.items()}
     lj, gj = jax.value_and_grad(mlp_loss_jax)(pj, np.asarray(x), np.asarray(onehot))
     assert compare("loss", loss, np.asarray(lj), k=32).ok
@@ -156,6 +159,7 @@ def test_causal_attention(dtype) -> None:
     ws = [pto.random.normal(i, (16, 8), dtype, std=0.3) for i in (1, 2, 3)]
     x = pto.random.normal(0, (2, 12, 16), dtype)
     g = pto.grad(attn_loss, argnums=(0, 1, 2, 3))(*ws, x)
+    assert_round_trip(pto.jit(pto.grad(attn_loss)).lower(*ws, x).tensor_ir)
     args = [np.asarray(a) for a in (*ws, x)]
     gj = jax.grad(attn_loss_jax, argnums=(0, 1, 2, 3))(*args)
     truth = None

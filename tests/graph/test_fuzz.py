@@ -16,6 +16,8 @@ from pypto.graph.tracer import trace
 from pypto.reference import compare
 from pypto.reference.jax_bridge import sum_lengths
 
+from .roundtrip import assert_round_trip
+
 DTYPES = [pto.float32, pto.float16, pto.bfloat16]
 
 # Each step maps values from the pool to a new value; all keep magnitudes moderate.
@@ -106,6 +108,8 @@ def test_random_programs_agree_eager_interpret_jax(prog: Any) -> None:
     unfused = pto.jit(fn, fuse=False)(*tensors)
     ref = pto.to_jax(fn)(*inputs)
     func, _, _ = trace(fn, tensors)
+    assert_round_trip(func)
+    assert_round_trip(pto.jit(fn).lower(*tensors).tensor_ir)
     ks = sum_lengths(func)
     for i, (e, s, u, r, k) in enumerate(zip(eager, staged, unfused, ref, ks, strict=True)):
         np.testing.assert_array_equal(np.asarray(e), np.asarray(s), err_msg=f"interpret out {i}")
