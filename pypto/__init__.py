@@ -96,6 +96,15 @@ from pypto.reference import check, to_jax
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    # The views (matplotlib, graphviz, ipywidgets) load on first use, not on import.
+    if name == "viz":
+        import importlib
+
+        return importlib.import_module("pypto.viz")
+    raise AttributeError(f"module 'pypto' has no attribute {name!r}")
+
 __all__ = [
     "BoundsError",
     "DType",
