@@ -97,6 +97,13 @@ from pypto.reference import check, to_jax
 __version__ = "0.1.0"
 
 
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext pypto``: registers the ``%%pypto`` cell magic."""
+    from pypto.jupyter import load_ipython_extension as load
+
+    load(ipython)
+
+
 def __getattr__(name: str) -> object:
     # The views (matplotlib, graphviz, ipywidgets) load on first use, not on import.
     if name == "viz":
