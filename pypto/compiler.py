@@ -41,7 +41,7 @@ class CacheInfo:
         return f"CacheInfo(hits={self.hits}, traces={self.misses}, size={self.size})"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Lowered:
     """A function lowered for one signature: its IR at each level built so far.
 
@@ -69,6 +69,8 @@ class Lowered:
 
     def __str__(self) -> str:
         return str(self.tensor_ir)
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         return self.tensor_ir._repr_html_()

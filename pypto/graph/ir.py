@@ -67,7 +67,7 @@ class Eqn:
         return dict(self.params)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Func:
     """A traced function: parameters, constants, equations and outputs."""
 
@@ -82,6 +82,9 @@ class Func:
         from pypto.graph.printer import print_func
 
         return print_func(self)
+
+    def __repr__(self) -> str:
+        return str(self)
 
     def _repr_html_(self) -> str:
         import html

@@ -90,7 +90,7 @@ def sum_lengths(func: Func) -> list[int]:
     return [k.get(o, 1) if isinstance(o, Var) else 1 for o in func.outputs]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class CheckReport:
     """Every output of every backend compared with JAX."""
 
@@ -105,6 +105,8 @@ class CheckReport:
         lines = [f"check {self.name}: " + ("all outputs match JAX" if self.ok else "MISMATCH")]
         lines += [f"  {backend:<10} {c}" for backend, c in self.rows]
         return "\n".join(lines)
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         rows = "".join(
