@@ -112,6 +112,7 @@ def __getattr__(name: str) -> object:
         return importlib.import_module("pypto.viz")
     raise AttributeError(f"module 'pypto' has no attribute {name!r}")
 
+
 __all__ = [
     "BoundsError",
     "DType",

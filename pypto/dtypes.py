@@ -14,6 +14,7 @@ float32
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 import ml_dtypes
@@ -94,8 +95,10 @@ _BY_NP[np.dtype(np.int64)] = int32
 _DEFAULT = {_BOOL: bool_, _INT: int32, _FLOAT: float32}
 
 
-def dtype(x: Any) -> DType:
+def dtype(x: Any, *, op: str | None = None) -> DType:
     """The pypto dtype named by ``x``: a DType, a name (``"float16"``, ``"f16"``) or a numpy dtype.
+
+    ``op`` names the operation asking, for the error message of an unknown dtype.
 
     >>> dtype("bf16")
     bfloat16
@@ -105,10 +108,7 @@ def dtype(x: Any) -> DType:
     if isinstance(x, str):
         d = _BY_NAME.get(x)
         if d is None:
-            raise DTypeError(
-                f"unknown dtype name {x!r}",
-                hint="use one of " + ", ".join(d.name for d in ALL),
-            )
+            raise DTypeError(f"unknown dtype name {x!r}", op=op, hint=_names_hint(x))
         return d
     if x is bool:
         return bool_
@@ -119,18 +119,25 @@ def dtype(x: Any) -> DType:
     try:
         npd = np.dtype(x)
     except TypeError:
-        raise DTypeError(
-            f"{x!r} is not a dtype", hint="use one of " + ", ".join(d.name for d in ALL)
-        ) from None
-    return from_numpy(npd)
+        raise DTypeError(f"{x!r} is not a dtype", op=op, hint=_names_hint()) from None
+    return from_numpy(npd, op=op)
 
 
-def from_numpy(npd: np.dtype[Any]) -> DType:
+def _names_hint(name: str | None = None) -> str:
+    names = [d.name for d in ALL]
+    # 64-bit names narrow to their 32-bit kin, as JAX does without 64-bit mode.
+    close = difflib.get_close_matches(name.replace("64", "32"), [*_BY_NAME], n=1) if name else []
+    guess = f"did you mean {_BY_NAME[close[0]].name!r}? " if close else ""
+    return f"{guess}use one of {', '.join(names)}"
+
+
+def from_numpy(npd: np.dtype[Any], *, op: str | None = None) -> DType:
     """The pypto dtype of a numpy dtype (float64 → float32 and int64 → int32, as JAX does)."""
     d = _BY_NP.get(npd)
     if d is None:
         raise DTypeError(
             f"numpy dtype {npd} is not supported",
+            op=op,
             hint="convert the array to one of " + ", ".join(x.name for x in ALL),
         )
     return d

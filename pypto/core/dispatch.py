@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pypto.core.errors import PyptoError, strip_internal_frames
+from pypto.core.errors import PyptoError
 
 if TYPE_CHECKING:
     from pypto.ops.table import Op
@@ -55,4 +55,4 @@ def bind(op: Op, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
     try:
         return _stack[-1].process(op, args, params)
     except PyptoError as e:
-        raise e.with_traceback(strip_internal_frames(e.__traceback__)) from None
+        raise e.stripped() from None

@@ -11,9 +11,11 @@ import os
 import sys
 import types
 from dataclasses import dataclass
+from typing import Self
 
 __all__ = [
     "BoundsError",
+    "ConversionError",
     "DTypeError",
     "NumericsMismatch",
     "PyptoError",
@@ -22,6 +24,7 @@ __all__ = [
     "SourceLoc",
     "TileError",
     "TraceError",
+    "strip_internal_frames",
     "user_location",
 ]
 
@@ -81,6 +84,14 @@ class PyptoError(Exception):
             parts.append(f"  hint: {self.hint}")
         return "\n".join(parts)
 
+    def stripped(self) -> Self:
+        """This error with pypto's own frames cut from its traceback.
+
+        A public entry point re-raises with ``raise e.stripped() from None``, so the user's
+        traceback ends at their own line and the one pypto frame that was called.
+        """
+        return self.with_traceback(strip_internal_frames(self.__traceback__))
+
 
 class ShapeError(PyptoError, ValueError):
     """Shapes that do not fit an op: broadcasting, matmul contraction, reshape sizes, axes."""
@@ -88,6 +99,14 @@ class ShapeError(PyptoError, ValueError):
 
 class BoundsError(ShapeError, IndexError):
     """An index or gather index outside a dimension."""
+
+
+class ConversionError(ShapeError, TypeError):
+    """A tensor of the wrong size for a Python conversion: ``bool()``, ``int()``, ``float()``,
+    ``item()`` or an index of a tensor with more than one element, ``len()`` of a 0-d tensor.
+
+    Also a TypeError, as Python's protocols (``len``, ``operator.index``) expect.
+    """
 
 
 class DTypeError(PyptoError, TypeError):

@@ -13,7 +13,7 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core import dispatch
-from pypto.core.errors import PyptoError
+from pypto.core.errors import ConversionError, DTypeError, PyptoError, ShapeError
 from pypto.ops import api
 from pypto.ops.surface import TensorSurface
 from pypto.ops.table import AVal, Op
@@ -67,12 +67,12 @@ class Tensor(TensorSurface):
         return v
 
     def _concrete(self, what: str) -> Any:
-        if what in ("bool", "int", "float", "index", "item") and self._a.size != 1:
-            raise PyptoError(
-                f"{what}() of a tensor with {self._a.size} elements is ambiguous "
-                f"(shape {list(self.shape)})",
+        if self._a.size != 1:
+            raise ConversionError(
+                f"{'an index' if what == 'index' else what + '()'} needs a tensor with one "
+                f"element, got {self.aval} ({self._a.size} elements)",
                 op=what,
-                hint="reduce first, e.g. with .sum(), .max() or index one element",
+                hint="reduce it first (e.g. x.sum(), x.max()) or index one element",
             )
         return self._a.reshape(()).item()
 
@@ -158,9 +158,7 @@ class EagerTrace:
         try:
             return op.decompose(*args, **params)  # type: ignore[misc]
         except PyptoError as e:
-            from pypto.core.errors import strip_internal_frames
-
-            raise e.with_traceback(strip_internal_frames(e.__traceback__)) from None
+            raise e.stripped() from None
 
 
 _TRACE = EagerTrace()
@@ -178,20 +176,35 @@ def tensor(data: Any, dtype: Any = None) -> Tensor:
     >>> pto.tensor([1, 2, 3]).dtype
     int32
     """
-    d = None if dtype is None else dt.dtype(dtype)
-    if isinstance(data, Tensor):
-        a = data._a if d is None else data._a.astype(d.np)
-        return _wrap(a.copy())
-    a = api.to_numpy(data, "tensor", d)
-    return _wrap(a.copy() if a is data else a)
+    try:
+        d = None if dtype is None else dt.dtype(dtype, op="tensor")
+        if isinstance(data, Tensor):
+            a = data._a if d is None else data._a.astype(d.np)
+            return _wrap(a.copy())
+        a = api.to_numpy(data, "tensor", d)
+        return _wrap(a.copy() if a is data else a)
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
-def _shape(shape: Any) -> tuple[int, ...]:
-    return api._shape_arg("zeros", shape)
+def _shape(shape: Any, op: str = "zeros") -> tuple[int, ...]:
+    return api._shape_arg(op, shape)
 
 
-def _dtype(dtype: Any, default: dt.DType = dt.float32) -> dt.DType:
-    return default if dtype is None else dt.dtype(dtype)
+def _dtype(op: str, dtype: Any, default: dt.DType = dt.float32) -> dt.DType:
+    return default if dtype is None else dt.dtype(dtype, op=op)
+
+
+def _value_dtype(op: str, *values: Any) -> dt.DType:
+    """The dtype of Python or numpy numbers, as pto.tensor would give them."""
+    for v in values:
+        if isinstance(v, str | bytes) or v is None:  # a str would read as a dtype name
+            raise DTypeError(
+                f"expected a number, got {type(v).__name__} {v!r}",
+                op=op,
+                hint="pass an int, a float or a bool",
+            )
+    return dt.result_type(*values)
 
 
 def zeros(shape: Any, dtype: Any = None) -> Tensor:
@@ -201,30 +214,45 @@ def zeros(shape: Any, dtype: Any = None) -> Tensor:
     >>> pto.zeros((2, 3)).shape
     (2, 3)
     """
-    return _wrap(np.zeros(_shape(shape), _dtype(dtype).np))
+    try:
+        return _wrap(np.zeros(_shape(shape, "zeros"), _dtype("zeros", dtype).np))
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def ones(shape: Any, dtype: Any = None) -> Tensor:
     """A tensor of ones (float32 by default)."""
-    return _wrap(np.ones(_shape(shape), _dtype(dtype).np))
+    try:
+        return _wrap(np.ones(_shape(shape, "ones"), _dtype("ones", dtype).np))
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> Tensor:
     """A tensor filled with ``fill_value``; the dtype defaults to that of the value."""
-    d = dt.result_type(fill_value) if dtype is None else dt.dtype(dtype)
-    return _wrap(np.full(_shape(shape), fill_value, d.np))
+    try:
+        d = _value_dtype("full", fill_value) if dtype is None else _dtype("full", dtype)
+        return _wrap(np.full(_shape(shape, "full"), api.to_numpy(fill_value, "full", d)))
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def zeros_like(x: Any, dtype: Any = None) -> Tensor:
     """Zeros with the shape (and dtype, unless given) of ``x``."""
-    v = api.asvalue(x, "zeros_like")
-    return zeros(v.shape, dtype or v.dtype)  # type: ignore[attr-defined]
+    try:
+        v = api.asvalue(x, "zeros_like")
+        return _wrap(np.zeros(v.shape, _dtype("zeros_like", dtype, v.dtype).np))  # type: ignore[attr-defined]
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def ones_like(x: Any, dtype: Any = None) -> Tensor:
     """Ones with the shape (and dtype, unless given) of ``x``."""
-    v = api.asvalue(x, "ones_like")
-    return ones(v.shape, dtype or v.dtype)  # type: ignore[attr-defined]
+    try:
+        v = api.asvalue(x, "ones_like")
+        return _wrap(np.ones(v.shape, _dtype("ones_like", dtype, v.dtype).np))  # type: ignore[attr-defined]
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
@@ -234,7 +262,12 @@ def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Te
     >>> pto.arange(4).numpy()
     array([0, 1, 2, 3], dtype=int32)
     """
-    if stop is None:
-        start, stop = 0, start
-    d = dt.result_type(start, stop, step) if dtype is None else dt.dtype(dtype)
-    return _wrap(np.arange(start, stop, step).astype(d.np))
+    try:
+        if stop is None:
+            start, stop = 0, start
+        d = _value_dtype("arange", start, stop, step) if dtype is None else _dtype("arange", dtype)
+        if step == 0:
+            raise ShapeError("step cannot be zero", op="arange")
+        return _wrap(np.arange(start, stop, step).astype(d.np))
+    except PyptoError as e:
+        raise e.stripped() from None

@@ -16,7 +16,7 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core import dispatch
-from pypto.core.errors import BoundsError, DTypeError, ShapeError
+from pypto.core.errors import BoundsError, DTypeError, PyptoError, ShapeError
 from pypto.ops import elementwise as ew
 from pypto.ops import layout, linalg, reduce, rules
 from pypto.ops.table import AVal, Op, Shape, Value
@@ -35,7 +35,9 @@ class _NotYet:
 
 # The eager fast path: when the eager trace is the only one active and the operands are eager
 # tensors of an accepted dtype, an op calls its numpy function directly. Anything else takes the
-# general path (promotion, bind, the trace), which also produces every error message.
+# general path (promotion, bind, the trace), which also produces every error message. A public
+# function re-raises a PyptoError with ``e.stripped()`` from its general path, so the user's
+# traceback holds their own line and that one function, never the rules below it.
 _ET: type = _NotYet
 _EAGER_TRACE: object = None
 
@@ -65,44 +67,97 @@ def to_numpy(x: Any, op: str = "tensor", dtype: dt.DType | None = None) -> np.nd
     """A numpy array with a pypto dtype: float64 → float32, int64 → int32 (as JAX does)."""
     try:
         a = np.asarray(x)
-    except (ValueError, TypeError) as e:
+    except ValueError as e:  # a ragged nested list
+        raise ShapeError(f"cannot make a tensor from {type(x).__name__}: {e}", op=op) from None
+    except TypeError as e:
         raise DTypeError(f"cannot make a tensor from {type(x).__name__}: {e}", op=op) from None
+    if a.dtype.kind in "OSUVcmM" and a.dtype not in dt._BY_NP:  # bfloat16 is of kind V
+        raise _unsupported(x, a, op)
     if dtype is not None:
+        if not isinstance(x, np.ndarray) and a.dtype.kind in "iu" and dtype.is_integer:
+            _check_fits(x, a, dtype, op)  # Python ints, as numpy 2 and JAX refuse them
         return a.astype(dtype.np)
-    if a.dtype.kind in "OSUV" and a.dtype not in dt._BY_NP:  # bfloat16 is of kind V
-        raise DTypeError(
-            f"cannot make a tensor from {type(x).__name__} of dtype {a.dtype}",
-            op=op,
-            hint="pass numbers: a Tensor, a numpy array, a list or a Python scalar",
-        )
-    d = dt.from_numpy(a.dtype) if a.dtype in dt._BY_NP else None
-    if d is None:
-        if a.dtype.kind in "iu" and a.size and (a.min() < -(2**31) or a.max() >= 2**31):
-            raise DTypeError(f"integer values do not fit int32 ({a.dtype})", op=op)
-        d = {"i": dt.int32, "u": dt.int32, "f": dt.float32}.get(a.dtype.kind)
-        if d is None:
-            raise DTypeError(
-                f"numpy dtype {a.dtype} is not supported",
-                op=op,
-                hint="use one of " + ", ".join(x.name for x in dt.ALL),
-            )
+    # What is left is bool, int, uint or float; the bools and the pypto dtypes are in _BY_NP.
+    d = dt._BY_NP.get(a.dtype) or _BY_KIND[a.dtype.kind]
     if d.np != a.dtype:
-        if a.dtype.kind == "i" and a.size and (a.min() < -(2**31) or a.max() >= 2**31):
-            raise DTypeError(f"integer values do not fit int32 ({a.dtype})", op=op)
+        if a.dtype.kind in "iu":
+            _check_fits(x, a, d, op)
         a = a.astype(d.np)
     return a
 
 
-def _scalar(x: bool | int | float, d: dt.DType, op: str) -> Value:
-    if d.is_integer and type(x) is int:
-        info = np.iinfo(d.np)
-        if not info.min <= x <= info.max:
-            raise DTypeError(
-                f"Python int {x} does not fit {d} (range [{info.min}, {info.max}])",
-                op=op,
-                hint=f"cast the tensor to a wider dtype, or use a value that fits {d}",
-            )
-    return dispatch.current_trace().const(np.asarray(x, d.np))  # type: ignore[attr-defined]
+_BY_KIND = {"i": dt.int32, "u": dt.int32, "f": dt.float32}
+
+
+def _np_show(a: np.ndarray) -> str:
+    """``complex64[3]``: a numpy array as operands appear in messages."""
+    return f"{a.dtype}[{','.join(map(str, a.shape))}]"
+
+
+def _unsupported(x: Any, a: np.ndarray, op: str) -> DTypeError:
+    what = f"{type(x).__name__} of {_np_show(a)}"
+    if a.dtype.kind == "O" and a.size and all(type(v) is int for v in a.flat):
+        big = builtins.max(a.flat, key=builtins.abs)
+        return DTypeError(
+            f"integer value {_show_int(big)} does not fit int32 ({type(x).__name__})",
+            op=op,
+            hint="int32 is the widest integer; use a float tensor for larger magnitudes",
+        )
+    if a.dtype.kind == "c":
+        return DTypeError(
+            f"complex numbers are not supported ({what})",
+            op=op,
+            hint="pass the real and imaginary parts as two real tensors",
+        )
+    return DTypeError(
+        f"cannot make a tensor from {what}: the elements are not numbers",
+        op=op,
+        hint="pass numbers: a Tensor, a numpy array, a list or a Python scalar",
+    )
+
+
+def _check_fits(x: Any, a: np.ndarray, d: dt.DType, op: str) -> None:
+    info = np.iinfo(d.np)
+    if a.size and (a.min() < info.min or a.max() > info.max):
+        bad = a.max() if a.max() > info.max else a.min()
+        of = f" of {_np_show(a)}" if isinstance(x, np.ndarray) else ""
+        raise DTypeError(
+            f"integer value {bad}{of} does not fit {d} (range [{info.min}, {info.max}])",
+            op=op,
+            hint="use values that fit, or a wider dtype (int32 is the widest integer)",
+        )
+
+
+def _show_int(i: object) -> str:
+    s = str(i)
+    return s if len(s) <= 24 else f"{s[:8]}... ({len(s)} digits)"
+
+
+def _scalar(x: bool | int | float, d: dt.DType, op: str, operands: Sequence[Any]) -> Value:
+    try:
+        if d.is_integer and type(x) is int:
+            info = np.iinfo(d.np)
+            if not info.min <= x <= info.max:
+                raise OverflowError
+        a = np.asarray(x, d.np)
+    except OverflowError:
+        avals = [_aval(v) for v in operands if isinstance(v, Value)]
+        whose = f"the dtype of {rules.show(avals)}" if avals else "the default for Python ints"
+        if d.is_integer:
+            info = np.iinfo(d.np)
+            rng = f"range [{info.min}, {info.max}]"
+            hint = f"use a value that fits {d}, or cast the tensor to a wider dtype first"
+            if d is dt.int8:
+                hint += ", e.g. x.astype(pto.int32)"
+        else:
+            rng = f"magnitudes up to {float(dt.finfo(d).max):.6g}"
+            hint = "an int this large overflows every float dtype; write it as a float"
+        raise DTypeError(
+            f"Python {type(x).__name__} {_show_int(x)} does not fit {d}, {whose} ({rng})",
+            op=op,
+            hint=hint,
+        ) from None
+    return dispatch.current_trace().const(a)  # type: ignore[attr-defined]
 
 
 def promote(op: str, args: Sequence[ArrayLike], inexact: bool = False) -> list[Value]:
@@ -131,7 +186,7 @@ def promote(op: str, args: Sequence[ArrayLike], inexact: bool = False) -> list[V
     out: list[Value] = []
     for v in vals:
         if not isinstance(v, Value):
-            out.append(_scalar(v, target, op))
+            out.append(_scalar(v, target, op, vals))
         elif v.dtype is not target:  # type: ignore[attr-defined]
             out.append(_bind(ew.CAST, (v,), {"dtype": target}))
         else:
@@ -147,7 +202,10 @@ def _unary(op: Op, inexact: bool = False) -> Any:
             f = fast.get(x._a.dtype)  # type: ignore[attr-defined]
             if f is not None:
                 return _eager_wrap(f(x._a))  # type: ignore[attr-defined]
-        return _bind(op, tuple(promote(op.name, (x,), inexact)), _NO)
+        try:
+            return _bind(op, tuple(promote(op.name, (x,), inexact)), _NO)
+        except PyptoError as e:
+            raise e.stripped() from None
 
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"{op.doc.capitalize()}, elementwise.\n\n>>> import pypto as pto\n"
@@ -169,14 +227,22 @@ def _binary(op: Op, inexact: bool = False) -> Any:
                     if f is not None:
                         try:
                             return _eager_wrap(f(a, b))
-                        except ValueError:
-                            pass  # a shape mismatch: the general path explains it
+                        except (ValueError, PyptoError):
+                            pass  # a shape mismatch or a bad value: the general path explains it
             elif (ty is float or ty is int) and a.dtype in _FLOAT_NP:
                 # A weak scalar takes a float tensor's dtype (numpy 2 agrees with JAX here).
                 f = fast.get(a.dtype)
                 if f is not None:
-                    return _eager_wrap(f(a, y if native or a.dtype is _F32 else a.dtype.type(y)))
-        return _bind(op, tuple(promote(op.name, (x, y), inexact)), _NO)
+                    try:
+                        return _eager_wrap(
+                            f(a, y if native or a.dtype is _F32 else a.dtype.type(y))
+                        )
+                    except OverflowError:
+                        pass  # an int beyond any float: the general path explains it
+        try:
+            return _bind(op, tuple(promote(op.name, (x, y), inexact)), _NO)
+        except PyptoError as e:
+            raise e.stripped() from None
 
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"{op.doc.capitalize()}, elementwise with broadcasting and JAX promotion."
@@ -217,11 +283,14 @@ def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike, /) -> Any:
     >>> pto.where(pto.tensor([True, False]), 1.0, 2.0).numpy()
     array([1., 2.], dtype=float32)
     """
-    c = asvalue(cond, "where")
-    if c.dtype is not dt.bool_:  # type: ignore[attr-defined]
-        c = _bind(ew.CAST, (c,), {"dtype": dt.bool_})
-    xv, yv = promote("where", (x, y))
-    return _bind(ew.WHERE, (c, xv, yv), _NO)
+    try:
+        c = asvalue(cond, "where")
+        if c.dtype is not dt.bool_:  # type: ignore[attr-defined]
+            c = _bind(ew.CAST, (c,), {"dtype": dt.bool_})
+        xv, yv = promote("where", (x, y))
+        return _bind(ew.WHERE, (c, xv, yv), _NO)
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def cast(x: ArrayLike, dtype: Any, /) -> Any:
@@ -231,11 +300,17 @@ def cast(x: ArrayLike, dtype: Any, /) -> Any:
     >>> pto.cast(pto.tensor([1.7, -1.7]), pto.int32).numpy()
     array([ 1, -1], dtype=int32)
     """
-    d = dt.dtype(dtype)
-    v = asvalue(x, "cast")
-    if v.dtype is d:  # type: ignore[attr-defined]
-        return v
-    return _bind(ew.CAST, (v,), {"dtype": d})
+    try:
+        v = asvalue(x, "cast")
+        try:
+            d = dt.dtype(dtype)
+        except DTypeError as e:
+            raise DTypeError(f"{e.detail} (casting {_aval(v)})", op="cast", hint=e.hint) from None
+        if v.dtype is d:  # type: ignore[attr-defined]
+            return v
+        return _bind(ew.CAST, (v,), {"dtype": d})
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def _aval(v: Value) -> AVal:
@@ -271,9 +346,12 @@ def _reduction(op: Op) -> Any:
                 return _eager_wrap(r)
             except (ValueError, IndexError, KeyError):
                 pass  # a bad axis: the general path explains it
-        v = asvalue(x, op.name)
-        axes = rules.normalize_axes(op.name, axis, _aval(v))
-        return _bind(op, (v,), {"axes": axes, "keepdims": bool(keepdims)})
+        try:
+            v = asvalue(x, op.name)
+            axes = rules.normalize_axes(op.name, axis, _aval(v))
+            return _bind(op, (v,), {"axes": axes, "keepdims": bool(keepdims)})
+        except PyptoError as e:
+            raise e.stripped() from None
 
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"{op.doc.capitalize()}; ``axis`` is an int, a tuple of ints or None (all)."
@@ -292,10 +370,13 @@ def argmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any
     >>> int(pto.argmax(pto.tensor([3, 9, 2])))
     1
     """
-    v = asvalue(x, "argmax")
-    if axis is not None:
-        axis = rules.normalize_axis("argmax", axis, len(v.shape), _aval(v))  # type: ignore[attr-defined]
-    return _bind(reduce.ARGMAX, (v,), {"axis": axis, "keepdims": bool(keepdims)})
+    try:
+        v = asvalue(x, "argmax")
+        if axis is not None:
+            axis = rules.normalize_axis("argmax", axis, len(v.shape), _aval(v))  # type: ignore[attr-defined]
+        return _bind(reduce.ARGMAX, (v,), {"axis": axis, "keepdims": bool(keepdims)})
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def matmul(a: ArrayLike, b: ArrayLike, /) -> Any:
@@ -313,7 +394,10 @@ def matmul(a: ArrayLike, b: ArrayLike, /) -> Any:
                 return _eager_wrap(np.matmul(x, y))
             except ValueError:
                 pass  # a shape mismatch: the general path explains it
-    return _bind(linalg.MATMUL, tuple(promote("matmul", (a, b))), _NO)
+    try:
+        return _bind(linalg.MATMUL, tuple(promote("matmul", (a, b))), _NO)
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def _shape_arg(op: str, shape: Any) -> tuple[int, ...]:
@@ -322,7 +406,9 @@ def _shape_arg(op: str, shape: Any) -> tuple[int, ...]:
     try:
         return tuple(operator.index(s) for s in shape)
     except TypeError:
-        raise ShapeError(f"shape must be a sequence of ints, got {shape!r}", op=op) from None
+        raise ShapeError(
+            f"shape must be an int or a sequence of ints, got {shape!r}", op=op
+        ) from None
 
 
 def reshape(x: ArrayLike, shape: int | Sequence[int], /) -> Any:
@@ -332,46 +418,62 @@ def reshape(x: ArrayLike, shape: int | Sequence[int], /) -> Any:
     >>> pto.reshape(pto.arange(6), (2, -1)).shape
     (2, 3)
     """
-    v = asvalue(x, "reshape")
-    new = list(_shape_arg("reshape", shape))
-    size = math.prod(v.shape)  # type: ignore[attr-defined]
-    if new.count(-1) > 1:
-        raise ShapeError(f"can infer at most one dim, got {new}", op="reshape")
-    if -1 in new:
-        rest = math.prod(s for s in new if s != -1)
-        if rest == 0 or size % rest:
-            raise ShapeError(
-                f"cannot reshape {_aval(v)} ({size} elements) to {new}",
-                op="reshape",
-                hint=f"{size} is not divisible by {rest}",
-            )
-        new[new.index(-1)] = size // rest
-    target = tuple(new)
-    if target == tuple(v.shape):  # type: ignore[attr-defined]
-        return v
-    return _bind(layout.RESHAPE, (v,), {"shape": target})
+    try:
+        v = asvalue(x, "reshape")
+        new = list(_shape_arg("reshape", shape))
+        size = math.prod(v.shape)  # type: ignore[attr-defined]
+        if -1 in new:
+            if new.count(-1) > 1:
+                raise ShapeError(
+                    f"cannot reshape {_aval(v)} to {new}: only one dim can be inferred",
+                    op="reshape",
+                    hint="give every dim but one (the -1) explicitly",
+                )
+            rest = math.prod(s for s in new if s != -1)
+            if rest == 0 or size % rest:
+                raise ShapeError(
+                    f"cannot reshape {_aval(v)} ({size} elements) to {new}",
+                    op="reshape",
+                    hint=f"{size} is not divisible by {rest}",
+                )
+            new[new.index(-1)] = size // rest
+        target = tuple(new)
+        if target == tuple(v.shape):  # type: ignore[attr-defined]
+            return v
+        return _bind(layout.RESHAPE, (v,), {"shape": target})
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def transpose(x: ArrayLike, axes: Sequence[int] | None = None, /) -> Any:
     """Permute axes (reverse them when ``axes`` is None)."""
-    v = asvalue(x, "transpose")
-    nd = len(v.shape)  # type: ignore[attr-defined]
-    if axes is None:
-        perm = tuple(range(nd))[::-1]
-    else:
-        perm = tuple(rules.normalize_axis("transpose", a, nd, _aval(v)) for a in axes)
-    if perm == tuple(range(nd)):
-        return v
-    return _bind(layout.TRANSPOSE, (v,), {"perm": perm})
+    try:
+        v = asvalue(x, "transpose")
+        nd = len(v.shape)  # type: ignore[attr-defined]
+        if axes is None:
+            perm = tuple(range(nd))[::-1]
+        else:
+            perm = tuple(
+                rules.normalize_axis("transpose", a, nd, _aval(v))
+                for a in _shape_arg("transpose", axes)
+            )
+        if perm == tuple(range(nd)):
+            return v
+        return _bind(layout.TRANSPOSE, (v,), {"perm": perm})
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def broadcast_to(x: ArrayLike, shape: Sequence[int], /) -> Any:
     """Repeat size-1 dims (and add leading ones) to reach ``shape``."""
-    v = asvalue(x, "broadcast_to")
-    target = _shape_arg("broadcast_to", shape)
-    if target == tuple(v.shape):  # type: ignore[attr-defined]
-        return v
-    return _bind(layout.BROADCAST_TO, (v,), {"shape": target})
+    try:
+        v = asvalue(x, "broadcast_to")
+        target = _shape_arg("broadcast_to", shape)
+        if target == tuple(v.shape):  # type: ignore[attr-defined]
+            return v
+        return _bind(layout.BROADCAST_TO, (v,), {"shape": target})
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def concat(xs: Sequence[ArrayLike], axis: int = 0) -> Any:
@@ -381,11 +483,17 @@ def concat(xs: Sequence[ArrayLike], axis: int = 0) -> Any:
     >>> pto.concat([pto.ones((2, 3)), pto.zeros((1, 3))]).shape
     (3, 3)
     """
-    if not isinstance(xs, list | tuple) or not xs:
-        raise ShapeError("concat takes a non-empty list of tensors", op="concat")
-    vals = promote("concat", list(xs))
-    a = rules.normalize_axis("concat", axis, len(vals[0].shape), _aval(vals[0]))  # type: ignore[attr-defined]
-    return _bind(layout.CONCAT, tuple(vals), {"axis": a})
+    try:
+        if not isinstance(xs, list | tuple) or not xs:
+            raise ShapeError(
+                f"takes a non-empty list or tuple of tensors, got {type(xs).__name__}",
+                op="concat",
+            )
+        vals = promote("concat", list(xs))
+        a = rules.normalize_axis("concat", axis, len(vals[0].shape), _aval(vals[0]))  # type: ignore[attr-defined]
+        return _bind(layout.CONCAT, tuple(vals), {"axis": a})
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Any:
@@ -397,27 +505,43 @@ def take(x: ArrayLike, indices: ArrayLike, axis: int | None = None) -> Any:
     >>> pto.take(pto.tensor([10, 20, 30]), pto.tensor([2, 0])).numpy()
     array([30, 10], dtype=int32)
     """
-    v = asvalue(x, "take")
-    idx = asvalue(indices, "take")
-    if axis is None:
-        v = reshape(v, (-1,))
-        axis = 0
-    a = rules.normalize_axis("take", axis, len(v.shape), _aval(v))  # type: ignore[attr-defined]
-    return _bind(layout.TAKE, (v, idx), {"axis": a})
+    try:
+        v = asvalue(x, "take")
+        idx = asvalue(indices, "take")
+        if axis is None:
+            v = reshape(v, (-1,))
+            axis = 0
+        a = rules.normalize_axis("take", axis, len(v.shape), _aval(v))  # type: ignore[attr-defined]
+        return _bind(layout.TAKE, (v, idx), {"axis": a})
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
-def slice_spec(shape: Shape, key: Any) -> tuple[layout.SliceSpec, Shape, bool]:
-    """Basic indexing (ints, slices, None, ...) as (slice spec, result shape, whole tensor)."""
+def _indexed(shape: Shape, of: Value | None) -> str:
+    return str(_aval(of)) if of is not None else f"shape {list(shape)}"
+
+
+def slice_spec(
+    shape: Shape, key: Any, of: Value | None = None
+) -> tuple[layout.SliceSpec, Shape, bool]:
+    """Basic indexing (ints, slices, None, ...) as (slice spec, result shape, whole tensor).
+
+    ``of``, the indexed value, only names the operand in error messages.
+    """
     if not isinstance(key, tuple):
         key = (key,)
     n_ell = builtins.sum(1 for k in key if k is Ellipsis)
     if n_ell > 1:
-        raise ShapeError("an index can only have a single Ellipsis ('...')", op="getitem")
+        raise ShapeError(
+            f"an index can only have a single Ellipsis ('...'), indexing {_indexed(shape, of)}",
+            op="getitem",
+        )
     real = builtins.sum(1 for k in key if k is not None and k is not Ellipsis)
     if real > len(shape):
-        raise ShapeError(
-            f"too many indices: {real} for a {len(shape)}-d tensor of shape {list(shape)}",
+        raise BoundsError(
+            f"too many indices: {real} for a {len(shape)}-d tensor {_indexed(shape, of)}",
             op="getitem",
+            hint=f"index at most {len(shape)} axes (None and ... do not count)",
         )
     spec: list[tuple[int, int | None, int]] = []
     out: list[int] = []
@@ -432,7 +556,14 @@ def slice_spec(shape: Shape, key: Any) -> tuple[layout.SliceSpec, Shape, bool]:
                 d += 1
         elif isinstance(k, slice):
             n = shape[d]
-            start, stop, step = k.indices(n)
+            try:
+                start, stop, step = k.indices(n)
+            except (TypeError, ValueError) as e:
+                raise ShapeError(
+                    f"bad slice {k} for axis {d} of {_indexed(shape, of)}: {e}",
+                    op="getitem",
+                    hint="slice with ints (or None) and a non-zero step",
+                ) from None
             length = len(range(start, stop, step))
             if length == 0:
                 spec.append((0, 0, 1))
@@ -445,7 +576,7 @@ def slice_spec(shape: Shape, key: Any) -> tuple[layout.SliceSpec, Shape, bool]:
             i = int(k)
             if not -n <= i < n:
                 raise BoundsError(
-                    f"index {i} is out of range for axis {d} of size {n} (shape {list(shape)})",
+                    f"index {i} is out of range for axis {d} of size {n} in {_indexed(shape, of)}",
                     op="getitem",
                     hint=f"use an index in [{-n}, {n})",
                 )
@@ -454,7 +585,8 @@ def slice_spec(shape: Shape, key: Any) -> tuple[layout.SliceSpec, Shape, bool]:
             d += 1
         else:
             raise ShapeError(
-                f"index of type {type(k).__name__} is not basic indexing",
+                f"index of type {type(k).__name__} is not basic indexing "
+                f"(indexing {_indexed(shape, of)})",
                 op="getitem",
                 hint="index with ints, slices, None and ...; gather with pto.take(x, idx, axis)",
             )
@@ -468,8 +600,11 @@ def slice_spec(shape: Shape, key: Any) -> tuple[layout.SliceSpec, Shape, bool]:
 
 def getitem(x: ArrayLike, key: Any) -> Any:
     """``x[key]`` with basic indexing: a strided slice, then a reshape for ints and None."""
-    v = asvalue(x, "getitem")
-    spec, out_shape, full = slice_spec(tuple(v.shape), key)  # type: ignore[attr-defined]
-    if not full:
-        v = _bind(layout.SLICE, (v,), {"index": spec})
-    return reshape(v, out_shape)
+    try:
+        v = asvalue(x, "getitem")
+        spec, out_shape, full = slice_spec(tuple(v.shape), key, v)  # type: ignore[attr-defined]
+        if not full:
+            v = _bind(layout.SLICE, (v,), {"index": spec})
+        return reshape(v, out_shape)
+    except PyptoError as e:
+        raise e.stripped() from None

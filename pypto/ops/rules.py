@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
+from typing import Any
 
 from pypto import dtypes as dt
 from pypto.core.errors import BoundsError, DTypeError, ShapeError
@@ -35,9 +37,17 @@ def broadcast_shapes(op: str, *avals: AVal) -> Shape:
 
 
 def normalize_axis(op: str, axis: int, ndim: int, aval: AVal | None = None) -> int:
-    """``axis`` in ``[0, ndim)``; negative axes count from the end."""
-    if not isinstance(axis, int) or isinstance(axis, bool):
-        raise ShapeError(f"axis must be an int, got {axis!r}", op=op)
+    """``axis`` in ``[0, ndim)``; negative axes count from the end. Numpy ints are ints."""
+    if type(axis) is not int:
+        try:
+            if isinstance(axis, bool):
+                raise TypeError
+            axis = operator.index(axis)
+        except TypeError:
+            what = f" of {aval}" if aval is not None else ""
+            raise ShapeError(
+                f"axis must be an int, got {axis!r} for a {ndim}-d tensor{what}", op=op
+            ) from None
     if not -ndim <= axis < ndim:
         what = f" of {aval}" if aval is not None else ""
         raise ShapeError(
@@ -52,7 +62,9 @@ def normalize_axes(op: str, axis: int | Sequence[int] | None, aval: AVal) -> tup
     """A sorted tuple of distinct axes; ``None`` means all."""
     if axis is None:
         return tuple(range(aval.ndim))
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    # An int stands alone, and so does a non-int that normalize_axis explains.
+    single = isinstance(axis, int) or not isinstance(axis, Sequence)
+    axes: tuple[Any, ...] = (axis,) if single else tuple(axis)  # type: ignore[arg-type]
     out = tuple(sorted(normalize_axis(op, a, aval.ndim, aval) for a in axes))
     if len(set(out)) != len(out):
         raise ShapeError(f"repeated axis in {axis!r} for {aval}", op=op)

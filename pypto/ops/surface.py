@@ -1,19 +1,34 @@
 """The Tensor surface: operators and methods shared by eager tensors and graph tracers.
 
 A value type subclasses :class:`TensorSurface`, provides ``shape`` and ``dtype``, and gets the
-whole numpy-like surface, every method written once in terms of the functional API.
+whole numpy-like surface, every method written once in terms of the functional API. Methods are
+the API functions themselves where the signatures agree, so an error's traceback shows one
+pypto frame; the others re-raise a PyptoError with ``e.stripped()``.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 from pypto import dtypes as dt
-from pypto.core.errors import TraceError
+from pypto.core.errors import ConversionError, DTypeError, PyptoError, TraceError
 from pypto.ops import api, composite
 from pypto.ops.table import Value
+
+
+def _reflected(fn: Any) -> Any:
+    """``other <op> self`` as the method ``self.__r<op>__(other)``."""
+
+    def method(self: Any, other: Any) -> Any:
+        try:
+            return fn(other, self)
+        except PyptoError as e:
+            raise e.stripped() from None
+
+    method.__name__ = method.__qualname__ = f"reflected_{fn.__name__}"
+    return method
 
 
 def _dims(args: tuple[Any, ...]) -> Any:
@@ -44,69 +59,48 @@ class TensorSurface(Value):
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d tensor")
+            raise ConversionError(
+                f"len() of a 0-d tensor {api._aval(self)}",
+                op="len",
+                hint="a 0-d tensor has no length",
+            )
         return self.shape[0]
 
     def __iter__(self) -> Iterator[Any]:
         if not self.shape:
-            raise TypeError("iteration over a 0-d tensor")
+            raise ConversionError(
+                f"iteration over a 0-d tensor {api._aval(self)}",
+                op="iter",
+                hint="a 0-d tensor has no elements to iterate; use float(x) or x.item()",
+            )
         for i in range(self.shape[0]):
             yield api.getitem(self, i)
 
     __add__ = api.add
-
-    def __radd__(self, o: Any) -> Any:
-        return api.add(o, self)
-
+    __radd__ = _reflected(api.add)
     __sub__ = api.sub
-
-    def __rsub__(self, o: Any) -> Any:
-        return api.sub(o, self)
-
+    __rsub__ = _reflected(api.sub)
     __mul__ = api.mul
-
-    def __rmul__(self, o: Any) -> Any:
-        return api.mul(o, self)
-
+    __rmul__ = _reflected(api.mul)
     __truediv__ = api.div
-
-    def __rtruediv__(self, o: Any) -> Any:
-        return api.div(o, self)
-
+    __rtruediv__ = _reflected(api.div)
     __pow__ = api.pow
-
-    def __rpow__(self, o: Any) -> Any:
-        return api.pow(o, self)
-
+    __rpow__ = _reflected(api.pow)
     __matmul__ = api.matmul
-
-    def __rmatmul__(self, o: Any) -> Any:
-        return api.matmul(o, self)
-
+    __rmatmul__ = _reflected(api.matmul)
     __neg__ = api.neg
+    __abs__ = api.abs
 
     def __pos__(self) -> Any:
         return self
 
-    def __abs__(self) -> Any:
-        return api.abs(self)
-
-    def __eq__(self, o: object) -> Any:
-        return api.equal(self, o)
-
-    def __ne__(self, o: object) -> Any:
-        return api.not_equal(self, o)
-
+    __eq__ = api.equal
+    __ne__ = api.not_equal
     __lt__ = api.less
-
     __le__ = api.less_equal
-
     __gt__ = api.greater
-
     __ge__ = api.greater_equal
-
-    def __getitem__(self, key: Any) -> Any:
-        return api.getitem(self, key)
+    __getitem__ = api.getitem
 
     @property
     def T(self) -> Any:
@@ -114,50 +108,71 @@ class TensorSurface(Value):
         return api.transpose(self)
 
     def astype(self, dtype: Any) -> Any:
-        return api.cast(self, dtype)
+        try:
+            return api.cast(self, dtype)
+        except PyptoError as e:
+            raise e.stripped() from None
 
     def reshape(self, *shape: Any) -> Any:
-        return api.reshape(self, _dims(shape))
+        try:
+            return api.reshape(self, _dims(shape))
+        except PyptoError as e:
+            raise e.stripped() from None
 
     def transpose(self, *axes: Any) -> Any:
-        return api.transpose(self, _dims(axes) if axes else None)
+        try:
+            return api.transpose(self, _dims(axes) if axes else None)
+        except PyptoError as e:
+            raise e.stripped() from None
 
-    def sum(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
-        return api.sum(self, axis, keepdims)
-
-    def max(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
-        return api.max(self, axis, keepdims)
-
-    def min(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
-        return api.min(self, axis, keepdims)
-
-    def mean(self, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
-        return composite.mean(self, axis, keepdims)
-
-    def argmax(self, axis: int | None = None, keepdims: bool = False) -> Any:
-        return api.argmax(self, axis, keepdims)
+    # (x, axis=None, keepdims=False): the functions are the methods.
+    sum = api.sum
+    max = api.max
+    min = api.min
+    mean = composite.mean
+    argmax = api.argmax
 
     # Concrete Python values need data; a tracer refuses them with a TraceError.
     def _concrete(self, what: str) -> Any:
         raise TraceError(
-            f"{what} needs a concrete value, but this tensor is traced",
+            f"{what}() needs a concrete value, but this tensor {api._aval(self)} is traced",
             op=what,
             hint="use pto.where(cond, x, y) for data-dependent choices",
         )
 
     def __bool__(self) -> bool:
-        return bool(self._concrete("bool"))
+        try:
+            return bool(self._concrete("bool"))
+        except PyptoError as e:
+            raise e.stripped() from None
 
     def __int__(self) -> int:
-        return int(self._concrete("int"))
+        try:
+            return int(self._concrete("int"))
+        except PyptoError as e:
+            raise e.stripped() from None
 
     def __float__(self) -> float:
-        return float(self._concrete("float"))
+        try:
+            return float(self._concrete("float"))
+        except PyptoError as e:
+            raise e.stripped() from None
 
     def __index__(self) -> int:
         if not self.dtype.is_integer:
-            raise TypeError(f"only integer tensors can be used as an index, not {self.dtype}")
-        return int(self._concrete("index"))
+            raise DTypeError(
+                f"only integer tensors can be used as an index, not {api._aval(self)}",
+                op="index",
+                hint="cast it first, e.g. x.astype(pto.int32)",
+            )
+        try:
+            return int(self._concrete("index"))
+        except PyptoError as e:
+            raise e.stripped() from None
 
     def item(self) -> Any:
-        return self._concrete("item")
+        """The value of a one-element tensor as a Python scalar."""
+        try:
+            return self._concrete("item")
+        except PyptoError as e:
+            raise e.stripped() from None
