@@ -10,6 +10,7 @@ from pypto import dtypes
 from pypto.compiler import jit, make_graph
 from pypto.core.errors import (
     BoundsError,
+    ConversionError,
     DTypeError,
     NumericsMismatch,
     PyptoError,
@@ -115,6 +116,7 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "BoundsError",
+    "ConversionError",
     "DType",
     "DTypeError",
     "NumericsMismatch",
