@@ -29,6 +29,10 @@ _LOWP = (dt.float16.np, dt.bfloat16.np)
 _FLOAT_NP = frozenset(d.np for d in dt.FLOATS)
 
 
+_new = object.__new__
+_ndarray = np.ndarray
+
+
 class _NotYet:
     """Stands in for the eager Tensor type until eager mode registers itself."""
 
@@ -201,14 +205,21 @@ def _unary(op: Op, inexact: bool = False) -> Any:
         if type(x) is _ET and _stack[-1] is _EAGER_TRACE:
             f = fast.get(x._a.dtype)  # type: ignore[attr-defined]
             if f is not None:
-                return _eager_wrap(f(x._a))  # type: ignore[attr-defined]
+                # The result Tensor is built inline: a call to a wrapper costs a frame per op.
+                r = f(x._a)  # type: ignore[attr-defined]
+                t = _new(_ET)
+                t._a = r if type(r) is _ndarray else np.asarray(r)
+                return t
         try:
             return _bind(op, tuple(promote(op.name, (x,), inexact)), _NO)
         except PyptoError as e:
             raise e.stripped() from None
 
     fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = f"{op.doc.capitalize()}, elementwise.\n\n>>> import pypto as pto\n"
+    fn.__doc__ = (
+        f"{op.doc.capitalize()}, elementwise.\n\n>>> import pypto as pto\n"
+        f">>> pto.{op.name}(pto.ones(3)).shape\n(3,)\n"
+    )
     return fn
 
 
@@ -226,9 +237,13 @@ def _binary(op: Op, inexact: bool = False) -> Any:
                     f = fast.get(a.dtype)
                     if f is not None:
                         try:
-                            return _eager_wrap(f(a, b))
+                            r = f(a, b)
                         except (ValueError, PyptoError):
                             pass  # a shape mismatch or a bad value: the general path explains it
+                        else:
+                            t = _new(_ET)
+                            t._a = r if type(r) is _ndarray else np.asarray(r)
+                            return t
             elif (ty is float or ty is int) and a.dtype in _FLOAT_NP:
                 # A weak scalar takes a float tensor's dtype (numpy 2 agrees with JAX here).
                 f = fast.get(a.dtype)
@@ -245,7 +260,10 @@ def _binary(op: Op, inexact: bool = False) -> Any:
             raise e.stripped() from None
 
     fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = f"{op.doc.capitalize()}, elementwise with broadcasting and JAX promotion."
+    fn.__doc__ = (
+        f"{op.doc.capitalize()}, elementwise with broadcasting and JAX promotion.\n\n"
+        f">>> import pypto as pto\n>>> pto.{op.name}(pto.ones((2, 3)), pto.ones(3)).shape\n(2, 3)\n"
+    )
     return fn
 
 
