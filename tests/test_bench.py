@@ -1,0 +1,122 @@
+"""Smoke tests of the benchmark runner (``make bench``): structure only, never timing targets.
+
+The numbers themselves belong in docs/performance.md; here the runner runs in quick mode and the
+tests check the shape of its markdown table and of its JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # `bench` lives at the top of the repository, beside `pypto`
+    sys.path.insert(0, str(ROOT))
+
+import bench  # noqa: E402
+from bench import Column, Group, Settings  # noqa: E402
+from bench import __main__ as runner  # noqa: E402
+from bench.eager_overhead import shape_text  # noqa: E402
+from bench.timing import Candidate, interleaved  # noqa: E402
+
+EAGER_HEADERS = [
+    "benchmark",
+    "shape",
+    "pypto",
+    "numpy",
+    "jax",
+    "pypto/numpy",
+    "pypto/jax",
+    "target",
+    "met",
+]
+
+
+def _tiny_run(settings: Settings) -> Iterator[dict[str, Any]]:
+    stats = interleaved(
+        {"a": Candidate("f(x)", {"f": abs, "x": -1}), "b": Candidate("pass", {})},
+        settings.repeats,
+        settings.batch_seconds,
+    )
+    yield {"name": "abs", "a_s": stats["a"].median, "b_s": stats["b"].median, "met": None}
+
+
+TINY = Group(
+    name="tiny",
+    title="a tiny group for the smoke test",
+    columns=(Column("name", "name"), Column("a", "a_s", lambda v: f"{v:.3g}", "right")),
+    run=_tiny_run,
+    notes=("a note",),
+)
+
+
+def _table(text: str, title: str) -> list[list[str]]:
+    """The cells of the markdown table under the heading that contains ``title``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("## ") and title in line)
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def test_tiny_group_through_the_runner(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    machine = {"date": "today"}
+    report = runner.run([TINY], Settings.for_mode(quick=True), tmp_path, machine)
+    table = _table(capsys.readouterr().out, "tiny")
+    assert table[0] == ["name", "a"]
+    assert table[1] == ["---", "---:"]
+    assert table[2][0] == "abs" and len(table) == 3
+    saved = json.loads((tmp_path / "tiny.json").read_text())
+    assert saved["group"] == "tiny" and saved["machine"] == machine
+    assert saved["rows"] == report["groups"]["tiny"]["rows"]
+    assert saved["settings"]["quick"] is True
+    latest = json.loads((tmp_path / "latest.json").read_text())
+    assert list(latest["groups"]) == ["tiny"]
+
+
+def test_registry() -> None:
+    registry = bench.groups()
+    assert "eager_overhead" in registry
+    group = registry["eager_overhead"]
+    assert [c.header for c in group.columns] == EAGER_HEADERS
+    with pytest.raises(ValueError, match="twice"):
+        bench.register(Group(group.name, "other", group.columns, group.run))
+
+
+def test_eager_overhead_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert runner.main(["--only", "eager_overhead", "--quick", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    table = _table(out, "eager_overhead")
+    assert table[0] == EAGER_HEADERS
+    body = table[2:]
+    ops = ["add", "mul", "exp", "matmul", "sum"]
+    shapes = [shape_text((8, 8)), shape_text((1024, 1024))]
+    assert [(r[0], r[1]) for r in body] == [(o, s) for s in shapes for o in ops]
+    assert all(len(r) == len(EAGER_HEADERS) and r[-1] in ("yes", "**no**") for r in body)
+
+    saved = json.loads((tmp_path / "eager_overhead.json").read_text())
+    rows = saved["rows"]
+    assert len(rows) == 10
+    for row in rows:
+        for key in ("pypto_s", "numpy_s", "jax_s", "pypto_over_numpy", "pypto_over_jax"):
+            assert isinstance(row[key], float) and row[key] > 0
+        assert isinstance(row["met"], bool)
+        assert row["target"].startswith("≤")
+        assert set(row["stats"]) == {"pypto", "numpy", "jax"}
+    machine = json.loads((tmp_path / "latest.json").read_text())["machine"]
+    for key in ("cpu_count", "numpy", "jax", "date", "openblas_env_set", "env"):
+        assert key in machine
+    assert set(machine["openblas_env_set"]) >= {"OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}
+
+
+def test_unknown_group(capsys: pytest.CaptureFixture[str]) -> None:
+    assert runner.main(["--only", "no_such_group", "--no-write"]) == 2
+    assert "no_such_group" in capsys.readouterr().err
