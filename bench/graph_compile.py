@@ -159,7 +159,7 @@ def _rows(settings: Settings) -> Iterator[Row]:
                 {"jax": jax, "g": jfn, "a": jargs},
             ),
         }
-        st = interleaved(cands, repeats, 10.0, warmup=1, min_repeats=3)
+        st = interleaved(cands, repeats, 1e-3, max_seconds=60.0, warmup=1, min_repeats=3)
         r = st["pypto"].median / st["jax"].median
         return {
             "benchmark": name,
@@ -188,7 +188,7 @@ def _rows(settings: Settings) -> Iterator[Row]:
                 {"jax": jax, "g": loss_jax, "a": gj},
             ),
         }
-        st = interleaved(cands, repeats, 10.0, warmup=1, min_repeats=3)
+        st = interleaved(cands, repeats, 1e-3, max_seconds=60.0, warmup=1, min_repeats=3)
         r = st["pypto"].median / st["jax"].median
         return {
             "benchmark": "decoder gradient: trace + autodiff + tensor passes",
@@ -208,7 +208,7 @@ def _rows(settings: Settings) -> Iterator[Row]:
         "pypto": Candidate("f(*a)", {"f": compiled, "a": pargs}),
         "numpy": Candidate("g(*a)", {"g": decoder_numpy, "a": args}),
     }
-    st = interleaved(cands, repeats * 2, 10.0, warmup=1, min_repeats=3)
+    st = interleaved(cands, repeats * 2, 1e-3, max_seconds=60.0, warmup=1, min_repeats=3)
     r = st["pypto"].median / st["numpy"].median
     yield {
         "benchmark": "decoder: interpret-backend run" + ("" if agree else " (RESULTS DIFFER)"),
