@@ -93,8 +93,11 @@ def test_compiled_checks_its_signature() -> None:
     c = f.lower(pto.ones(2), pto.ones(2)).compile()
     assert c(pto.ones(2), pto.ones(2)).numpy().tolist() == [2.0, 2.0]
     with pytest.raises(pto.TraceError, match="compiled for") as e:
+        want = line() + 1
         c([pto.ones(2)], pto.ones(2))
-    assert "structure" in str(e.value)
+    assert "structure" in str(e.value) and "jit" in str(e.value)
+    assert "([*], *)" in str(e.value) and "(*, *)" in str(e.value)
+    assert f"{HERE}:{want}" in str(e.value)
     with pytest.raises(pto.TraceError, match="compiled for f32"):
         c(pto.ones(3), pto.ones(3))
 
