@@ -6,7 +6,7 @@
 float32
 """
 
-from pypto import dtypes
+from pypto import dtypes, isa, npu
 from pypto.compiler import jit, make_graph
 from pypto.core.errors import (
     BoundsError,
@@ -152,6 +152,7 @@ __all__ = [
     "greater_equal",
     "int8",
     "int32",
+    "isa",
     "jit",
     "layer_norm",
     "less",
@@ -168,6 +169,7 @@ __all__ = [
     "mul",
     "neg",
     "not_equal",
+    "npu",
     "ones",
     "ones_like",
     "pow",

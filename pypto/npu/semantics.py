@@ -1,0 +1,416 @@
+"""What each instruction does to the bytes: numpy over views of the buffers, per instruction.
+
+For every static instruction this builds two closures once per run:
+
+* ``exec(core, item)`` performs the instruction on the byte arrays (functional mode), keeping
+  the numerics contract: float16/bfloat16 math is done in float32 and rounded once; the cube
+  accumulates in float32 (int32 for int8) through BLAS. A chain of TMATMUL/TMATMUL_ACC into one
+  L0C tile is multiplied out in one BLAS call over its whole K when the fixpipe reads that tile
+  (or another matmul overlaps it), so a K loop costs one large matmul, not many small ones;
+* ``access(core, item)`` lists the memory ranges it reads and writes, for race detection:
+  ``(key, r0, r1, c0, c1, is_write)``; on-chip ranges are byte ranges ``[r0, r1)`` with
+  ``c0, c1 = 0, 1``, GM ranges are element rectangles of one tensor's 2-D view.
+
+``item`` is the tuple the front end queued: ``(sid, issue, *expression values)`` with the
+values in operand order (tile address; GM row, column; other expressions).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.isa.ir import Cond, Expr, GmRef, Instr, Space, Tile
+from pypto.isa.opcodes import BINARY, REDUCTIONS, TILE_SCALAR, UNARY
+from pypto.npu.compile import Compiled
+
+__all__ = ["SPACE_NO", "build_access", "build_exec", "flush_l0c", "to_dtype"]
+
+SPACE_NO: dict[Space, int] = {Space.L1: 0, Space.L0A: 1, Space.L0B: 2, Space.L0C: 3, Space.UB: 4}
+F32 = np.dtype(np.float32)
+
+Exec = Callable[[Any, tuple[Any, ...]], None]
+Access = Callable[[Any, tuple[Any, ...]], list[tuple[int, int, int, int, int, bool]]]
+
+
+def _wide(x: np.ndarray) -> np.ndarray:
+    """float32 for float math (float16/bfloat16 are computed in float32 and rounded)."""
+    return x.astype(F32) if x.dtype.kind == "f" or x.dtype == dt.bfloat16.np else x
+
+
+def to_dtype(x: np.ndarray, d: np.dtype[Any]) -> np.ndarray:
+    """Convert with the numerics contract: round to nearest even between floats; float → int
+    truncates toward zero, saturates and maps NaN to 0; anything → bool is ``!= 0``."""
+    if d == np.bool_:
+        return x != 0
+    if d.kind in "iu" and x.dtype.kind not in "iub":
+        info = np.iinfo(d)
+        y = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0))
+        return np.clip(y, info.min, info.max).astype(d)
+    return x.astype(d)
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    c = np.float32(0.7978845608028654)
+    return np.float32(0.5) * x * (np.float32(1.0) + np.tanh(c * (x + np.float32(0.044715) * x**3)))
+
+
+_UNARY_FN: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "TEXP": np.exp,
+    "TLOG": np.log,
+    "TSQRT": np.sqrt,
+    "TRSQRT": lambda x: np.float32(1.0) / np.sqrt(x),
+    "TRECIP": lambda x: np.float32(1.0) / x,
+    "TABS": np.abs,
+    "TNEG": np.negative,
+    "TRELU": lambda x: np.maximum(x, x.dtype.type(0)),
+    "TTANH": np.tanh,
+    "TSIGMOID": lambda x: np.float32(1.0) / (np.float32(1.0) + np.exp(-x)),
+    "TSIN": np.sin,
+    "TCOS": np.cos,
+    "TGELU": _gelu,
+}
+_BINARY_FN: dict[str, Callable[[np.ndarray, Any], np.ndarray]] = {
+    "TADD": np.add,
+    "TSUB": np.subtract,
+    "TMUL": np.multiply,
+    "TDIV": np.divide,
+    "TMAX": np.maximum,
+    "TMIN": np.minimum,
+}
+_CMP_FN: dict[Cond, Callable[[Any, Any], np.ndarray]] = {
+    Cond.EQ: np.equal,
+    Cond.NE: np.not_equal,
+    Cond.LT: np.less,
+    Cond.LE: np.less_equal,
+    Cond.GT: np.greater,
+    Cond.GE: np.greater_equal,
+}
+
+
+class _Chain:
+    """Matmuls accumulating into one L0C tile, not yet multiplied: the accumulator equals
+    (0 if ``fresh`` else its bytes) + concat(a, axis=1) @ concat(b, axis=0), in float32."""
+
+    __slots__ = ("a", "b", "fresh", "nbytes", "shape", "wide")
+
+    def __init__(
+        self,
+        shape: tuple[int, int],
+        nbytes: int,
+        fresh: bool,
+        wide: np.dtype[Any],
+        a: list[np.ndarray],
+        b: list[np.ndarray],
+    ) -> None:
+        self.shape = shape
+        self.nbytes = nbytes
+        self.fresh = fresh
+        self.wide = wide
+        self.a = a
+        self.b = b
+
+
+def flush_l0c(core: Any, lo: int, hi: int, drop: tuple[int, tuple[int, int]] | None = None) -> None:
+    """Multiply out every pending chain overlapping L0C bytes [lo, hi) — one BLAS call per
+    chain over its whole K. ``drop`` names a chain about to be overwritten (discarded)."""
+    pending = core.pending
+    for addr in [k for k, ch in pending.items() if k < hi and lo < k + ch.nbytes]:
+        ch = pending.pop(addr)
+        if drop == (addr, ch.shape):
+            continue
+        a = ch.a[0] if len(ch.a) == 1 else np.concatenate(ch.a, axis=1)
+        b = ch.b[0] if len(ch.b) == 1 else np.concatenate(ch.b, axis=0)
+        out = core.mem[SPACE_NO[Space.L0C]][addr : addr + ch.nbytes].view(ch.wide)
+        out = out.reshape(ch.shape)
+        prod = np.matmul(a.astype(ch.wide), b.astype(ch.wide))
+        if ch.fresh:
+            out[...] = prod
+        else:
+            out += prod
+
+
+def _tile_slots(ins: Instr) -> list[tuple[Tile, int]]:
+    """Each tile operand with the item index of its address."""
+    out: list[tuple[Tile, int]] = []
+    slot = 2
+    for a in ins.args:
+        if isinstance(a, Tile):
+            out.append((a, slot))
+            slot += 1
+        elif isinstance(a, GmRef):
+            slot += 2
+        elif isinstance(a, Expr):
+            slot += 1
+    return out
+
+
+def _viewer(t: Tile, slot: int) -> Callable[[Any, tuple[Any, ...]], np.ndarray]:
+    """A function giving the numpy view of tile ``t`` for one queued item."""
+    sp = SPACE_NO[t.space]
+    nb = t.nbytes
+    npd = t.dtype.np
+    shape = t.shape
+    peer = t.peer
+    if peer is None:
+
+        def view(core: Any, item: tuple[Any, ...]) -> np.ndarray:
+            a = item[slot]
+            return core.mem[sp][a : a + nb].view(npd).reshape(shape)
+
+        return view
+
+    def peer_view(core: Any, item: tuple[Any, ...]) -> np.ndarray:
+        a = item[slot]
+        return core.peers[peer].mem[sp][a : a + nb].view(npd).reshape(shape)
+
+    return peer_view
+
+
+def build_exec(cp: Compiled, sid: int, gm2d: list[np.ndarray]) -> Exec | None:
+    """The functional effect of instruction ``sid`` (None for pure synchronisation)."""
+    ins = cp.instrs[sid]
+    op = ins.op
+    ts = _tile_slots(ins)
+    if not ts:
+        return None  # scalar, branch and synchronisation instructions touch no memory
+    if op in ("TLOAD", "TSTORE"):
+        info = cp.dma[sid]
+        assert info is not None
+        ((tile, _),) = ts
+        v = _viewer(*ts[0])
+        g = gm2d[info.tensor]
+        R, C = tile.shape
+        rs = info.gm_slot
+        if op == "TLOAD":
+
+            def load(core: Any, item: tuple[Any, ...]) -> None:
+                r, c = item[rs], item[rs + 1]
+                np.copyto(v(core, item), g[r : r + R, c : c + C])
+
+            return load
+        gdt = g.dtype
+        from_l0c = tile.space is Space.L0C
+        t_slot, t_nb = ts[0][1], tile.nbytes
+
+        def store(core: Any, item: tuple[Any, ...]) -> None:
+            r, c = item[rs], item[rs + 1]
+            if from_l0c and core.pending:
+                flush_l0c(core, item[t_slot], item[t_slot] + t_nb)
+            src = v(core, item)
+            g[r : r + R, c : c + C] = src if src.dtype == gdt else to_dtype(src, gdt)
+
+        return store
+    views = [_viewer(t, s) for t, s in ts]
+    tiles = [t for t, _ in ts]
+    if op in ("TMATMUL", "TMATMUL_ACC"):
+        _, va, vb = views
+        c_tile, c_slot = ts[0]
+        wide = np.dtype(np.int32) if tiles[1].dtype is dt.int8 else F32
+        acc = op == "TMATMUL_ACC"
+        nb, shape = c_tile.nbytes, c_tile.shape
+
+        def matmul(core: Any, item: tuple[Any, ...]) -> None:
+            # Keep the operands (L0A/L0B are reused at once); multiply when L0C is read.
+            addr = item[c_slot]
+            a, b = va(core, item).copy(), vb(core, item).copy()
+            chain = core.pending.get(addr)
+            if acc and chain is not None and chain.shape == shape:
+                chain.a.append(a)
+                chain.b.append(b)
+                return
+            flush_l0c(core, addr, addr + nb, drop=None if acc else (addr, shape))
+            core.pending[addr] = _Chain(shape, nb, not acc, wide, [a], [b])
+
+        return matmul
+    if op in ("TMOV", "TCVT"):
+        vd, vs = views
+        dd = tiles[0].dtype.np
+        from_l0c = tiles[1].space is Space.L0C
+        s_slot, s_nb = ts[1][1], tiles[1].nbytes
+
+        def mov(core: Any, item: tuple[Any, ...]) -> None:
+            if from_l0c and core.pending:
+                flush_l0c(core, item[s_slot], item[s_slot] + s_nb)
+            s = vs(core, item)
+            d = vd(core, item)
+            d[...] = s if s.dtype == dd else to_dtype(s, dd)
+
+        return mov
+    if op == "TEXTRACT":
+        vd, vs = views
+        R, C = tiles[0].shape
+        r_slot, c_slot = ts[1][1] + 1, ts[1][1] + 2
+
+        def extract(core: Any, item: tuple[Any, ...]) -> None:
+            r, c = item[r_slot], item[c_slot]
+            vd(core, item)[...] = vs(core, item)[r : r + R, c : c + C]
+
+        return extract
+    return _vector_exec(ins, tiles, views)
+
+
+def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any]) -> Exec:
+    op = ins.op
+    vd = views[0]
+    dd = tiles[0].dtype.np
+    is_float = tiles[0].dtype.is_floating
+
+    def put(d: np.ndarray, res: np.ndarray) -> None:
+        d[...] = res if res.dtype == dd else to_dtype(res, dd)
+
+    if op in UNARY:
+        fn = _UNARY_FN[op]
+        vs = views[1]
+
+        def unary(core: Any, item: tuple[Any, ...]) -> None:
+            put(vd(core, item), fn(_wide(vs(core, item))))
+
+        return unary
+    if op in BINARY:
+        fb = _BINARY_FN[op]
+        va, vb = views[1], views[2]
+
+        def binary(core: Any, item: tuple[Any, ...]) -> None:
+            put(vd(core, item), fb(_wide(va(core, item)), _wide(vb(core, item))))
+
+        return binary
+    if op in TILE_SCALAR:
+        fs = _BINARY_FN[op[:-1]]
+        raw = ins.args[2]
+        assert isinstance(raw, float)
+        # The scalar takes the tile's dtype first (a weak scalar, as in JAX).
+        s = np.asarray(raw).astype(dd).astype(F32) if is_float else to_dtype(np.asarray(raw), dd)
+        va = views[1]
+
+        def scalar(core: Any, item: tuple[Any, ...]) -> None:
+            put(vd(core, item), fs(_wide(va(core, item)), s))
+
+        return scalar
+    if op in ("TCMP", "TCMPS"):
+        cond = ins.args[-1]
+        assert isinstance(cond, Cond)
+        fc = _CMP_FN[cond]
+        va = views[1]
+        if op == "TCMP":
+            vb = views[2]
+
+            def cmp(core: Any, item: tuple[Any, ...]) -> None:
+                vd(core, item)[...] = fc(_wide(va(core, item)), _wide(vb(core, item)))
+
+            return cmp
+        raw = ins.args[2]
+        assert isinstance(raw, float)
+        sdt = tiles[1].dtype.np
+        sc = _wide(np.asarray(raw).astype(sdt)) if tiles[1].dtype.is_floating else raw
+
+        def cmps(core: Any, item: tuple[Any, ...]) -> None:
+            vd(core, item)[...] = fc(_wide(va(core, item)), sc)
+
+        return cmps
+    if op == "TSEL":
+        vm, va, vb = views[1:]
+
+        def sel(core: Any, item: tuple[Any, ...]) -> None:
+            vd(core, item)[...] = np.where(vm(core, item), va(core, item), vb(core, item))
+
+        return sel
+    if op == "TEXPANDS":
+        raw = ins.args[1]
+        assert isinstance(raw, float)
+        fill = to_dtype(np.asarray(raw, dtype=np.float64), np.dtype(dd))
+
+        def expands(core: Any, item: tuple[Any, ...]) -> None:
+            vd(core, item)[...] = fill
+
+        return expands
+    if op in REDUCTIONS:
+        kind, axis = REDUCTIONS[op]
+        vs = views[1]
+        red: Any = {"sum": np.sum, "max": np.max, "min": np.min}[kind]
+
+        def reduce(core: Any, item: tuple[Any, ...]) -> None:
+            put(vd(core, item), red(_wide(vs(core, item)), axis=axis, keepdims=True))
+
+        return reduce
+    if op in ("TROWEXPAND", "TCOLEXPAND"):
+        vs = views[1]
+
+        def expand(core: Any, item: tuple[Any, ...]) -> None:
+            d = vd(core, item)
+            d[...] = np.broadcast_to(vs(core, item), d.shape)
+
+        return expand
+    assert op == "TTRANS", op
+    vs = views[1]
+
+    def trans(core: Any, item: tuple[Any, ...]) -> None:
+        vd(core, item)[...] = vs(core, item).T
+
+    return trans
+
+
+def build_access(cp: Compiled, sid: int) -> Access | None:
+    """The ranges instruction ``sid`` reads and writes (None when it touches no memory)."""
+    ins = cp.instrs[sid]
+    op = ins.op
+    ts = _tile_slots(ins)
+    if not ts:
+        return None
+    parts: list[Callable[[Any, tuple[Any, ...]], tuple[int, int, int, int, int, bool]]] = []
+
+    def tile_part(t: Tile, slot: int, write: bool, window: tuple[int, int] | None = None) -> None:
+        sp = SPACE_NO[t.space]
+        nb = t.nbytes
+        peer = t.peer
+        isz = t.dtype.itemsize
+        if window is None:
+
+            def part(core: Any, item: tuple[Any, ...]) -> tuple[int, int, int, int, int, bool]:
+                c = core.peers[peer] if peer else core
+                a = item[slot]
+                return (c.idx * 8 + sp, a, a + nb, 0, 1, write)
+
+        else:
+            R, C = window
+
+            def part(core: Any, item: tuple[Any, ...]) -> tuple[int, int, int, int, int, bool]:
+                # A sub-window at (row, col) = the next two item values: its bounding byte range.
+                a = item[slot] + (item[slot + 1] * t.cols + item[slot + 2]) * isz
+                return (core.idx * 8 + sp, a, a + ((R - 1) * t.cols + C) * isz, 0, 1, write)
+
+        parts.append(part)
+
+    if op in ("TLOAD", "TSTORE"):
+        info = cp.dma[sid]
+        assert info is not None
+        ((tile, slot),) = ts
+        tile_part(tile, slot, op == "TLOAD")
+        if info.tensor in cp.written_tensors:
+            key = -1 - info.tensor
+            R, C = tile.shape
+            rs = info.gm_slot
+            w = op == "TSTORE"
+
+            def gm_part(core: Any, item: tuple[Any, ...]) -> tuple[int, int, int, int, int, bool]:
+                r, c = item[rs], item[rs + 1]
+                return (key, r, r + R, c, c + C, w)
+
+            parts.append(gm_part)
+    elif op == "TEXTRACT":
+        (dst, ds), (src, ss) = ts
+        tile_part(dst, ds, True)
+        tile_part(src, ss, False, window=dst.shape)
+    else:
+        for i, (t, s) in enumerate(ts):
+            tile_part(t, s, i == 0)
+        if op == "TMATMUL_ACC":
+            tile_part(ts[0][0], ts[0][1], False)
+
+    def access(core: Any, item: tuple[Any, ...]) -> list[tuple[int, int, int, int, int, bool]]:
+        return [p(core, item) for p in parts]
+
+    return access

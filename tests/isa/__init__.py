@@ -1,0 +1,1 @@
+"""Tests of the PTO virtual ISA and its text assembly (pypto.isa)."""

@@ -1,0 +1,202 @@
+"""The verifier: each ISA rule has a test on its error class and message."""
+
+from __future__ import annotations
+
+import pytest
+
+from pypto.core.errors import PyptoError, SimulationError
+from pypto.isa import CoreProgram, Instr, IsaError, Pipe, Program, parse, pipe_of
+from pypto.npu import machine
+
+HEAD = ".program p\n.tensor x f16[64,256] in\n.tensor y f32[64,64] out\n"
+
+
+def core(kind: str, *lines: str) -> str:
+    return HEAD + f".core {kind}\n" + "".join(f"  {x}\n" for x in lines)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (core("aiv", "TLOAD L1[0]:f16[16,256], x[0, 0]"), "tile is in L1, which the aiv core"),
+        (core("aic", "TLOAD UB[0]:f16[16,256], x[0, 0]"), "tile is in UB, which the aic core"),
+        (core("aiv", "TLOAD UB[0]:f32[16,256], x[0, 0]"), "x is f16, tile is f32"),
+        (core("aiv", "TLOAD UB[0]:f16[16,512], x[0, 0]"), "larger than x's 2-D view 64x256"),
+        (core("aiv", "TLOAD UB[0]:f16[16,256], x[60, 0]"), "rows 60..76 outside x (64 rows)"),
+        (core("aiv", "TLOAD UB[0]:f16[16,256], z[0, 0]"), "no GM tensor named 'z'"),
+        (core("aic", "TLOAD L0C[0]:f16[16,256], x[0, 0]"), "TLOAD cannot write L0C"),
+        (core("aiv", "TSTORE y[0, 0], UB[0]:f16[16,64]"), "y is f32, tile is f16"),
+        (core("aic", "TSTORE y[0, 0], L0C[0]:f16[16,64]"), "the fixpipe cannot convert f16"),
+        (core("aic", "TSTORE y[0, 0], L1[0]:f32[16,64]"), "from UB or L0C, not L1"),
+        (core("aic", "TMOV L0A[0]:f16[16,16], L0B[0]:f16[16,16]"), "no TMOV path L0B → L0A"),
+        (core("aic", "TMOV L0A[0]:f16[16,16], L1[0]:f16[16,32]"), "shapes [16, 16] and [16, 32]"),
+        (core("aic", "TMOV UB[0]:f32[16,16], L0C[0]:f32[16,16]"), "name it, e.g. UB@aiv0"),
+        (core("aiv", "TMOV L1[0]:f32[16,16], UB[0]:f32[16,16]"), "name it, L1@aic"),
+        (
+            core("aiv", "TADD UB@aiv1[0]:f32[16,16], UB[0]:f32[16,16], UB[0]:f32[16,16]"),
+            "only a cross-core TMOV can",
+        ),
+        (
+            core("aic", "TMATMUL L0C[0]:f32[16,16], L0A[0]:f16[16,32], L0B[0]:f16[16,16]"),
+            "TMATMUL shapes: [16,32] @ [16,16]",
+        ),
+        (
+            core("aic", "TMATMUL L0C[0]:f16[16,16], L0A[0]:f16[16,16], L0B[0]:f16[16,16]"),
+            "accumulates in f32, not f16",
+        ),
+        (
+            core("aic", "TMATMUL L0C[0]:f32[16,16], L0A[0]:f32[16,16], L0B[0]:f32[16,16]"),
+            "the cube cannot multiply f32 by f32",
+        ),
+        (
+            core("aic", "TMATMUL L0C[0]:f32[16,16], L1[0]:f16[16,16], L0B[0]:f16[16,16]"),
+            "left operand must be in L0A",
+        ),
+        (core("aiv", "TEXP UB[0]:i32[8,8], UB[0x100]:i32[8,8]"), "TEXP needs a float dtype"),
+        (
+            core("aiv", "TADD UB[0]:f32[8,8], UB[0]:f32[8,8], UB[0]:f16[8,8]"),
+            "operand 2 is f16, dst is f32",
+        ),
+        (
+            core("aiv", "TADD UB[0]:f32[8,8], UB[0]:f32[8,8], UB[0]:f32[2,8]"),
+            "shape [2, 8] does not broadcast to [8, 8]",
+        ),
+        (core("aiv", "TROWSUM UB[0]:f32[1,8], UB[0x100]:f32[8,8]"), "writes [8, 1], not [1, 8]"),
+        (
+            core("aiv", "TCMP UB[0]:f32[8,8], UB[0]:f32[8,8], UB[0]:f32[8,8], LT"),
+            "writes a bool tile",
+        ),
+        (
+            core("aiv", "TSEL UB[0]:f32[8,8], UB[0]:f32[8,8], UB[0]:f32[8,8], UB[0]:f32[8,8]"),
+            "mask must be bool",
+        ),
+        (core("aiv", "TTRANS UB[0]:f32[8,4], UB[0x100]:f32[8,4]"), "writes its transpose"),
+        (
+            core("aiv", "TEXTRACT UB[0]:f32[8,8], UB[0x100]:f32[8,16], 0, 12"),
+            "columns 12..20 outside 16",
+        ),
+        (
+            core("aiv", "TDIV UB[0]:i32[8,8], UB[0]:i32[8,8], UB[0]:i32[8,8]"),
+            "TDIV needs a float dtype",
+        ),
+        (core("aic", "SET_FLAG MTE2, V, 0"), "the aic core has no V pipe"),
+        (core("aiv", "SET_FLAG V, V, 0"), "orders two different non-scalar pipes"),
+        (core("aiv", "WAIT_FLAG S, V, 0"), "orders two different non-scalar pipes"),
+        (core("aiv", "SET_FLAG MTE2, V, -1"), "event id -1 is negative"),
+        (core("aic", "XSET_FLAG FIX, aic, 0"), "'aic' is not a peer of the aic core"),
+        (core("aiv", "XSET_FLAG S, aic, 0"), "runs on a non-scalar pipe"),
+        (core("aiv", "SMOV %blk, 1"), "%blk is read-only"),
+        (core("aiv", "SMOV %a, %b"), "%b is never assigned"),
+        (
+            core("aiv", "LOOP %i, 0, 4, 1", "SADD %i, %i, 1", "ENDLOOP"),
+            "%i is the register of an enclosing LOOP",
+        ),
+        (core("aiv", "LOOP %i, 0, 4, 0", "ENDLOOP"), "LOOP step must be positive"),
+        (core("aiv", "JMP nowhere"), "no label 'nowhere'"),
+        (core("aiv", "LOOP %i, 0, 4, 1", "in:", "ENDLOOP", "JMP in"), "crosses a LOOP boundary"),
+        (core("aiv", "a:", "a:"), "label 'a' is defined twice"),
+        (core("aiv", "SDIV %a, 4, 0"), "SDIV by zero"),
+    ],
+)
+def test_verifier_rules(text: str, needle: str) -> None:
+    with pytest.raises(IsaError) as e:
+        parse(text)
+    assert needle in str(e.value), str(e.value)
+    assert isinstance(e.value, PyptoError)
+
+
+def test_errors_name_core_index_and_instruction() -> None:
+    with pytest.raises(IsaError) as e:
+        parse(core("aiv", "SMOV %a, 1", "TEXP UB[0]:i32[8,8], UB[0x100]:i32[8,8]"))
+    assert str(e.value).startswith("aiv #1 TEXP UB[0x0]:i32[8,8], UB[0x100]:i32[8,8]: ")
+
+
+def test_program_level_rules() -> None:
+    body = CoreProgram("aiv", ())
+    with pytest.raises(IsaError, match="no core template"):
+        Program("p", (), ()).verify()
+    with pytest.raises(IsaError, match="at most one aic and one aiv"):
+        Program("p", (), (body, body)).verify()
+    with pytest.raises(IsaError, match=r"\.blocks 0 must be positive"):
+        Program("p", (), (body,), blocks=0).verify()
+    with pytest.raises(SimulationError, match="launches 4 clusters; tiny has 1"):
+        Program("p", (), (body,), blocks=4).verify(machine("tiny"))
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        (
+            "TLOAD UB[0x2F000]:f16[16,256], x[0, 0]",
+            "tile [0x2f000, 0x31000) is outside UB [0x0, 0x30000) on tiny",
+        ),
+        ("TLOAD UB[0x10]:f16[16,256], x[0, 0]", "tile address 0x10 is not 32-byte aligned"),
+        ("TEXPANDS UB[0]:f32[256,256], 0.0", "needs 262144 bytes; UB holds 196608 bytes"),
+        ("SET_FLAG MTE2, V, 8", "event id 8 outside 0..7"),
+    ],
+)
+def test_machine_rules(line: str, needle: str | None) -> None:
+    """A valid program that cannot run on a machine: a SimulationError naming pipe and index."""
+    prog = parse(core("aiv", line))
+    if needle is None:
+        prog.verify(machine("tiny"))
+        return
+    with pytest.raises(SimulationError) as e:
+        prog.verify(machine("tiny"))
+    assert needle in str(e.value), str(e.value)
+    assert str(e.value).startswith(f"{line.split()[0]}: every aiv core of tiny, pipe ")
+
+
+def test_misaligned_address_suggests_aligned_ones() -> None:
+    with pytest.raises(SimulationError) as e:
+        parse(core("aiv", "TLOAD UB[0x10]:f16[16,256], x[0, 0]")).verify(machine("tiny"))
+    assert "use 0x0 or 0x20" in str(e.value)
+
+
+def test_every_instruction_belongs_to_one_pipe() -> None:
+    prog = parse(
+        core(
+            "aic",
+            "TLOAD L1[0]:f16[16,256], x[0, 0]",
+            "TMOV L0A[0]:f16[16,256], L1[0]:f16[16,256]",
+            "TMATMUL L0C[0]:f32[16,16], L0A[0]:f16[16,16], L0B[0]:f16[16,16]",
+            "TSTORE y[0, 0], L0C[0]:f32[16,64]",
+            "TMOV L1[0]:f16[16,16], L0C[0]:f32[16,16]",
+            "SET_FLAG MTE2, MTE1, 0",
+            "WAIT_FLAG MTE2, MTE1, 0",
+            "SMOV %a, 1",
+            "BARRIER",
+        )
+    )
+    pipes = [pipe_of(i) for i in prog.core("aic").instructions()]
+    assert pipes == [
+        Pipe.MTE2,
+        Pipe.MTE1,
+        Pipe.M,
+        Pipe.FIX,
+        Pipe.FIX,
+        Pipe.MTE2,
+        Pipe.MTE1,
+        Pipe.S,
+        Pipe.S,
+    ]
+    v = parse(
+        core("aiv", "TMOV UB[0]:f32[4,8], UB[0x100]:f32[4,8]", "TSTORE y[0, 0], UB[0]:f32[4,8]")
+    )
+    assert [pipe_of(i) for i in v.core("aiv").instructions()] == [Pipe.V, Pipe.MTE3]
+
+
+def test_code_size_does_not_grow_with_tensor_size() -> None:
+    def gemm_like(n: int) -> Program:
+        return parse(
+            f".program g\n.tensor x f16[{n},256] in\n.core aiv\n"
+            f"  LOOP %i, 0, {n // 16}, 1\n    TLOAD UB[0]:f16[16,256], x[%i*16, 0]\n  ENDLOOP\n"
+        )
+
+    assert gemm_like(64).static_size() == gemm_like(65536).static_size() == 3
+
+
+def test_unknown_opcode_in_a_built_program() -> None:
+    prog = Program("p", (), (CoreProgram("aiv", (Instr("TFOO"),)),))
+    with pytest.raises(IsaError, match="unknown opcode 'TFOO'"):
+        prog.verify()

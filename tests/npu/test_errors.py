@@ -1,0 +1,214 @@
+"""Every simulation fault is a SimulationError naming core, pipe and instruction (both, for a
+race) — including a race created by removing one flag from a correct program."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.core.errors import SimulationError
+from pypto.isa import parse
+from pypto.npu import machine, simulate
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+RNG = np.random.default_rng(3)
+
+
+def text(name: str) -> str:
+    return (PROGRAMS / f"{name}.pto").read_text()
+
+
+def without(src: str, line: str) -> str:
+    """The program with the first line containing ``line`` removed."""
+    lines = src.splitlines()
+    i = next(k for k, x in enumerate(lines) if x.strip() == line)
+    return "\n".join(lines[:i] + lines[i + 1 :]) + "\n"
+
+
+def inputs_for(src: str) -> dict[str, np.ndarray]:
+    prog = parse(src)
+    return {
+        t.name: RNG.standard_normal(t.shape).astype(t.dtype.np)
+        for t in prog.tensors
+        if t.role in ("in", "inout")
+    }
+
+
+def one(body: str, tensors: str = ".tensor x f16[64,256] in\n.tensor y f16[64,256] out\n") -> str:
+    return ".program p\n" + tensors + ".core aiv\n" + body
+
+
+def test_the_error_class_is_public() -> None:
+    assert pto.SimulationError is SimulationError
+    assert issubclass(SimulationError, pto.PyptoError)
+
+
+def test_removing_a_flag_creates_a_race_naming_both_instructions() -> None:
+    src = without(text("vadd_db"), "WAIT_FLAG MTE2, V, %b")
+    with pytest.raises(SimulationError) as e:
+        simulate(src, "tiny", inputs_for(src))
+    msg = str(e.value)
+    assert msg.startswith("T")
+    core = re.search(r"data race on UB of (aiv[01]) \(vector core [01] of cluster 0\)", msg)
+    assert core, msg
+    c = core.group(1)
+    assert f"TLOAD ({c}, pipe MTE2, aiv #" in msg and f"TADD ({c}, pipe V, aiv #" in msg
+    assert "`TLOAD UB[%a]:f16[16,256], x[%t*16, 0]`" in msg
+    assert "no flag orders the two" in msg
+    assert "SET_FLAG MTE2, V after the first and WAIT_FLAG MTE2, V before the second" in msg
+
+
+def test_the_correct_program_has_no_race(sim) -> None:
+    src = text("vadd_db")
+    sim(src, "tiny", inputs_for(src))
+
+
+def test_a_missing_cross_core_flag_races_on_the_gm_workspace() -> None:
+    src = without(text("matmul_relu"), "XWAIT_FLAG MTE2, aic, %s")
+    with pytest.raises(SimulationError) as e:
+        simulate(src, "tiny", inputs_for(src))
+    msg = str(e.value)
+    assert "data race on GM tensor ws rows" in msg
+    assert "TSTORE (aic0, pipe FIX" in msg and "TLOAD (aiv" in msg and "pipe MTE2" in msg
+    assert "cross-core flag" in msg
+
+
+def test_a_missing_flag_in_the_gemm_races_on_l0a() -> None:
+    src = without(text("gemm"), "WAIT_FLAG MTE1, M, %q")
+    with pytest.raises(SimulationError, match=r"data race on L0A of aic0") as e:
+        simulate(src, "tiny", inputs_for(src))
+    assert "TEXTRACT (aic0, pipe MTE1" in str(e.value) and "TMATMUL" in str(e.value)
+
+
+def test_races_can_be_switched_off(sim) -> None:
+    src = without(text("vadd_db"), "WAIT_FLAG MTE2, V, %b")
+    sim(src, "tiny", inputs_for(src), races=False)
+
+
+def test_a_wait_that_is_never_satisfied_is_a_deadlock() -> None:
+    src = without(text("vadd_db"), "SET_FLAG MTE3, V, 1")
+    with pytest.raises(SimulationError, match=r"^deadlock: no instruction can proceed") as e:
+        simulate(src, "tiny", numerics=False)
+    msg = str(e.value)
+    assert "aiv0 (vector core 0 of cluster 0) pipe V at aiv #" in msg
+    assert "`WAIT_FLAG MTE3, V, %b` waits for SET_FLAG MTE3, V, 1 that never happens" in msg
+
+
+def test_a_barrier_not_every_core_reaches_is_a_deadlock() -> None:
+    src = one("  BEQ %sub, 1, skip\n  BARRIER\nskip:\n", tensors="")
+    with pytest.raises(SimulationError, match="deadlock") as e:
+        simulate(src, "tiny")
+    assert "waits at aiv #1 `BARRIER`: 1 of 2 cores arrived" in str(e.value)
+
+
+def test_a_cross_core_wait_without_a_set_is_a_deadlock() -> None:
+    src = ".program p\n.core aic\n  XWAIT_FLAG MTE2, aiv1, 3\n.core aiv\n  SMOV %a, 1\n"
+    with pytest.raises(SimulationError, match=r"waits for a flag 3 from aiv1 that is never set"):
+        simulate(src, "tiny")
+
+
+def test_a_dynamic_address_outside_a_buffer() -> None:
+    src = one("  SMOV %a, 0x2F000\n  TLOAD UB[%a]:f16[16,256], x[0, 0]\n")
+    with pytest.raises(SimulationError) as e:
+        simulate(src, "tiny", numerics=False)
+    msg = str(e.value)
+    assert msg.startswith("TLOAD: aiv0 (vector core 0 of cluster 0), pipe MTE2, aiv #1 `TLOAD")
+    assert "tile f16[16,256] at 0x2f000 (8192 bytes) is outside UB [0x0, 0x30000)" in msg
+
+
+def test_a_dynamic_misaligned_address() -> None:
+    src = one("  SMOV %a, %sub*16+16\n  TLOAD UB[%a]:f16[16,256], x[0, 0]\n")
+    with pytest.raises(SimulationError, match=r"tile address 0x10 in UB is not 32-byte aligned"):
+        simulate(src, "tiny", numerics=False)
+
+
+def test_a_dynamic_gm_window_outside_its_tensor() -> None:
+    src = one("  SMOV %r, %sub*56\n  TLOAD UB[0]:f16[16,256], x[%r, 0]\n")
+    with pytest.raises(SimulationError, match=r"aiv1 .* GM window rows 56..72 are outside x"):
+        simulate(src, "tiny", numerics=False)
+
+
+def test_a_tile_that_does_not_fit_its_buffer() -> None:
+    src = one("  TEXPANDS UB[0]:f32[256,256], 0.0\n", tensors="")
+    with pytest.raises(SimulationError, match="needs 262144 bytes; UB holds 196608 bytes"):
+        simulate(src, "tiny")
+
+
+def test_a_static_address_outside_a_buffer() -> None:
+    src = one("  TEXPANDS UB[0x2FFE0]:f32[1,64], 0.0\n", tensors="")
+    with pytest.raises(SimulationError, match=r"outside UB \[0x0, 0x30000\) on tiny"):
+        simulate(src, "tiny")
+
+
+def test_the_direct_cube_vector_path_needs_a_machine_that_has_it(sim, program) -> None:
+    p = program("matmul_relu_direct")
+    a = RNG.standard_normal((256, 64)).astype(np.float16)
+    b = RNG.standard_normal((64, 64)).astype(np.float16)
+    with pytest.raises(SimulationError, match="tiny has no path from the cube core"):
+        simulate(p, "tiny", {"a": a, "b": b})
+    a5ish = machine("tiny").replace(direct_cube_vector=True, name="a5ish")
+    prof = sim(p, a5ish, {"a": a, "b": b})
+    want = np.maximum(a.astype(np.float32) @ b.astype(np.float32), 0)
+    np.testing.assert_allclose(prof.outputs["y"], want, rtol=1e-5, atol=1e-4)
+    assert prof.gm_read_bytes == a.nbytes + b.nbytes  # nothing through GM in between
+
+
+def test_a_flag_to_oneself_is_an_error() -> None:
+    src = ".program p\n.core aiv\n  XSET_FLAG V, aiv0, 0\n"
+    with pytest.raises(SimulationError, match="the peer aiv0 is itself"):
+        simulate(src, "tiny")
+
+
+def test_a_peer_the_cluster_lacks() -> None:
+    src = ".program p\n.core aiv\n  XSET_FLAG V, aic, 0\n"
+    with pytest.raises(SimulationError, match=r"the peer aic is a core this machine's cluster"):
+        simulate(src, "tiny")
+
+
+def test_dynamic_division_by_zero_and_flag_range() -> None:
+    with pytest.raises(SimulationError, match=r"aiv #1 `SDIV %b, 1, %a`.*division by zero"):
+        simulate(one("  SMOV %a, 0\n  SDIV %b, 1, %a\n", tensors=""), "tiny")
+    with pytest.raises(SimulationError, match="flag id 9 is out of range"):
+        simulate(one("  SMOV %a, 9\n  SET_FLAG V, MTE3, %a\n", tensors=""), "tiny")
+
+
+def test_uninitialised_reads_are_poisoned_with_nan_when_asked(sim) -> None:
+    src = one(
+        "  TLOAD UB[0x0]:f16[16,256], x[%sub*16, 0]\n"
+        "  SET_FLAG MTE2, V, 0\n"
+        "  WAIT_FLAG MTE2, V, 0\n"
+        "  TADD UB[0x4000]:f16[16,256], UB[0x0]:f16[16,256], UB[0x2000]:f16[16,256]\n"
+        "  SET_FLAG V, MTE3, 0\n"
+        "  WAIT_FLAG V, MTE3, 0\n"
+        "  TSTORE y[%sub*16, 0], UB[0x4000]:f16[16,256]\n"
+    )
+    x = np.ones((64, 256), np.float16)
+    plain = sim(src, "tiny", {"x": x})
+    np.testing.assert_array_equal(plain.outputs["y"][:32], x[:32])  # UB starts as zeros
+    poisoned = sim(src, "tiny", {"x": x}, poison=True)
+    assert np.isnan(poisoned.outputs["y"]).all()  # the unread rows and the poisoned sums
+
+
+@pytest.mark.parametrize(
+    ("inputs", "needle"),
+    [
+        ({}, "needs input 'x' (f16[64,256])"),
+        ({"x": np.zeros((64, 255), np.float16)}, "input 'x' has shape [64, 255]"),
+        ({"x": np.zeros((64, 256), np.float16), "w": 1}, "has no tensor 'w'"),
+        ({"x": np.zeros((64, 256), np.int32)}, "input 'x' is int32; the program declares float16"),
+    ],
+)
+def test_bad_inputs(inputs: dict, needle: str) -> None:
+    with pytest.raises(SimulationError) as e:
+        simulate(one("  SMOV %a, 1\n"), "tiny", inputs)
+    assert needle in str(e.value)
+
+
+def test_launching_more_clusters_than_the_machine_has() -> None:
+    with pytest.raises(SimulationError, match="launches 5 clusters; tiny has 1"):
+        simulate(one("  SMOV %a, 1\n", tensors=""), "tiny", blocks=5)

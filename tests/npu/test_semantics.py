@@ -1,0 +1,290 @@
+"""Each vector and cube instruction against numpy, under the numerics contract: float16 and
+bfloat16 are computed in float32 and rounded once; float → int truncates, saturates, NaN → 0."""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from pypto import dtypes as dt
+
+RNG = np.random.default_rng(5)
+F32 = np.float32
+BF16 = ml_dtypes.bfloat16
+SHORT = {np.dtype(d.np): d.short for d in dt.ALL}
+
+
+def short(a: np.ndarray | np.dtype) -> str:
+    return SHORT[np.dtype(a.dtype if isinstance(a, np.ndarray) else a)]
+
+
+def run_vector(
+    sim,
+    op_line: str,
+    inputs: list[tuple[np.ndarray, bool]],
+    out_dtype,
+    out_rows: int,
+    out_cols: int,
+) -> list[np.ndarray]:
+    """Run ``op_line`` (with {i0}, {i1}, ... and {o} for the UB tiles) on both vector cores of
+    ``tiny``: input i is split by rows between the cores unless it is shared; returns each
+    core's output tile."""
+    head = [".program op"]
+    body: list[str] = []
+    tiles: dict[str, str] = {}
+    for i, (a, shared) in enumerate(inputs):
+        head.append(f".tensor x{i} {short(a)}[{a.shape[0]},{a.shape[1]}] in")
+        rows = a.shape[0] if shared else a.shape[0] // 2
+        tile = f"UB[{hex(0x4000 * i)}]:{short(a)}[{rows},{a.shape[1]}]"
+        tiles[f"i{i}"] = tile
+        row = "0" if shared else f"%sub*{rows}"
+        body.append(f"  TLOAD {tile}, x{i}[{row}, 0]")
+    od = np.dtype(out_dtype)
+    head.append(f".tensor y {short(od)}[{2 * out_rows},{out_cols}] out")
+    tiles["o"] = f"UB[0x20000]:{short(od)}[{out_rows},{out_cols}]"
+    body += [
+        "  SET_FLAG MTE2, V, 0",
+        "  WAIT_FLAG MTE2, V, 0",
+        "  " + op_line.format(**tiles),
+        "  SET_FLAG V, MTE3, 0",
+        "  WAIT_FLAG V, MTE3, 0",
+        f"  TSTORE y[%sub*{out_rows}, 0], {tiles['o']}",
+    ]
+    prog = "\n".join([*head, ".core aiv", *body]) + "\n"
+    prof = sim(prog, "tiny", {f"x{i}": a for i, (a, _) in enumerate(inputs)})
+    y = prof.outputs["y"]
+    return [y[:out_rows], y[out_rows:]]
+
+
+def halves(a: np.ndarray) -> list[np.ndarray]:
+    return [a[: a.shape[0] // 2], a[a.shape[0] // 2 :]]
+
+
+def rounded(f, *xs: np.ndarray, out=None) -> np.ndarray:
+    """f computed in float32 on float inputs, rounded once to the inputs' dtype."""
+    wide = [x.astype(F32) if x.dtype.kind == "f" or x.dtype == BF16 else x for x in xs]
+    r = f(*wide)
+    return r.astype(out or xs[0].dtype)
+
+
+def sample(dtype, shape=(16, 64), positive=False) -> np.ndarray:
+    x = RNG.standard_normal(shape).astype(F32) * 2
+    if positive:
+        x = np.abs(x) + 0.1
+    return x.astype(dtype)
+
+
+UNARY = {
+    "TEXP": np.exp,
+    "TLOG": np.log,
+    "TSQRT": np.sqrt,
+    "TRSQRT": lambda x: F32(1) / np.sqrt(x),
+    "TRECIP": lambda x: F32(1) / x,
+    "TABS": np.abs,
+    "TNEG": np.negative,
+    "TRELU": lambda x: np.maximum(x, x.dtype.type(0)),
+    "TTANH": np.tanh,
+    "TSIGMOID": lambda x: F32(1) / (F32(1) + np.exp(-x)),
+    "TSIN": np.sin,
+    "TCOS": np.cos,
+    "TGELU": lambda x: 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3))),
+}
+
+
+@pytest.mark.parametrize("op", sorted(UNARY))
+@pytest.mark.parametrize("dtype", [F32, np.float16, BF16], ids=["f32", "f16", "bf16"])
+def test_unary(sim, op: str, dtype) -> None:
+    x = sample(dtype, (16, 64), positive=op in ("TLOG", "TSQRT", "TRSQRT"))
+    got = run_vector(sim, f"{op} {{o}}, {{i0}}", [(x, False)], dtype, 8, 64)
+    for g, h in zip(got, halves(x)):
+        want = rounded(UNARY[op], h)
+        if op == "TGELU":
+            np.testing.assert_allclose(g.astype(F32), want.astype(F32), rtol=1e-2, atol=1e-2)
+        else:
+            np.testing.assert_array_equal(g, want)
+
+
+@pytest.mark.parametrize("op", ["TABS", "TNEG", "TRELU"])
+@pytest.mark.parametrize("dtype", [np.int32, np.int8])
+def test_integer_unary(sim, op: str, dtype) -> None:
+    x = RNG.integers(-100, 100, (16, 64)).astype(dtype)
+    got = run_vector(sim, f"{op} {{o}}, {{i0}}", [(x, False)], dtype, 8, 64)
+    for g, h in zip(got, halves(x)):
+        np.testing.assert_array_equal(g, UNARY[op](h))
+
+
+BINARY = {
+    "TADD": np.add,
+    "TSUB": np.subtract,
+    "TMUL": np.multiply,
+    "TDIV": np.divide,
+    "TMAX": np.maximum,
+    "TMIN": np.minimum,
+}
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+@pytest.mark.parametrize("b_shape", ["full", "row", "col"])
+@pytest.mark.parametrize("dtype", [F32, np.float16, BF16], ids=["f32", "f16", "bf16"])
+def test_binary_with_broadcasting(sim, op: str, b_shape: str, dtype) -> None:
+    a = sample(dtype, (16, 64))
+    if b_shape == "full":
+        b, shared = sample(dtype, (16, 64)), False
+    elif b_shape == "row":
+        b, shared = sample(dtype, (16, 1)), False  # one value per row: [r,1]
+    else:
+        b, shared = sample(dtype, (1, 64)), True  # one value per column: [1,c]
+    got = run_vector(sim, f"{op} {{o}}, {{i0}}, {{i1}}", [(a, False), (b, shared)], dtype, 8, 64)
+    bh = [b, b] if shared else halves(b)
+    for g, ha, hb in zip(got, halves(a), bh):
+        np.testing.assert_array_equal(g, rounded(BINARY[op], ha, hb))
+
+
+@pytest.mark.parametrize("op", sorted(BINARY))
+def test_tile_scalar(sim, op: str) -> None:
+    a = sample(np.float16, (16, 64))
+    got = run_vector(sim, f"{op}S {{o}}, {{i0}}, 0.3", [(a, False)], np.float16, 8, 64)
+    s = np.float16(0.3).astype(F32)  # the scalar takes the tile's dtype first
+    for g, h in zip(got, halves(a)):
+        np.testing.assert_array_equal(g, BINARY[op](h.astype(F32), s).astype(np.float16))
+
+
+@pytest.mark.parametrize("cond", ["EQ", "NE", "LT", "LE", "GT", "GE"])
+def test_compare_and_select(sim, cond: str) -> None:
+    a = RNG.integers(-3, 3, (16, 64)).astype(F32)
+    b = RNG.integers(-3, 3, (16, 64)).astype(F32)
+    fn = {
+        "EQ": np.equal,
+        "NE": np.not_equal,
+        "LT": np.less,
+        "LE": np.less_equal,
+        "GT": np.greater,
+        "GE": np.greater_equal,
+    }[cond]
+    got = run_vector(
+        sim, f"TCMP {{o}}, {{i0}}, {{i1}}, {cond}", [(a, False), (b, False)], np.bool_, 8, 64
+    )
+    for g, ha, hb in zip(got, halves(a), halves(b)):
+        np.testing.assert_array_equal(g, fn(ha, hb))
+    got = run_vector(sim, f"TCMPS {{o}}, {{i0}}, 0.5, {cond}", [(a, False)], np.bool_, 8, 64)
+    for g, ha in zip(got, halves(a)):
+        np.testing.assert_array_equal(g, fn(ha, F32(0.5)))
+    m = a > b
+    got = run_vector(
+        sim, "TSEL {o}, {i0}, {i1}, {i2}", [(m, False), (a, False), (b, False)], F32, 8, 64
+    )
+    for g, hm, ha, hb in zip(got, halves(m), halves(a), halves(b)):
+        np.testing.assert_array_equal(g, np.where(hm, ha, hb))
+
+
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        (F32, np.float16),
+        (np.float16, F32),
+        (F32, BF16),
+        (BF16, np.float16),
+        (F32, np.int32),
+        (np.float16, np.int8),
+        (np.int32, F32),
+        (np.int8, np.int32),
+        (F32, np.bool_),
+        (np.int32, np.int8),
+    ],
+)
+def test_convert(sim, src, dst) -> None:
+    x = (RNG.standard_normal((16, 64)) * 200).astype(F32)
+    if np.dtype(src).kind == "f" or src is BF16:
+        x[0, :4] = [np.nan, np.inf, -np.inf, -0.7]  # NaN → 0, saturation, truncation
+    x = x.astype(src)
+    got = run_vector(sim, "TCVT {o}, {i0}", [(x, False)], dst, 8, 64)
+    for g, h in zip(got, halves(x)):
+        if np.dtype(dst).kind == "i" and np.dtype(src).kind != "i":
+            info = np.iinfo(dst)
+            want = np.clip(
+                np.trunc(np.nan_to_num(h.astype(np.float64), nan=0.0)), info.min, info.max
+            ).astype(dst)
+        elif np.dtype(dst) == np.bool_:
+            want = h != 0
+        else:
+            want = h.astype(dst)
+        np.testing.assert_array_equal(g, want)
+
+
+@pytest.mark.parametrize(
+    ("op", "fn", "axis"),
+    [
+        ("TROWSUM", np.sum, 1),
+        ("TROWMAX", np.max, 1),
+        ("TROWMIN", np.min, 1),
+        ("TCOLSUM", np.sum, 0),
+        ("TCOLMAX", np.max, 0),
+        ("TCOLMIN", np.min, 0),
+    ],
+)
+@pytest.mark.parametrize("dtype", [F32, np.float16], ids=["f32", "f16"])
+def test_reductions(sim, op: str, fn, axis: int, dtype) -> None:
+    x = sample(dtype, (16, 64))
+    r, c = (8, 1) if axis == 1 else (1, 64)
+    got = run_vector(sim, f"{op} {{o}}, {{i0}}", [(x, False)], dtype, r, c)
+    for g, h in zip(got, halves(x)):
+        # float16 sums accumulate in float32 and round once.
+        want = fn(h.astype(F32), axis=axis, keepdims=True).astype(dtype)
+        np.testing.assert_allclose(g.astype(F32), want.astype(F32), rtol=1e-6)
+
+
+def test_broadcasts_transpose_extract_fill_and_copy(sim) -> None:
+    col = sample(F32, (16, 1))
+    got = run_vector(sim, "TROWEXPAND {o}, {i0}", [(col, False)], F32, 8, 64)
+    for g, h in zip(got, halves(col)):
+        np.testing.assert_array_equal(g, np.broadcast_to(h, (8, 64)))
+    row = sample(F32, (1, 64))
+    got = run_vector(sim, "TCOLEXPAND {o}, {i0}", [(row, True)], F32, 8, 64)
+    for g in got:
+        np.testing.assert_array_equal(g, np.broadcast_to(row, (8, 64)))
+    x = sample(np.float16, (16, 32))
+    got = run_vector(sim, "TTRANS {o}, {i0}", [(x, False)], np.float16, 32, 8)
+    for g, h in zip(got, halves(x)):
+        np.testing.assert_array_equal(g, h.T)
+    got = run_vector(sim, "TEXTRACT {o}, {i0}, 2, 16", [(x, False)], np.float16, 4, 16)
+    for g, h in zip(got, halves(x)):
+        np.testing.assert_array_equal(g, h[2:6, 16:32])
+    got = run_vector(sim, "TEXPANDS {o}, -2.5", [(x, False)], BF16, 8, 32)
+    for g in got:
+        np.testing.assert_array_equal(g, np.full((8, 32), -2.5, BF16))
+    got = run_vector(sim, "TMOV {o}, {i0}", [(x, False)], np.float16, 8, 32)
+    for g, h in zip(got, halves(x)):
+        np.testing.assert_array_equal(g, h)
+
+
+@pytest.mark.parametrize(
+    ("dtype", "acc", "out"),
+    [(np.float16, F32, BF16), (BF16, F32, F32), (np.int8, np.int32, np.int32)],
+)
+def test_cube_matmul_and_fixpipe_cast(sim, dtype, acc, out) -> None:
+    a = RNG.integers(-8, 8, (32, 48)).astype(dtype)
+    b = RNG.integers(-8, 8, (48, 16)).astype(dtype)
+    d, c_, o = short(np.dtype(dtype)), short(np.dtype(acc)), short(np.dtype(out))
+    mat = f"L0C[0x0]:{c_}[32,16], L0A[0x0]:{d}[32,48], L0B[0x0]:{d}[48,16]"
+    prog = f"""
+    .program mm
+    .tensor a {d}[32,48] in
+    .tensor b {d}[48,16] in
+    .tensor c {o}[32,16] out
+    .core aic
+      TLOAD L0A[0x0]:{d}[32,48], a[0, 0]
+      TLOAD L0B[0x0]:{d}[48,16], b[0, 0]
+      SET_FLAG MTE2, M, 0
+      WAIT_FLAG MTE2, M, 0
+      TMATMUL {mat}
+      TMATMUL_ACC {mat}
+      SET_FLAG M, FIX, 0
+      WAIT_FLAG M, FIX, 0
+      TSTORE c[0, 0], L0C[0x0]:{c_}[32,16]
+    """
+    prof = sim(prog, "tiny", {"a": a, "b": b})
+    want = (2 * (a.astype(acc) @ b.astype(acc))).astype(out)
+    np.testing.assert_array_equal(prof.outputs["c"], want)
