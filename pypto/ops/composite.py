@@ -117,10 +117,14 @@ def mean(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False
     """
     v = api.asvalue(x, "mean")
     axes = rules.normalize_axes("mean", axis, api._aval(v))
-    if not v.dtype.is_floating:  # type: ignore[attr-defined]
+    d = v.dtype  # type: ignore[attr-defined]
+    # Computed in float32 and rounded once, as jnp.mean does: a float16 sum rounded before the
+    # division would be off by an ulp, which x - mean(x) (layer_norm) turns into percents.
+    if d is not dt.float32:
         v = api.cast(v, dt.float32)
     count = math.prod(v.shape[a] for a in axes)  # type: ignore[attr-defined]
-    return api.div(api.sum(v, axes, keepdims), float(count))
+    m = api.div(api.sum(v, axes, keepdims), float(count))
+    return api.cast(m, d) if d.is_floating else m
 
 
 def _expand_dims_jax(x: Any, axis: Any) -> Any:
@@ -173,6 +177,9 @@ def _split_jax(x: Any, indices_or_sections: Any, axis: int = 0) -> Any:
 def split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
     """Split into equal sections (an int) or at the given indices, along ``axis``.
 
+    Indices behave as the bounds of Python slices (as in numpy): negative ones count from the
+    end, and the pieces between unsorted or out-of-range indices may be empty.
+
     >>> import pypto as pto
     >>> [t.shape for t in pto.split(pto.arange(6), 3)]
     [(2,), (2,), (2,)]
@@ -191,7 +198,7 @@ def split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> li
         cuts = [n // k * i for i in range(1, k)]
     else:
         cuts = [int(i) for i in indices_or_sections]
-    bounds = [0, *(min(max(c, 0), n) for c in cuts), n]
+    bounds = [0, *(min(max(c + n if c < 0 else c, 0), n) for c in cuts), n]
     out = []
     for lo, hi in itertools.pairwise(bounds):
         key = (slice(None),) * a + (slice(lo, max(lo, hi)),)
@@ -213,6 +220,8 @@ def softmax(x: Any, axis: int = -1) -> Any:
     """
     v = api.promote("softmax", (x,), inexact=True)[0]
     a = _axis("softmax", v, axis)
+    if v.shape[a] == 0:  # type: ignore[attr-defined]  # empty: nothing to normalize (as JAX)
+        return v
     e = api.exp(api.sub(v, api.max(v, a, True)))
     return api.div(e, api.sum(e, a, True))
 
@@ -226,11 +235,21 @@ def log_softmax(x: Any, axis: int = -1) -> Any:
     """Log of softmax along ``axis``, computed stably."""
     v = api.promote("log_softmax", (x,), inexact=True)[0]
     a = _axis("log_softmax", v, axis)
+    if v.shape[a] == 0:  # type: ignore[attr-defined]  # empty: nothing to normalize (as JAX)
+        return v
     shifted = api.sub(v, api.max(v, a, True))
     return api.sub(shifted, api.log(api.sum(api.exp(shifted), a, True)))
 
 
+def _inexact_jax(*xs: Any) -> list[Any]:
+    """The reference's operands promoted together, integers to float32 (as ``api.promote``)."""
+    d = jnp.result_type(*xs)
+    d = d if jnp.issubdtype(d, jnp.inexact) else jnp.float32
+    return [jnp.asarray(x, d) for x in xs]
+
+
 def _layer_norm_jax(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+    (x,) = _inexact_jax(x)
     mu = jnp.mean(x, axis=-1, keepdims=True)
     xc = x - mu
     var = jnp.mean(xc * xc, axis=-1, keepdims=True)
@@ -261,6 +280,7 @@ def layer_norm(x: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) 
 
 
 def _rms_norm_jax(x: Any, weight: Any = None, eps: float = 1e-6) -> Any:
+    (x,) = _inexact_jax(x)
     ms = jnp.mean(x * x, axis=-1, keepdims=True)
     y = x * jax.lax.rsqrt(ms + jnp.asarray(eps, x.dtype))
     return y if weight is None else y * weight
@@ -284,6 +304,7 @@ def causal_mask(lq: int, lk: int) -> np.ndarray:
 def _sdpa_jax(
     q: Any, k: Any, v: Any, mask: Any = None, *, causal: bool = False, scale: float | None = None
 ) -> Any:
+    q, k, v = _inexact_jax(q, k, v)
     d = q.shape[-1]
     s = scale if scale is not None else 1.0 / math.sqrt(d)
     acc = jnp.float32 if q.dtype in (jnp.float16, jnp.bfloat16) else None

@@ -111,9 +111,11 @@ def _float_unary(
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    # exp(-|x|) never overflows, so both branches are exact to rounding.
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+    # 1 / (1 + e^-x): where e^-x overflows to inf the result is 0, as it should be; in place,
+    # to touch memory once per step.
+    t = np.asarray(np.exp(-x))  # 0-d inputs give numpy scalars, which cannot be written
+    t += 1
+    return np.reciprocal(t, out=t)
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:
@@ -156,7 +158,8 @@ MAXIMUM = _elementwise("maximum", np.maximum, jnp.maximum, "elementwise max (NaN
 MINIMUM = _elementwise("minimum", np.minimum, jnp.minimum, "elementwise min (NaN propagates)")
 
 
-def _pow(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+def _pow(x: np.ndarray, y: np.ndarray | float) -> np.ndarray:
+    y = np.asarray(y, x.dtype)  # the eager fast path passes a weak Python scalar as is
     if x.dtype.kind == "i":
         if np.any(y < 0):
             raise DTypeError(
@@ -223,9 +226,10 @@ WHERE = register(
 
 def _cast_impl(x: np.ndarray, *, dtype: dt.DType) -> np.ndarray:
     if (x.dtype.kind == "f" or x.dtype in _LOWP) and dtype.is_integer:
-        # float -> int truncates toward zero, as JAX does; NaN and out-of-range saturate.
+        # float -> int truncates toward zero, as JAX does; out-of-range values saturate (in
+        # float64, where int32's bounds are exact: float32(2**31 - 1) is 2**31) and NaN gives 0.
         info = np.iinfo(dtype.np)
-        f = np.trunc(x.astype(_F32))
+        f = np.trunc(x.astype(np.float64))
         return np.clip(np.nan_to_num(f, nan=0.0), info.min, info.max).astype(dtype.np)
     return x.astype(dtype.np)
 

@@ -1,0 +1,216 @@
+"""The composite ops against their JAX reference, variant by variant, in float32, float16 and
+bfloat16: softmax, log_softmax, layer_norm (with and without weight and bias), rms_norm, gelu
+(tanh approximation), silu, relu, clip, mean, expand_dims, squeeze, split, and attention
+(causal or not, explicit scale, bool masks).
+
+Each is compared with the table's reference (``OPS[name].jax_impl``, which ``pto.check`` uses)
+and, in float32, also with JAX's own library function (``jax.nn.dot_product_attention``,
+``jax.nn.standardize``, ...), so that the references themselves are checked.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jaxref import FLOATS, assert_matches
+
+import pypto as pto
+from pypto.ops.table import OPS
+
+F32 = pto.float32
+
+
+def ref(name: str) -> Any:
+    f = OPS[name].jax_impl
+    assert f is not None
+    return f
+
+
+def normal(seed: int, shape: tuple[int, ...], d: pto.DType, scale: float = 2.0) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape) * scale).astype(d.np)
+
+
+@pytest.fixture(params=FLOATS, ids=str)
+def dtype(request: pytest.FixtureRequest) -> pto.DType:
+    return request.param  # type: ignore[no-any-return]
+
+
+# --- softmax, log_softmax -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_family(name: str, dtype: pto.DType) -> None:
+    a = normal(0, (2, 3, 8), dtype, 4.0)
+    a[0, 1, :3] = -np.inf  # masked entries
+    a[1, 2, :] = -np.inf  # a fully masked row: NaN in both
+    x = pto.tensor(a)
+    for axis in (-1, 0, 1, 2):
+        out = getattr(pto, name)(x, axis)
+        assert_matches(out, ref(name)(a, axis=axis), a.shape[axis], what=f"axis={axis}")
+    natural = jax.nn.softmax if name == "softmax" else jax.nn.log_softmax
+    assert_matches(getattr(pto, name)(x), natural(a), 8)
+    if name == "softmax":  # rows sum to one (where not fully masked)
+        s = pto.sum(pto.softmax(x), -1).numpy().astype(np.float32)
+        np.testing.assert_allclose(np.delete(s.reshape(-1), 5), 1.0, rtol=2e-2)
+
+
+# --- layer_norm, rms_norm -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("weight", [False, True])
+@pytest.mark.parametrize("bias", [False, True])
+@pytest.mark.parametrize("eps", [None, 1e-2])
+def test_layer_norm(dtype: pto.DType, weight: bool, bias: bool, eps: float | None) -> None:
+    a = normal(1, (3, 5, 16), dtype) + np.asarray(3.0, dtype.np)  # an offset to cancel
+    kw: dict[str, np.ndarray] = {}
+    if weight:
+        kw["weight"] = normal(2, (16,), dtype, 1.0)
+    if bias:
+        kw["bias"] = normal(3, (16,), dtype, 1.0)
+    e = {} if eps is None else {"eps": eps}
+    out = pto.layer_norm(pto.tensor(a), **{k: pto.tensor(v) for k, v in kw.items()}, **e)
+    assert_matches(out, ref("layer_norm")(a, **kw, **e), 16)
+    if dtype is F32:
+        y = jax.nn.standardize(a, axis=-1, epsilon=eps or 1e-5, algorithm="stable")
+        y = y * kw.get("weight", 1.0) + kw.get("bias", 0.0)
+        assert_matches(out, y, 16)
+
+
+@pytest.mark.parametrize(
+    ("d", "row"),
+    [
+        (pto.float16, [4.26171875, 3.970703125, 3.388671875]),
+        (pto.float16, [4.83203125, 3.68359375, 4.74609375]),
+        (pto.bfloat16, [2.734375, 2.421875, 2.609375]),
+    ],
+    ids=str,
+)
+def test_layer_norm_where_the_mean_cancels(d: pto.DType, row: list[float]) -> None:
+    # x - mean(x) cancels most digits here, so a mean one ulp off (a float16 sum rounded
+    # before the division; jnp.mean divides in float32) is off by percents afterwards.
+    a = np.array([row], d.np)
+    assert_matches(pto.layer_norm(pto.tensor(a)), ref("layer_norm")(a), 3)
+    assert_matches(pto.mean(pto.tensor(a), -1), jnp.mean(a, -1), 1)
+
+
+@pytest.mark.parametrize("weight", [False, True])
+def test_rms_norm(dtype: pto.DType, weight: bool) -> None:
+    a = normal(4, (4, 16), dtype)
+    w = normal(5, (16,), dtype, 1.0)
+    out = pto.rms_norm(pto.tensor(a), pto.tensor(w) if weight else None)
+    assert_matches(out, ref("rms_norm")(a, w if weight else None), 16)
+    if dtype is F32:
+        y = a / np.sqrt(np.mean(a.astype(np.float64) ** 2, -1, keepdims=True) + 1e-6)
+        assert_matches(out, (y * (w if weight else 1.0)).astype(np.float32), 16)
+
+
+# --- elementwise composites -----------------------------------------------------------------
+
+
+def test_gelu_is_the_tanh_approximation(dtype: pto.DType) -> None:
+    a = np.linspace(-6, 6, 97).astype(dtype.np)
+    assert_matches(pto.gelu(pto.tensor(a)), ref("gelu")(a))
+    assert_matches(pto.gelu(pto.tensor(a)), jax.nn.gelu(a, approximate=True))
+    # gelu_tanh(1) = 0.841192, gelu_erf(1) = 0.841345: float32 tells them apart
+    g = float(pto.gelu(pto.tensor(1.0)))
+    assert abs(g - 0.8411920) < 1e-6 and abs(g - float(jax.nn.gelu(1.0, approximate=False))) > 1e-4
+
+
+def test_silu_and_relu(dtype: pto.DType) -> None:
+    a = np.concatenate([np.linspace(-20, 20, 41), [0.0, -0.0, np.inf, -np.inf, np.nan]])
+    a = a.astype(dtype.np)
+    x = pto.tensor(a)
+    assert_matches(pto.silu(x), ref("silu")(a))
+    assert_matches(pto.relu(x), ref("relu")(a))
+    if dtype is F32:
+        assert_matches(pto.silu(x), a * jax.nn.sigmoid(a))
+        assert_matches(pto.relu(x), jnp.maximum(a, 0))
+
+
+def test_clip(dtype: pto.DType) -> None:
+    a = np.array([-3.0, -1.0, -0.5, 0.0, 0.25, 1.0, 7.0, np.nan, np.inf], dtype.np)
+    x = pto.tensor(a)
+    lo, hi = np.asarray(-0.75, dtype.np), np.asarray(0.5, dtype.np)
+    for bounds in [(-1, 1), (None, 0.5), (-0.25, None), (lo, hi), (1.0, -1.0), (None, None)]:
+        args = [pto.tensor(b) if isinstance(b, np.ndarray) else b for b in bounds]
+        assert_matches(pto.clip(x, *args), jnp.clip(a, *bounds), what=f"clip{bounds}")
+
+
+def test_mean(dtype: pto.DType) -> None:
+    a = normal(6, (3, 4, 5), dtype)
+    x = pto.tensor(a)
+    for axis in (None, 0, -1, (0, 2), ()):
+        for keepdims in (False, True):
+            k = a.size if axis is None else math.prod(a.shape[i] for i in np.atleast_1d(axis))
+            out = pto.mean(x, axis, keepdims)
+            assert_matches(out, ref("mean")(a, axis, keepdims), k, what=f"mean {axis}")
+            assert_matches(out, jnp.mean(a, axis=axis, keepdims=keepdims), k)
+
+
+# --- shape composites -----------------------------------------------------------------------
+
+
+def test_expand_dims_squeeze_split(dtype: pto.DType) -> None:
+    a = normal(7, (2, 1, 6), dtype)
+    x = pto.tensor(a)
+    for axis in (0, -1, (0, 3), (1, -1)):
+        assert_matches(pto.expand_dims(x, axis), ref("expand_dims")(a, axis))
+    for axis in (None, 1, -2):
+        assert_matches(pto.squeeze(x, axis), ref("squeeze")(a, axis))
+    for how, axis in [(3, -1), (2, 0), ([1, 4], 2), ([0, 6], -1)]:
+        got, want = pto.split(x, how, axis), ref("split")(a, how, axis)
+        assert len(got) == len(want)
+        for g, w in zip(got, want, strict=True):
+            assert_matches(g, w)
+
+
+# --- attention ------------------------------------------------------------------------------
+
+
+def _mask(kind: str) -> np.ndarray | None:
+    if kind == "none":
+        return None
+    rng = np.random.default_rng(8)
+    m = rng.random((2, 4, 6) if kind == "full" else (2, 1, 6)) < 0.6
+    m[..., 0] = True  # every query sees a key (also under the causal mask)
+    return m
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("scale", [None, 0.2])
+@pytest.mark.parametrize("mask", ["none", "full", "broadcast"])
+def test_scaled_dot_product_attention(
+    dtype: pto.DType, causal: bool, scale: float | None, mask: str
+) -> None:
+    q = normal(9, (2, 4, 8), dtype, 1.0)
+    k = normal(10, (2, 6, 8), dtype, 1.0)
+    v = normal(11, (2, 6, 8), dtype, 1.0)
+    m = _mask(mask)
+    out = pto.scaled_dot_product_attention(
+        pto.tensor(q), pto.tensor(k), pto.tensor(v), None if m is None else pto.tensor(m),
+        causal=causal, scale=scale,
+    )  # fmt: skip
+    want = ref("scaled_dot_product_attention")(q, k, v, m, causal=causal, scale=scale)
+    assert_matches(out, want, 8 + 6)
+    if dtype is F32:  # JAX's own attention, with one head: [B, T, N=1, H]
+        nat = jax.nn.dot_product_attention(
+            q[:, :, None], k[:, :, None], v[:, :, None],
+            mask=None if m is None else m[:, None], scale=scale, is_causal=causal,
+        )  # fmt: skip
+        assert_matches(out, nat[:, :, 0], 8 + 6)
+
+
+def test_attention_with_batch_heads_and_a_fully_masked_query() -> None:
+    q = normal(12, (2, 3, 5, 4), F32, 1.0)
+    k = normal(13, (2, 3, 7, 4), F32, 1.0)
+    v = normal(14, (2, 3, 7, 2), F32, 1.0)
+    m = np.ones((5, 7), bool)
+    m[2] = False  # query 2 sees nothing: softmax over all -inf is NaN, as in JAX op by op
+    out = pto.scaled_dot_product_attention(pto.tensor(q), k, v, m, causal=True)
+    assert_matches(out, ref("scaled_dot_product_attention")(q, k, v, m, causal=True), 11)
+    assert np.isnan(out.numpy()[:, :, 2]).all() and not np.isnan(np.delete(out.numpy(), 2, 2)).any()

@@ -1,0 +1,800 @@
+"""Every op of the table, in eager mode, equals JAX within the tolerance table (DESIGN §6).
+
+``CASES`` holds one case per op in ``pypto.ops.table.OPS`` (a new op without a case fails
+``test_every_op_has_a_case``). A case draws operands — shapes with broadcasting, size-0 and
+size-1 dims, 0-d tensors, and views (slices and transposes of bigger tensors, numpy views) —
+runs the public API (functions, operators and methods) and compares with the op's JAX
+reference: shapes and dtypes exactly, values within ``tolerance(dtype, k)``.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jaxref import (
+    BOOL,
+    DTYPES,
+    FLOATS,
+    MAX_SIDE,
+    NUMERIC,
+    SPECIALS,
+    Member,
+    as_input,
+    assert_matches,
+    broadcast_shapes,
+    jax_elementwise,
+    jax_layout,
+    jitted,
+    operands,
+    shapes,
+    values,
+)
+
+import pypto as pto
+from pypto.core import dispatch
+from pypto.ops.table import OPS
+
+Draw = st.DataObject
+# jax.nn.softmax of integers casts its -inf initial value to the integer dtype (JAX's own).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:invalid value encountered in cast:RuntimeWarning:jax"
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    fn: Callable[[Draw, pto.DType, str], None]
+    dtypes: tuple[pto.DType, ...]
+    group: str  # which test runs it (the groups differ in how costly JAX references are)
+
+
+CASES: dict[str, Case] = {}
+
+
+def case(*names: str, dtypes: tuple[pto.DType, ...], group: str) -> Any:
+    def deco(fn: Callable[[Draw, pto.DType, str], None]) -> Callable[[Draw, pto.DType, str], None]:
+        for n in names:
+            assert n not in CASES, n
+            CASES[n] = Case(fn, dtypes, group)
+        return fn
+
+    return deco
+
+
+def ref(name: str) -> Callable[..., Any]:
+    """The op's JAX reference from the table."""
+    f = OPS[name].jax_impl
+    assert f is not None, name
+    return f
+
+
+def _bucket(n: int) -> int:
+    """A padded size for n <= 64 (few sizes: few compiled JAX kernels)."""
+    return next(b for b in (4, 16, 64, 256) if n <= b)
+
+
+# One JAX kernel per operand signature computes a whole family (see jaxref.Member).
+_UNARY_OPS = ("exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "sin", "cos")
+UNARY = tuple((n, ref(n)) for n in (*_UNARY_OPS, "neg", "abs", "relu", "gelu", "silu"))
+_BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum")
+_CMP = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
+BINARY = tuple((n, ref(n)) for n in (*_BINARY_OPS, *_CMP))  # pow: see _binary
+CASTS = tuple((d.name, functools.partial(ref("cast"), dtype=d)) for d in DTYPES)
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise: unary math
+
+# op -> (lo, hi) of float inputs, (lo, hi) of integer inputs, extra specials
+_UNARY: dict[str, tuple[tuple[float, float], tuple[int, int] | None, tuple[float, ...]]] = {
+    # |x| <= 10 keeps exp finite in float16 (max 65504); inf/nan/0 still sprinkled in.
+    "exp": ((-10.0, 10.0), (-10, 10), ()),
+    "log": ((0.0, 100.0), (0, 100), (-1.0,)),
+    "sqrt": ((0.0, 100.0), (0, 100), (-1.0,)),
+    "rsqrt": ((0.01, 100.0), None, (-1.0,)),
+    "reciprocal": ((-10.0, 10.0), (-10, 10), ()),
+    "tanh": ((-10.0, 10.0), (-10, 10), ()),
+    "sigmoid": ((-20.0, 20.0), None, ()),
+    "sin": ((-10.0, 10.0), (-10, 10), ()),
+    "cos": ((-10.0, 10.0), (-10, 10), ()),
+    "neg": ((-100.0, 100.0), (-(2**31), 2**31 - 1), ()),  # ints: the whole range (wraps)
+    "abs": ((-100.0, 100.0), (-(2**31), 2**31 - 1), ()),
+}
+# jnp rejects rsqrt/sigmoid of integers; neg and abs keep the dtype and reject bool here.
+_UNARY_DTYPES = {"rsqrt": FLOATS, "sigmoid": FLOATS, "neg": NUMERIC, "abs": NUMERIC}
+
+
+def _unary(data: Draw, dtype: pto.DType, name: str) -> None:
+    (lo, hi), ints, extra = _UNARY[name]
+    a = values(data, dtype, data.draw(shapes()), lo, hi, ints=ints, specials=SPECIALS + extra)
+    (x,) = operands(data, [a])
+    form = data.draw(st.sampled_from(["function", "operator"]), label="form")
+    if not isinstance(x, pto.Tensor):  # a numpy view: the function form
+        out = getattr(pto, name)(x)
+    elif form == "operator" and name == "neg":
+        out = -x
+    elif form == "operator" and name == "abs":
+        out = abs(x)
+    else:
+        out = getattr(pto, name)(x)
+    assert_matches(out, jax_elementwise(Member(UNARY, name), a), what=name)
+
+
+for _name in _UNARY:
+    case(_name, dtypes=_UNARY_DTYPES.get(_name, DTYPES), group="elementwise")(_unary)
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise: binary arithmetic and comparisons
+
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "add": lambda x, y: x + y,
+    "sub": lambda x, y: x - y,
+    "mul": lambda x, y: x * y,
+    "div": lambda x, y: x / y,
+    "pow": lambda x, y: x**y,
+    "equal": lambda x, y: x == y,
+    "not_equal": lambda x, y: x != y,
+    "less": lambda x, y: x < y,
+    "less_equal": lambda x, y: x <= y,
+    "greater": lambda x, y: x > y,
+    "greater_equal": lambda x, y: x >= y,
+}
+
+
+def _scalar(data: Draw, dtype: pto.DType, name: str) -> bool | int | float:
+    """A weak Python scalar that is valid with a ``dtype`` tensor for ``name``."""
+    if name == "pow":
+        return data.draw(
+            st.sampled_from([0, 1, 2, 3] + ([0.5, 2.0, -1.5] if dtype in FLOATS else []))
+        )
+    choices: list[bool | int | float] = [True, False, 2, -3, 0, 2.5, -0.75, 100.0]
+    if name == "sub":
+        choices = [c for c in choices if not isinstance(c, bool)] if dtype is BOOL else choices
+    return data.draw(st.sampled_from(choices), label="scalar")
+
+
+def _binary(data: Draw, dtype: pto.DType, name: str) -> None:
+    sx, sy = data.draw(broadcast_shapes(2), label="shapes")
+    if name == "pow":
+        if dtype.is_floating:
+            a = values(data, dtype, sx, -4.0, 4.0, specials=SPECIALS)
+            b = values(data, dtype, sy, -3.0, 3.0, specials=(0.0, np.nan))
+        else:  # integer pow: non-negative exponents only (negative ones are an error)
+            a = values(data, dtype, sx, ints=(-5, 5))
+            b = values(data, dtype, sy, ints=(0, 5))
+    else:
+        lo, hi = (-100.0, 100.0)
+        ints = (-(2**31), 2**31 - 1) if name in ("add", "sub", "mul") else (-20, 20)
+        a = values(data, dtype, sx, lo, hi, ints=ints, specials=SPECIALS)
+        b = values(data, dtype, sy, lo, hi, ints=ints, specials=SPECIALS)
+    side = data.draw(st.sampled_from(["none", "none", "right", "left"]), label="scalar side")
+    jf: Any = ref(name) if name == "pow" else Member(BINARY, name)
+
+    def jref(*args: Any) -> np.ndarray:
+        if name == "div" and dtype is BOOL:
+            # XLA on CPU miscompiles float(False) / float(False) to 0 instead of NaN when the
+            # divisor is a scalar (it folds the bool -> float conversion into a select). JAX
+            # promotes bools to float32 for true division: the reference divides those floats.
+            args = tuple(
+                u.astype(np.float32) if isinstance(u, np.ndarray) else float(u) for u in args
+            )
+        return jax_elementwise(jf, *args, static_scalars=name == "pow")
+
+    if side == "none":
+        x, y = operands(data, [a, b])
+        expected = jref(a, b)
+    elif side == "right":
+        s = _scalar(data, dtype, name)
+        x, y = as_input(data, a, allow_numpy=False), s
+        expected = jref(a, s)
+    else:
+        if name == "pow" and not dtype.is_floating:
+            a = values(data, dtype, sx, ints=(0, 5))  # the tensor is now the exponent
+        s = _scalar(data, dtype, name)
+        x, y = s, as_input(data, a, allow_numpy=False)
+        expected = jref(s, a)
+    use_op = name in _OPERATORS and data.draw(st.booleans(), label="operator")
+    if use_op and (isinstance(x, pto.Tensor) or isinstance(y, pto.Tensor)):
+        out = _OPERATORS[name](x, y)
+    else:
+        out = getattr(pto, name)(x, y)
+    assert_matches(out, expected, what=f"{name}({type(x).__name__}, {type(y).__name__})")
+
+
+for _name, _dts in {
+    "add": DTYPES,
+    "sub": NUMERIC,  # jnp.subtract rejects bool
+    "mul": DTYPES,
+    "div": DTYPES,  # true division: integers and bools give float32
+    "pow": NUMERIC,
+    "maximum": DTYPES,
+    "minimum": DTYPES,
+    **{c: DTYPES for c in _CMP},
+}.items():
+    case(_name, dtypes=_dts, group="elementwise")(_binary)
+
+
+@case("where", dtypes=DTYPES, group="elementwise")
+def _where(data: Draw, dtype: pto.DType, name: str) -> None:
+    sc, sx, sy = data.draw(broadcast_shapes(3), label="shapes")
+    # A non-bool condition means cond != 0, as in jnp.where.
+    cdt = data.draw(st.sampled_from([BOOL, BOOL, pto.int32, pto.float32]), label="cond dtype")
+    c = values(data, cdt, sc, -1.0, 1.0, ints=(-1, 1), discrete=True)
+    a = values(data, dtype, sx, specials=SPECIALS)
+    b = values(data, dtype, sy, specials=SPECIALS)
+    if data.draw(st.booleans(), label="scalar branch"):
+        s = data.draw(st.sampled_from([True, 3, -1.5]))
+        cond, x = operands(data, [c, a])
+        out = pto.where(cond, x, s)
+        expected = jax_elementwise(jnp.where, c, a, s)
+    else:
+        cond, x, y = operands(data, [c, a, b])
+        out = pto.where(cond, x, y)
+        expected = jax_elementwise(ref("where") if cdt is BOOL else jnp.where, c, a, b)
+    assert_matches(out, expected, what="where")
+
+
+@case("cast", dtypes=DTYPES, group="elementwise")
+def _cast(data: Draw, dtype: pto.DType, name: str) -> None:
+    target = data.draw(st.sampled_from(DTYPES), label="target")
+    # Float -> int: truncation toward zero, saturation out of range, NaN -> 0 (as XLA does).
+    big = data.draw(st.sampled_from([10.0, 300.0, 7e4, 3e9]), label="range")
+    a = values(data, dtype, data.draw(shapes()), -big, big, specials=SPECIALS)
+    (x,) = operands(data, [a])
+    form = data.draw(st.sampled_from(["cast", "astype", "name"]), label="form")
+    if form == "astype" and isinstance(x, pto.Tensor):
+        out = x.astype(target)
+    elif form == "name":
+        out = pto.cast(x, target.name)
+    else:
+        out = pto.cast(x, target)
+    assert_matches(out, jax_elementwise(Member(CASTS, target.name), a), what="cast")
+
+
+# ---------------------------------------------------------------------------------------------
+# Composite elementwise ops (the bucketed reference applies: they act elementwise)
+
+
+@case("relu", "gelu", dtypes=DTYPES, group="elementwise")
+@case("silu", dtypes=FLOATS, group="elementwise")  # jax.nn.silu rejects integers
+def _activation(data: Draw, dtype: pto.DType, name: str) -> None:
+    a = values(data, dtype, data.draw(shapes()), -6.0, 6.0, ints=(-50, 50), specials=SPECIALS)
+    (x,) = operands(data, [a])
+    assert_matches(getattr(pto, name)(x), jax_elementwise(Member(UNARY, name), a), what=name)
+
+
+@case("clip", dtypes=NUMERIC, group="elementwise")
+def _clip(data: Draw, dtype: pto.DType, name: str) -> None:
+    sx, slo, shi = data.draw(broadcast_shapes(3), label="shapes")
+    a = values(data, dtype, sx, -5.0, 5.0, specials=SPECIALS)
+    kind = data.draw(st.sampled_from(["scalars", "tensors", "lo only", "hi only"]), label="bounds")
+    if kind == "tensors":  # bounds may cross (lo > hi gives hi, as in jnp.clip)
+        lo = values(data, dtype, slo, -3.0, 1.0)
+        hi = values(data, dtype, shi, -1.0, 3.0)
+        x, lt, ht = operands(data, [a, lo, hi])
+        out = pto.clip(x, lt, ht)
+        expected = jax_elementwise(ref("clip"), a, lo, hi)
+    else:
+        lo_s = None if kind == "hi only" else data.draw(st.sampled_from([-2, -1.5, 0]))
+        hi_s = None if kind == "lo only" else data.draw(st.sampled_from([3, 2.5, 0]))
+        (x,) = operands(data, [a])
+        out = (
+            pto.clip(x, lo_s, hi_s) if data.draw(st.booleans()) else pto.clip(x, min=lo_s, max=hi_s)
+        )
+        expected = jax_elementwise(ref("clip"), a, lo_s, hi_s)
+    assert_matches(out, expected, what=f"clip ({kind})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions (bucketed: reduced axes moved last and padded with the reduction's identity)
+
+
+def _axes(data: Draw, ndim: int, allow_tuple: bool = True) -> Any:
+    """None, an int (possibly negative) or a tuple of distinct axes (any order, negative)."""
+    choices = [st.none()]
+    if ndim:
+        choices.append(st.integers(-ndim, ndim - 1))
+        if allow_tuple:
+            choices.append(
+                st.lists(st.integers(0, ndim - 1), unique=True).flatmap(
+                    lambda ax: st.tuples(*(st.sampled_from([a, a - ndim]) for a in ax))
+                )
+            )
+    return data.draw(st.one_of(*choices), label="axis")
+
+
+def _norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    ax = (axis,) if isinstance(axis, int) else axis
+    return tuple(sorted(a % ndim for a in ax))
+
+
+def _pad_value(name: str, dtype: np.dtype[Any]) -> Any:
+    if name == "sum":
+        return 0
+    low = name in ("max", "argmax")
+    if dtype == np.bool_:
+        return not low
+    if dtype.kind == "i":
+        info = np.iinfo(dtype)
+        return info.min if low else info.max
+    return -np.inf if low else np.inf
+
+
+def _jax_reduce(name: str, a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
+    """The table's JAX reduction of ``a`` over ``axis``, via a padded 2-d [kept, reduced] form.
+
+    Padding after the data with the identity keeps sums, extremes and first-max indices.
+    """
+    axes = _norm_axes(axis, a.ndim)
+    if name == "argmax":
+        out = jax.eval_shape(lambda u: ref(name)(u, axis=axis, keepdims=keepdims), a)
+    else:
+        out = jax.eval_shape(lambda u: ref(name)(u, axes=axes, keepdims=keepdims), a)
+    kept = [i for i in range(a.ndim) if i not in axes]
+    outer = math.prod(a.shape[i] for i in kept)
+    inner = math.prod(a.shape[i] for i in axes)
+    buf = np.full((_bucket(outer), _bucket(inner)), _pad_value(name, a.dtype), a.dtype)
+    buf[:outer, :inner] = np.transpose(a, kept + list(axes)).reshape(outer, inner)
+    if name == "argmax":
+        r = ref(name)(buf, axis=1, keepdims=False)
+    else:
+        r = ref(name)(buf, axes=(1,), keepdims=False)
+    r = np.asarray(r)
+    assert r.dtype == out.dtype, (r.dtype, out)
+    return r[:outer].reshape(out.shape)
+
+
+def _call_reduction(data: Draw, name: str, x: Any, axis: Any, keepdims: bool) -> Any:
+    form = data.draw(st.sampled_from(["function", "method", "keyword"]), label="form")
+    if form == "method" and isinstance(x, pto.Tensor):
+        return getattr(x, name)(axis, keepdims)
+    if form == "keyword":
+        return getattr(pto, name)(x, axis=axis, keepdims=keepdims)
+    return getattr(pto, name)(x, axis, keepdims)
+
+
+@case("sum", "max", "min", dtypes=DTYPES, group="reduce")
+def _reduce(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    # Integer sums wrap in int32 in both; small integers keep float sums away from cancellation.
+    a = values(
+        data, dtype, shape, -10.0, 10.0, ints=(-100, 100), specials=(np.nan, np.inf, -np.inf)
+    )
+    (x,) = operands(data, [a])
+    axis = _axes(data, len(shape))
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    axes = _norm_axes(axis, len(shape))
+    if name != "sum" and any(shape[i] == 0 for i in axes):
+        # No identity: both refuse (pypto with a ShapeError, JAX with a ValueError).
+        with pytest.raises(pto.ShapeError):
+            _call_reduction(data, name, x, axis, keepdims)
+        with pytest.raises(ValueError):
+            jnp.max(a, axis=axis) if name == "max" else jnp.min(a, axis=axis)
+        return
+    k = math.prod(shape[i] for i in axes)
+    out = _call_reduction(data, name, x, axis, keepdims)
+    assert_matches(out, _jax_reduce(name, a, axis, keepdims), k, what=f"{name} axis={axis}")
+
+
+@case("argmax", dtypes=DTYPES, group="reduce")
+def _argmax(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    # discrete values make ties; the first maximum wins, and NaN counts as the maximum.
+    a = values(data, dtype, shape, -3.0, 3.0, ints=(-3, 3), specials=(np.nan, -np.inf, np.inf))
+    (x,) = operands(data, [a])
+    axis = _axes(data, len(shape), allow_tuple=False)
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    empty = a.size == 0 if axis is None else shape[axis] == 0
+    if empty:
+        with pytest.raises(pto.ShapeError):
+            _call_reduction(data, name, x, axis, keepdims)
+        with pytest.raises(ValueError):
+            jnp.argmax(a, axis=axis)
+        return
+    out = _call_reduction(data, name, x, axis, keepdims)
+    assert_matches(out, _jax_reduce(name, a, axis, keepdims), what=f"argmax axis={axis}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Layout ops (reference: JAX moves an iota of source positions; see jaxref)
+
+
+def _factor_shape(data: Draw, size: int) -> tuple[int, ...]:
+    """A random shape with ``size`` elements (0 to 4 dims)."""
+    if size == 0:
+        dims = data.draw(st.lists(st.integers(0, 3), min_size=0, max_size=3))
+        pos = data.draw(st.integers(0, len(dims)))
+        return (*dims[:pos], 0, *dims[pos:])
+    factors = []
+    n = size
+    p = 2
+    while n > 1:
+        while n % p == 0:
+            factors.append(p)
+            n //= p
+        p += 1
+    nd = data.draw(st.integers(1, 4), label="ndim")
+    dims = [1] * nd
+    for f in factors:
+        dims[data.draw(st.integers(0, nd - 1))] *= f
+    if size == 1 and data.draw(st.booleans()):
+        return ()
+    return tuple(dims)
+
+
+@case("reshape", dtypes=DTYPES, group="layout")
+def _reshape(data: Draw, dtype: pto.DType, name: str) -> None:
+    a = values(data, dtype, data.draw(shapes()), specials=SPECIALS)
+    (x,) = operands(data, [a])
+    new = list(_factor_shape(data, a.size))
+    if new and math.prod(d for d in new) > 0 and data.draw(st.booleans(), label="-1"):
+        new[data.draw(st.integers(0, len(new) - 1))] = -1
+    form = data.draw(st.sampled_from(["function", "method", "varargs"]), label="form")
+    if form == "method" and isinstance(x, pto.Tensor):
+        out = x.reshape(tuple(new))
+    elif form == "varargs" and isinstance(x, pto.Tensor) and new:
+        out = x.reshape(*new)
+    else:
+        out = pto.reshape(x, tuple(new))
+    assert_matches(out, jax_layout(lambda u: jnp.reshape(u, tuple(new)), a), what=f"reshape {new}")
+
+
+@case("transpose", dtypes=DTYPES, group="layout")
+def _transpose(data: Draw, dtype: pto.DType, name: str) -> None:
+    a = values(data, dtype, data.draw(shapes()), specials=SPECIALS)
+    (x,) = operands(data, [a])
+    nd = a.ndim
+    perm = data.draw(st.none() | st.permutations(range(nd)).map(tuple), label="perm")
+    if perm is not None and data.draw(st.booleans(), label="negative axes"):
+        perm = tuple(p - nd for p in perm)
+    form = data.draw(st.sampled_from(["function", "method", ".T"]), label="form")
+    if isinstance(x, pto.Tensor) and form == ".T" and perm is None:
+        out = x.T
+    elif isinstance(x, pto.Tensor) and form == "method":
+        out = x.transpose() if perm is None else x.transpose(*perm)
+    else:
+        out = pto.transpose(x, perm)
+    assert_matches(out, jax_layout(lambda u: jnp.transpose(u, perm), a), what=f"transpose {perm}")
+
+
+@case("broadcast_to", dtypes=DTYPES, group="layout")
+def _broadcast_to(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes())
+    a = values(data, dtype, shape, specials=SPECIALS)
+    (x,) = operands(data, [a])
+    lead = data.draw(st.lists(st.integers(0, 3), max_size=2), label="leading dims")
+    target = (*lead, *(data.draw(st.integers(0, 3)) if s == 1 else s for s in shape))
+    out = pto.broadcast_to(x, target)
+    expected = jax_layout(lambda u: jnp.broadcast_to(u, target), a)
+    assert_matches(out, expected, what=f"broadcast_to {target}")
+
+
+@case("concat", dtypes=DTYPES, group="layout")
+def _concat(data: Draw, dtype: pto.DType, name: str) -> None:
+    base = data.draw(shapes(min_dims=1), label="shape")
+    nd = len(base)
+    axis = data.draw(st.integers(-nd, nd - 1), label="axis")
+    n = data.draw(st.integers(1, 3), label="count")
+    arrays = []
+    for i in range(n):
+        s = list(base)
+        s[axis] = data.draw(st.integers(0, 3))
+        # Sometimes a second dtype joins, and the result is promoted (as jnp.concatenate).
+        d = dtype if i == 0 or data.draw(st.integers(0, 3)) else data.draw(st.sampled_from(DTYPES))
+        arrays.append(values(data, d, s, -8.0, 8.0, ints=(-8, 8), discrete=d is not dtype))
+    xs = operands(data, arrays)
+    out = pto.concat(xs, axis) if data.draw(st.booleans()) else pto.concat(tuple(xs), axis=axis)
+    expected = jax_layout(lambda *us: jnp.concatenate(us, axis=axis), *arrays)
+    assert_matches(out, expected, what=f"concat axis={axis} of {[x.dtype for x in arrays]}")
+
+
+@case("slice", dtypes=DTYPES, group="layout")
+def _slice(data: Draw, dtype: pto.DType, name: str) -> None:
+    import hypothesis.extra.numpy as hnp
+
+    shape = data.draw(shapes(), label="shape")
+    a = values(data, dtype, shape, specials=SPECIALS)
+    x = as_input(data, a, allow_numpy=False)
+    key = data.draw(hnp.basic_indices(shape, allow_newaxis=True), label="key")
+    out = x[key]
+    assert_matches(out, jax_layout(lambda u: u[key], a), what=f"x[{key}]")
+    np.testing.assert_array_equal(np.asarray(out), a[key])  # and numpy agrees
+
+
+@case("take", dtypes=DTYPES, group="layout")
+def _take(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    a = values(data, dtype, shape, specials=SPECIALS)
+    axis = _axes(data, len(shape), allow_tuple=False)
+    n = a.size if axis is None else shape[axis]
+    ishape = data.draw(shapes(max_dims=2), label="index shape")
+    if n == 0:
+        ishape = (*ishape[:-1], 0) if ishape else (0,)
+    idt = data.draw(st.sampled_from([pto.int32, pto.int8]), label="index dtype")
+    idx = values(data, idt, ishape, ints=(-n, n - 1) if n else (0, 0))  # negative ones wrap
+    x, i = operands(data, [a, idx])
+    out = pto.take(x, i) if axis is None else pto.take(x, i, axis)
+    if n == 0:
+        # jnp.take from an empty axis returns the input itself, whatever the index shape
+        # (jax/_src/numpy/indexing.py, `_take`); numpy has the shape right.
+        expected = np.take(a, idx, axis=axis)
+    else:
+        expected = jax_layout(lambda u, j: jnp.take(u, j, axis=axis), a, extra=(idx,))
+    assert_matches(out, expected, what=f"take axis={axis}")
+    np.testing.assert_array_equal(np.asarray(out), np.take(a, idx, axis=axis))
+
+
+@case("expand_dims", dtypes=DTYPES, group="layout")
+def _expand_dims(data: Draw, dtype: pto.DType, name: str) -> None:
+    a = values(data, dtype, data.draw(shapes()), specials=SPECIALS)
+    (x,) = operands(data, [a])
+    n_new = data.draw(st.integers(1, 2), label="new dims")
+    nd = a.ndim + n_new
+    pos = data.draw(st.lists(st.integers(0, nd - 1), min_size=n_new, max_size=n_new, unique=True))
+    ax = [data.draw(st.sampled_from([p, p - nd])) for p in pos]
+    axis: int | tuple[int, ...] = ax[0] if n_new == 1 and data.draw(st.booleans()) else tuple(ax)
+    out = pto.expand_dims(x, axis)
+    assert_matches(out, jax_layout(lambda u: ref(name)(u, axis), a), what=f"expand_dims {axis}")
+
+
+@case("squeeze", dtypes=DTYPES, group="layout")
+def _squeeze(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(max_dims=4))
+    a = values(data, dtype, shape, specials=SPECIALS)
+    (x,) = operands(data, [a])
+    ones = [i for i, s in enumerate(shape) if s == 1]
+    axis: Any = None
+    if ones and data.draw(st.booleans(), label="explicit axes"):
+        chosen = data.draw(st.lists(st.sampled_from(ones), min_size=1, unique=True))
+        axis = tuple(data.draw(st.sampled_from([c, c - len(shape)])) for c in chosen)
+        if len(axis) == 1 and data.draw(st.booleans()):
+            axis = axis[0]
+    out = pto.squeeze(x) if axis is None else pto.squeeze(x, axis)
+    assert_matches(out, jax_layout(lambda u: ref(name)(u, axis), a), what=f"squeeze {axis}")
+
+
+@case("split", dtypes=DTYPES, group="layout")
+def _split(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1))
+    a = values(data, dtype, shape, specials=SPECIALS)
+    (x,) = operands(data, [a])
+    axis = data.draw(st.integers(-a.ndim, a.ndim - 1), label="axis")
+    n = shape[axis]
+    how: int | list[int]
+    if data.draw(st.booleans(), label="sections"):
+        how = data.draw(st.sampled_from([k for k in range(1, 5) if n % k == 0]), label="k")
+    else:  # sorted in-range split points (what jnp.split accepts)
+        how = sorted(data.draw(st.lists(st.integers(0, n), max_size=3), label="indices"))
+    out = pto.split(x, how, axis) if data.draw(st.booleans()) else pto.split(x, how, axis=axis)
+    expected = jax_layout(lambda u: ref(name)(u, how, axis), a)
+    assert isinstance(out, list) and len(out) == len(expected)
+    for o, e in zip(out, expected, strict=True):
+        assert_matches(o, e, what=f"split {how} axis={axis}")
+
+
+@case("pad", dtypes=DTYPES, group="layout")
+def _pad(data: Draw, dtype: pto.DType, name: str) -> None:
+    # An internal primitive (the transpose of slice, for autodiff): bound directly.
+    a = values(data, dtype, data.draw(shapes()), specials=SPECIALS)
+    x = as_input(data, a, allow_numpy=False)
+    config = tuple(
+        (data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2)))
+        for _ in a.shape
+    )
+    out = dispatch.bind(OPS[name], (x,), {"config": config})
+    # JAX pads 1 + the source positions with zeros; 0 marks a padding element.
+    iota = np.arange(1, a.size + 1, dtype=np.int32).reshape(a.shape)
+    pos = np.asarray(jitted(ref(name), ("config",))(iota, config=config))
+    zero = np.zeros((), a.dtype)
+    expected = np.where(pos == 0, zero, np.append(zero, a.reshape(-1))[pos])
+    assert_matches(out, expected, what=f"pad {config}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Ops whose JAX reference runs on the real shapes (one compiled kernel per shape)
+
+
+@case("mean", dtypes=DTYPES, group="heavy")
+def _mean(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    a = values(data, dtype, shape, -10.0, 10.0, ints=(-100, 100), specials=(np.nan, np.inf))
+    (x,) = operands(data, [a])
+    axis = _axes(data, len(shape))
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    k = math.prod(shape[i] for i in _norm_axes(axis, len(shape)))
+    if isinstance(x, pto.Tensor) and data.draw(st.booleans(), label="method"):
+        out = x.mean(axis, keepdims)
+    else:
+        out = pto.mean(x, axis=axis, keepdims=keepdims)
+    expected = jitted(ref(name), ("axis", "keepdims"))(a, axis=axis, keepdims=keepdims)
+    assert_matches(out, expected, k, what=f"mean axis={axis}")
+
+
+def _matmul_shapes(data: Draw) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+    m, k, n = (data.draw(st.integers(0, 4), label=d) for d in "mkn")
+    ba, bb = data.draw(broadcast_shapes(2), label="batch")
+    if len(ba) > 2 or len(bb) > 2:
+        ba, bb = ba[-2:], bb[-2:]
+    left = data.draw(st.sampled_from(["vector", "matrix", "matrix"]))
+    right = data.draw(st.sampled_from(["vector", "matrix", "matrix"]))
+    sa = (k,) if left == "vector" else (*ba, m, k)
+    sb = (k,) if right == "vector" else (*bb, k, n)
+    return sa, sb, k
+
+
+@case("matmul", dtypes=NUMERIC, group="heavy")
+def _matmul(data: Draw, dtype: pto.DType, name: str) -> None:
+    sa, sb, k = _matmul_shapes(data)
+    # int8 products wrap in both (JAX in int8, pypto accumulating in int32 then wrapping).
+    a = values(data, dtype, sa, -1.0, 1.0, ints=(-128, 127))
+    b = values(data, dtype, sb, -1.0, 1.0, ints=(-128, 127))
+    x, y = operands(data, [a, b])
+    use_op = data.draw(st.booleans(), label="@")
+    tensor = isinstance(x, pto.Tensor) or isinstance(y, pto.Tensor)
+    out = x @ y if use_op and tensor else pto.matmul(x, y)
+    assert_matches(out, jitted(ref(name))(a, b), k, what=f"matmul {sa} @ {sb}")
+
+
+def _jax_rows(
+    fn: Callable[..., Any],
+    a: np.ndarray,
+    axis: int,
+    pad: Any,
+    arrays: dict[str, np.ndarray] | None = None,
+    **params: Any,
+) -> np.ndarray:
+    """The JAX reference ``fn`` (acting along its last axis) of ``a`` along ``axis``, via a
+    2-d [rows, n] form: rows padded to a bucket (with zeros, cut afterwards), and, unless
+    ``pad`` is None, n too, with ``pad`` (-inf for softmax: exp(-inf - max) adds an exact 0).
+    ``arrays`` are further keyword operands (weight, bias) and ``params`` static ones."""
+    moved = np.moveaxis(a, axis, -1)
+    rows, n = math.prod(moved.shape[:-1]), moved.shape[-1]
+    buf = np.full(
+        (_bucket(rows), n if pad is None else MAX_SIDE), 0 if pad is None else pad, a.dtype
+    )
+    buf[:rows, :n] = moved.reshape(rows, n)
+    r = np.asarray(jitted(fn, tuple(params))(buf, **(arrays or {}), **params))
+    return np.moveaxis(r[:rows, :n].reshape(moved.shape), -1, axis)
+
+
+@case("softmax", "log_softmax", dtypes=NUMERIC, group="heavy")
+def _softmax(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    # Large logits overflow exp unless shifted by the max (float16: exp(12) > 65504).
+    r = data.draw(st.sampled_from([10.0, 10.0, 300.0]), label="range")
+    a = values(data, dtype, shape, -r, r, ints=(-10, 10), specials=(-np.inf,))
+    (x,) = operands(data, [a])
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    out = (
+        getattr(pto, name)(x, axis)
+        if data.draw(st.booleans())
+        else getattr(pto, name)(x, axis=axis)
+    )
+    # jax.nn.softmax subtracts the max before converting integers to float: the int8 padding
+    # must not wrap (values lie in [-10, 10]), and exp(-110) is 0 in float32 too.
+    pad = -np.inf if dtype.is_floating else -100
+    expected = _jax_rows(ref(name), a, axis, pad)
+    assert_matches(out, expected, shape[axis], what=f"{name} axis={axis}")
+
+
+@case("layer_norm", "rms_norm", dtypes=NUMERIC, group="heavy")
+def _norm(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1, min_side=1), label="shape")
+    a = values(data, dtype, shape, -5.0, 5.0, ints=(-5, 5))
+    n = shape[-1]
+    params: dict[str, Any] = {}
+    arrays: dict[str, np.ndarray] = {}
+    for p in ("weight", "bias") if name == "layer_norm" else ("weight",):
+        if data.draw(st.booleans(), label=p):
+            arrays[p] = values(data, dtype, (n,), -2.0, 2.0, ints=(-2, 2))
+    if data.draw(st.booleans(), label="eps"):
+        params["eps"] = data.draw(st.sampled_from([1e-3, 0.1]))
+    x, *rest = operands(data, [a, *arrays.values()])
+    out = getattr(pto, name)(x, **dict(zip(arrays, rest, strict=True)), **params)
+    # eps is passed traced (a weak float, as the Python float would be): fewer compiles
+    expected = _jax_rows(ref(name), a, -1, None, {**arrays, **params})
+    assert_matches(out, expected, n, what=f"{name} with {sorted(arrays)} {params}")
+
+
+@case("scaled_dot_product_attention", dtypes=NUMERIC, group="heavy")
+def _sdpa(data: Draw, dtype: pto.DType, name: str) -> None:
+    batch = tuple(data.draw(st.lists(st.integers(1, 2), max_size=2), label="batch"))
+    lq, lk, d, dv = (data.draw(st.integers(1, 4), label=s) for s in ("lq", "lk", "d", "dv"))
+    q = values(data, dtype, (*batch, lq, d), -2.0, 2.0, ints=(-2, 2))
+    k = values(data, dtype, (*batch, lk, d), -2.0, 2.0, ints=(-2, 2))
+    v = values(data, dtype, (*batch, lk, dv), -2.0, 2.0, ints=(-2, 2))
+    causal = data.draw(st.booleans(), label="causal")
+    scale = data.draw(st.sampled_from([None, None, 0.3, 1.0]), label="scale")
+    mask = None
+    if data.draw(st.booleans(), label="mask"):
+        # a shape that broadcasts *to* the logits' [..., Lq, Lk]: leading dims dropped, some 1
+        full = (*batch, lq, lk)
+        ms = tuple(1 if data.draw(st.booleans()) else s for s in full)
+        ms = ms[data.draw(st.integers(0, len(ms)), label="mask dims dropped") :]
+        mask = values(data, BOOL, ms)
+    args = operands(data, [q, k, v] + ([] if mask is None else [mask]))
+    out = pto.scaled_dot_product_attention(*args, causal=causal, scale=scale)
+    expected = np.array(
+        jitted(ref(name), ("causal", "scale"))(q, k, v, mask, causal=causal, scale=scale)
+    )
+    # A query that sees no key gets softmax over all -inf: NaN, as the reference gives op by
+    # op. Jitted, XLA on CPU returns arbitrary values for such rows (for both JAX and jnp
+    # references), so those rows are expected NaN here rather than taken from the kernel.
+    visible = np.ones((*batch, lq, lk), bool)
+    if causal:
+        visible &= np.tril(visible)
+    if mask is not None:
+        visible &= np.broadcast_to(mask, visible.shape)
+    expected[~visible.any(-1)] = np.nan
+    what = f"sdpa causal={causal} scale={scale} mask={None if mask is None else mask.shape}"
+    assert_matches(out, expected, d + lk, what=what)
+
+
+# ---------------------------------------------------------------------------------------------
+# The tests
+
+
+def test_every_op_has_a_case() -> None:
+    assert set(CASES) == set(OPS), (
+        f"ops without a case: {sorted(set(OPS) - set(CASES))}; "
+        f"cases without an op: {sorted(set(CASES) - set(OPS))}"
+    )
+
+
+def _params(group: str) -> list[Any]:
+    return [
+        pytest.param(n, d, id=f"{n}-{d.name}")
+        for n, c in sorted(CASES.items())
+        if c.group == group
+        for d in c.dtypes
+    ]
+
+
+def _examples(n: int) -> int:
+    """``n``, scaled by ``$PYPTO_VS_JAX_SCALE`` (e.g. 20 for a long local soak)."""
+    return max(1, round(n * float(os.environ.get("PYPTO_VS_JAX_SCALE", "1"))))
+
+
+def _run(name: str, dtype: pto.DType, data: Draw) -> None:
+    CASES[name].fn(data, dtype, name)
+
+
+@pytest.mark.parametrize(("name", "dtype"), _params("elementwise"))
+@settings(max_examples=_examples(25))
+@given(data=st.data())
+def test_elementwise_matches_jax(name: str, dtype: pto.DType, data: Draw) -> None:
+    _run(name, dtype, data)
+
+
+@pytest.mark.parametrize(("name", "dtype"), _params("reduce"))
+@settings(max_examples=_examples(30))
+@given(data=st.data())
+def test_reduction_matches_jax(name: str, dtype: pto.DType, data: Draw) -> None:
+    _run(name, dtype, data)
+
+
+@pytest.mark.parametrize(("name", "dtype"), _params("layout"))
+@settings(max_examples=_examples(20))
+@given(data=st.data())
+def test_layout_matches_jax(name: str, dtype: pto.DType, data: Draw) -> None:
+    _run(name, dtype, data)
+
+
+@pytest.mark.parametrize(("name", "dtype"), _params("heavy"))
+@settings(max_examples=_examples(12))
+@given(data=st.data())
+def test_composite_and_matmul_match_jax(name: str, dtype: pto.DType, data: Draw) -> None:
+    _run(name, dtype, data)
