@@ -137,6 +137,13 @@ def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
     v = api.asvalue(x, "expand_dims")
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     nd = len(v.shape) + len(axes)  # type: ignore[attr-defined]
+    for a in axes:  # the axes index the result, so they are checked against its rank
+        if isinstance(a, int) and not -nd <= a < nd:
+            raise ShapeError(
+                f"axis {a} is out of range for the {nd}-d result of expanding {api._aval(v)}",
+                op="expand_dims",
+                hint=f"use an axis in [{-nd}, {nd})",
+            )
     norm = sorted(rules.normalize_axis("expand_dims", a, nd) for a in axes)
     if len(set(norm)) != len(norm):
         raise ShapeError(f"repeated axis in {axis!r}", op="expand_dims")

@@ -163,7 +163,8 @@ def _pow(x: np.ndarray, y: np.ndarray | float) -> np.ndarray:
     if x.dtype.kind == "i":
         if np.any(y < 0):
             raise DTypeError(
-                f"integer pow with a negative exponent (x: {x.dtype}{list(x.shape)})",
+                f"integer pow with a negative exponent "
+                f"(x: {AVal(x.shape, dt.from_numpy(x.dtype))})",
                 op="pow",
                 hint="cast the base to a float dtype first",
             )

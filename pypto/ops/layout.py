@@ -188,7 +188,8 @@ def _take_impl(x: np.ndarray, idx: np.ndarray, *, axis: int) -> np.ndarray:
         bad = int(idx.max()) if idx.max() >= n else int(idx.min())
         raise BoundsError(
             f"index {bad} is out of range for axis {axis} of size {n} "
-            f"(tensor {dt.from_numpy(x.dtype).short}{list(x.shape)})",
+            f"(tensor {AVal(x.shape, dt.from_numpy(x.dtype))}, "
+            f"indices {AVal(idx.shape, dt.from_numpy(idx.dtype))})",
             op="take",
             hint=f"indices must lie in [{-n}, {n})",
         )

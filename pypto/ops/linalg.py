@@ -38,11 +38,19 @@ def _shape(a: AVal, b: AVal) -> Shape:
         )
     batch_a = a.shape[:-2]
     batch_b = b.shape[:-2]
-    batch = (
-        rules.broadcast_shapes("matmul", AVal(batch_a, a.dtype), AVal(batch_b, b.dtype))
-        if (batch_a or batch_b)
-        else ()
-    )
+    try:
+        batch = (
+            rules.broadcast_shapes("matmul", AVal(batch_a, a.dtype), AVal(batch_b, b.dtype))
+            if (batch_a or batch_b)
+            else ()
+        )
+    except ShapeError:
+        raise ShapeError(
+            f"batch dimensions {list(batch_a)} and {list(batch_b)} of {a} @ {b} cannot be "
+            "broadcast together",
+            op="matmul",
+            hint="make the leading (batch) dims equal or 1",
+        ) from None
     m = (a.shape[-2],) if a.ndim >= 2 else ()
     n = (b.shape[-1],) if b.ndim >= 2 else ()
     return batch + m + n
