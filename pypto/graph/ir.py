@@ -8,7 +8,6 @@ the top of the function.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,9 +99,6 @@ class Func:
         verify(self)
         return self
 
-    def eqn_of(self) -> dict[Var, Eqn]:
-        return {e.out: e for e in self.eqns}
-
 
 def literal_text(v: np.ndarray) -> str:
     x = v.item()
@@ -111,16 +107,6 @@ def literal_text(v: np.ndarray) -> str:
     if isinstance(x, int):
         return str(x)
     return repr(float(x))
-
-
-def params_key(params: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
-    return params
-
-
-def iter_atoms(f: Func) -> Iterator[Atom]:
-    for e in f.eqns:
-        yield from e.inputs
-    yield from f.outputs
 
 
 def verify(f: Func) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -247,9 +248,8 @@ def _pad_impl(x: np.ndarray, *, config: PadConfig) -> np.ndarray:
 
 
 def _pad_jax(x: Any, *, config: PadConfig) -> Any:
-    from jax import lax  # only the reference needs lax (interior padding has no jnp form)
-
-    return lax.pad(x, jnp.zeros((), x.dtype), config)
+    # lax, because interior padding has no jax.numpy form.
+    return jax.lax.pad(x, jnp.zeros((), x.dtype), config)
 
 
 PAD = register(
