@@ -11,6 +11,19 @@ For every static instruction this builds two closures once per run:
   ``(key, r0, r1, c0, c1, is_write)``; on-chip ranges are byte ranges ``[r0, r1)`` with
   ``c0, c1 = 0, 1``, GM ranges are element rectangles of one tensor's 2-D view.
 
+**Provenance.** A matmul needs its fp16/bf16 (int8) operands widened to float32 (int32). The
+bytes that reach L0A/L0B are usually a GM input's bytes moved unchanged (TLOAD to L1, TEXTRACT
+to L0A/L0B), and the same GM tile reaches many output tiles, so widening them at every matmul
+repeats the same conversion. Each core therefore keeps, next to its L1/L0A/L0B bytes, *tags*:
+``addr -> (tensor, row, col, rows, cols, nbytes)`` saying that the tile at ``addr`` holds exactly
+that window of a GM tensor no instruction of the run writes (an ``in`` tensor). TLOAD sets a
+tag, TEXTRACT carries it to the sub-window, and every other write to those buffers (or a
+TLOAD with a conversion) drops the tags it overlaps. A matmul whose operand is tagged reads
+the window of the tensor widened once per run (:class:`Widened`), which equals widening the
+tile's bytes, and a chain whose tags are adjacent windows is one slice: no copy, no
+concatenation. Untagged operands are copied and widened as before. The bytes still move
+through every buffer; the tags only say where equal bytes can be found already widened.
+
 ``item`` is the tuple the front end queued: ``(sid, issue, *expression values)`` with the
 values in operand order (tile address; GM row, column; other expressions).
 """
@@ -27,7 +40,7 @@ from pypto.isa.ir import Cond, Expr, GmRef, Instr, Space, Tile
 from pypto.isa.opcodes import BINARY, REDUCTIONS, TILE_SCALAR, UNARY
 from pypto.npu.compile import Compiled
 
-__all__ = ["SPACE_NO", "build_access", "build_exec", "flush_l0c", "to_dtype"]
+__all__ = ["SPACE_NO", "Widened", "build_access", "build_exec", "flush_l0c", "to_dtype", "untag"]
 
 SPACE_NO: dict[Space, int] = {Space.L1: 0, Space.L0A: 1, Space.L0B: 2, Space.L0C: 3, Space.UB: 4}
 F32 = np.dtype(np.float32)
@@ -91,6 +104,41 @@ _CMP_FN: dict[Cond, Callable[[Any, Any], np.ndarray]] = {
 }
 
 
+Tag = tuple[int, int, int, int, int, int, Any]
+"""``(tensor, row, col, rows, cols, nbytes, dtype)``: the tile holds that window of a GM tensor."""
+TAGGED = (SPACE_NO[Space.L1], SPACE_NO[Space.L0A], SPACE_NO[Space.L0B])
+"""The buffers whose tiles carry provenance tags (the matmul operands' path)."""
+
+
+class Widened:
+    """The GM tensors no instruction writes, each widened once (float32, or int32 for int8) on
+    first use: a tagged matmul operand is a window of one of these."""
+
+    def __init__(self, gm2d: list[np.ndarray], immutable: frozenset[int]) -> None:
+        self.gm2d = gm2d
+        self.immutable = immutable
+        self._cache: dict[tuple[int, Any], np.ndarray] = {}
+
+    def get(self, tensor: int, wide: np.dtype[Any]) -> np.ndarray:
+        key = (tensor, wide)
+        v = self._cache.get(key)
+        if v is None:
+            v = self._cache[key] = self.gm2d[tensor].astype(wide)
+        return v
+
+
+def untag(tags: dict[int, Tag], lo: int, hi: int) -> None:
+    """Drop the tags of tiles overlapping bytes [lo, hi) (they are being overwritten)."""
+    if tags:
+        for a in [a for a, t in tags.items() if a < hi and lo < a + t[5]]:
+            del tags[a]
+
+
+Operand = Any
+"""A matmul operand kept in a chain: a copy of the tile (its own dtype), or for a tagged tile
+``(tensor, row, col, rows, cols, widened tensor)``."""
+
+
 class _Chain:
     """Matmuls accumulating into one L0C tile, not yet multiplied: the accumulator equals
     (0 if ``fresh`` else its bytes) + concat(a, axis=1) @ concat(b, axis=0), in float32."""
@@ -103,8 +151,8 @@ class _Chain:
         nbytes: int,
         fresh: bool,
         wide: np.dtype[Any],
-        a: list[np.ndarray],
-        b: list[np.ndarray],
+        a: list[Operand],
+        b: list[Operand],
     ) -> None:
         self.shape = shape
         self.nbytes = nbytes
@@ -112,6 +160,30 @@ class _Chain:
         self.wide = wide
         self.a = a
         self.b = b
+
+
+def _widen(parts: list[Operand], axis: int, wide: np.dtype[Any]) -> np.ndarray:
+    """The concatenation of a chain's operands along ``axis``, widened. Tagged windows of one
+    tensor that continue each other along ``axis`` are one slice of the widened tensor."""
+    first = parts[0]
+    if type(first) is tuple:
+        _, r, c, R, C, full = first
+        for p in parts[1:]:
+            if type(p) is not tuple or p[5] is not full:
+                break
+            if axis == 1 and p[1] == r and p[3] == R and p[2] == c + C:
+                C += p[4]
+            elif axis == 0 and p[2] == c and p[4] == C and p[1] == r + R:
+                R += p[3]
+            else:
+                break
+        else:
+            return full[r : r + R, c : c + C]
+    xs = [
+        p[5][p[1] : p[1] + p[3], p[2] : p[2] + p[4]] if type(p) is tuple else p.astype(wide)
+        for p in parts
+    ]
+    return xs[0] if len(xs) == 1 else np.concatenate(xs, axis=axis)
 
 
 def flush_l0c(core: Any, lo: int, hi: int, drop: tuple[int, tuple[int, int]] | None = None) -> None:
@@ -122,15 +194,14 @@ def flush_l0c(core: Any, lo: int, hi: int, drop: tuple[int, tuple[int, int]] | N
         ch = pending.pop(addr)
         if drop == (addr, ch.shape):
             continue
-        a = ch.a[0] if len(ch.a) == 1 else np.concatenate(ch.a, axis=1)
-        b = ch.b[0] if len(ch.b) == 1 else np.concatenate(ch.b, axis=0)
+        a = _widen(ch.a, 1, ch.wide)
+        b = _widen(ch.b, 0, ch.wide)
         out = core.mem[SPACE_NO[Space.L0C]][addr : addr + ch.nbytes].view(ch.wide)
         out = out.reshape(ch.shape)
-        prod = np.matmul(a.astype(ch.wide), b.astype(ch.wide))
         if ch.fresh:
-            out[...] = prod
+            np.matmul(a, b, out=out)
         else:
-            out += prod
+            out += np.matmul(a, b)
 
 
 def _tile_slots(ins: Instr) -> list[tuple[Tile, int]]:
@@ -149,29 +220,54 @@ def _tile_slots(ins: Instr) -> list[tuple[Tile, int]]:
 
 
 def _viewer(t: Tile, slot: int) -> Callable[[Any, tuple[Any, ...]], np.ndarray]:
-    """A function giving the numpy view of tile ``t`` for one queued item."""
+    """A function giving the numpy view of tile ``t`` for one queued item (views are cached
+    per core and address: a run reuses a few addresses many times)."""
     sp = SPACE_NO[t.space]
     nb = t.nbytes
     npd = t.dtype.np
     shape = t.shape
     peer = t.peer
-    if peer is None:
+    cache: dict[tuple[int, int], np.ndarray] = {}
 
-        def view(core: Any, item: tuple[Any, ...]) -> np.ndarray:
-            a = item[slot]
-            return core.mem[sp][a : a + nb].view(npd).reshape(shape)
-
-        return view
-
-    def peer_view(core: Any, item: tuple[Any, ...]) -> np.ndarray:
+    def view(core: Any, item: tuple[Any, ...]) -> np.ndarray:
         a = item[slot]
-        return core.peers[peer].mem[sp][a : a + nb].view(npd).reshape(shape)
+        key = (core.idx, a)
+        v = cache.get(key)
+        if v is None:
+            owner = core if peer is None else core.peers[peer]
+            v = cache[key] = owner.mem[sp][a : a + nb].view(npd).reshape(shape)
+        return v
 
-    return peer_view
+    return view
 
 
-def build_exec(cp: Compiled, sid: int, gm2d: list[np.ndarray]) -> Exec | None:
-    """The functional effect of instruction ``sid`` (None for pure synchronisation)."""
+def build_exec(
+    cp: Compiled, sid: int, gm2d: list[np.ndarray], widened: Widened | None = None
+) -> Exec | None:
+    """The functional effect of instruction ``sid`` (None for pure synchronisation).
+    ``widened`` enables the provenance tags (see the module doc)."""
+    ex = _build_exec(cp, sid, gm2d, widened)
+    ins = cp.instrs[sid]
+    if ex is None or widened is None or ins.op in ("TLOAD", "TSTORE", "TEXTRACT"):
+        return ex  # no effect, no tags, or the instruction keeps the tags itself
+    dst, slot = _tile_slots(ins)[0]
+    sp = SPACE_NO[dst.space]
+    if sp not in TAGGED:
+        return ex
+    nb, peer = dst.nbytes, dst.peer
+
+    def tracked(core: Any, item: tuple[Any, ...]) -> None:
+        ex(core, item)
+        owner = core if peer is None else core.peers[peer]
+        a = item[slot]
+        untag(owner.tags[sp], a, a + nb)
+
+    return tracked
+
+
+def _build_exec(
+    cp: Compiled, sid: int, gm2d: list[np.ndarray], widened: Widened | None
+) -> Exec | None:
     ins = cp.instrs[sid]
     op = ins.op
     ts = _tile_slots(ins)
@@ -180,28 +276,48 @@ def build_exec(cp: Compiled, sid: int, gm2d: list[np.ndarray]) -> Exec | None:
     if op in ("TLOAD", "TSTORE"):
         info = cp.dma[sid]
         assert info is not None
-        ((tile, _),) = ts
+        ((tile, t_slot),) = ts
         v = _viewer(*ts[0])
         g = gm2d[info.tensor]
         R, C = tile.shape
         rs = info.gm_slot
+        t_nb = tile.nbytes
         if op == "TLOAD":
+            sp = SPACE_NO[tile.space]
+            if widened is None or sp not in TAGGED:
 
-            def load(core: Any, item: tuple[Any, ...]) -> None:
+                def load(core: Any, item: tuple[Any, ...]) -> None:
+                    r, c = item[rs], item[rs + 1]
+                    np.copyto(v(core, item), g[r : r + R, c : c + C])
+
+                return load
+            ti = info.tensor
+            npd = tile.dtype.np
+            keep = ti in widened.immutable and npd == g.dtype
+
+            def load_tagged(core: Any, item: tuple[Any, ...]) -> None:
                 r, c = item[rs], item[rs + 1]
                 np.copyto(v(core, item), g[r : r + R, c : c + C])
+                a = item[t_slot]
+                tags = core.tags[sp]
+                untag(tags, a, a + t_nb)
+                if keep:
+                    tags[a] = (ti, r, c, R, C, t_nb, npd)
 
-            return load
+            return load_tagged
         gdt = g.dtype
         from_l0c = tile.space is Space.L0C
-        t_slot, t_nb = ts[0][1], tile.nbytes
 
         def store(core: Any, item: tuple[Any, ...]) -> None:
             r, c = item[rs], item[rs + 1]
             if from_l0c and core.pending:
                 flush_l0c(core, item[t_slot], item[t_slot] + t_nb)
             src = v(core, item)
-            g[r : r + R, c : c + C] = src if src.dtype == gdt else to_dtype(src, gdt)
+            dst = g[r : r + R, c : c + C]
+            if src.dtype == gdt:
+                np.copyto(dst, src)
+            else:
+                dst[...] = to_dtype(src, gdt)
 
         return store
     views = [_viewer(t, s) for t, s in ts]
@@ -212,11 +328,13 @@ def build_exec(cp: Compiled, sid: int, gm2d: list[np.ndarray]) -> Exec | None:
         wide = np.dtype(np.int32) if tiles[1].dtype is dt.int8 else F32
         acc = op == "TMATMUL_ACC"
         nb, shape = c_tile.nbytes, c_tile.shape
+        operand_a = _operand(ts[1], va, wide, widened)
+        operand_b = _operand(ts[2], vb, wide, widened)
 
         def matmul(core: Any, item: tuple[Any, ...]) -> None:
             # Keep the operands (L0A/L0B are reused at once); multiply when L0C is read.
             addr = item[c_slot]
-            a, b = va(core, item).copy(), vb(core, item).copy()
+            a, b = operand_a(core, item), operand_b(core, item)
             chain = core.pending.get(addr)
             if acc and chain is not None and chain.shape == shape:
                 chain.a.append(a)
@@ -242,15 +360,54 @@ def build_exec(cp: Compiled, sid: int, gm2d: list[np.ndarray]) -> Exec | None:
         return mov
     if op == "TEXTRACT":
         vd, vs = views
-        R, C = tiles[0].shape
-        r_slot, c_slot = ts[1][1] + 1, ts[1][1] + 2
+        (dst, d_slot), (src, s_slot) = ts
+        R, C = dst.shape
+        r_slot, c_slot = s_slot + 1, s_slot + 2
+        d_sp, s_sp = SPACE_NO[dst.space], SPACE_NO[src.space]
+        if widened is None or d_sp not in TAGGED:
 
-        def extract(core: Any, item: tuple[Any, ...]) -> None:
+            def extract(core: Any, item: tuple[Any, ...]) -> None:
+                r, c = item[r_slot], item[c_slot]
+                np.copyto(vd(core, item), vs(core, item)[r : r + R, c : c + C])
+
+            return extract
+        d_nb, s_nb, s_shape, npd = dst.nbytes, src.nbytes, src.shape, src.dtype.np
+
+        def extract_tagged(core: Any, item: tuple[Any, ...]) -> None:
             r, c = item[r_slot], item[c_slot]
-            vd(core, item)[...] = vs(core, item)[r : r + R, c : c + C]
+            np.copyto(vd(core, item), vs(core, item)[r : r + R, c : c + C])
+            a = item[d_slot]
+            tags = core.tags[d_sp]
+            untag(tags, a, a + d_nb)
+            t = core.tags[s_sp].get(item[s_slot]) if s_sp in TAGGED else None
+            if t is not None and t[5] == s_nb and t[6] == npd and (t[3], t[4]) == s_shape:
+                tags[a] = (t[0], t[1] + r, t[2] + c, R, C, d_nb, npd)
 
-        return extract
+        return extract_tagged
     return _vector_exec(ins, tiles, views)
+
+
+def _operand(
+    ts: tuple[Tile, int], view: Any, wide: np.dtype[Any], widened: Widened | None
+) -> Callable[[Any, tuple[Any, ...]], Operand]:
+    """What a matmul keeps of one operand: its tag's window when the tile is tagged, else a
+    copy of its bytes."""
+    tile, slot = ts
+    if widened is None or tile.peer is not None or SPACE_NO[tile.space] not in TAGGED:
+
+        def copy(core: Any, item: tuple[Any, ...]) -> Operand:
+            return view(core, item).copy()
+
+        return copy
+    sp, nb, shape, npd = SPACE_NO[tile.space], tile.nbytes, tile.shape, tile.dtype.np
+
+    def operand(core: Any, item: tuple[Any, ...]) -> Operand:
+        t = core.tags[sp].get(item[slot])
+        if t is not None and t[5] == nb and t[6] == npd and (t[3], t[4]) == shape:
+            return (t[0], t[1], t[2], t[3], t[4], widened.get(t[0], wide))
+        return view(core, item).copy()
+
+    return operand
 
 
 def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any]) -> Exec:
@@ -360,24 +517,30 @@ def build_access(cp: Compiled, sid: int) -> Access | None:
     ts = _tile_slots(ins)
     if not ts:
         return None
-    parts: list[Callable[[Any, tuple[Any, ...]], tuple[int, int, int, int, int, bool]]] = []
+    Range = tuple[int, int, int, int, int, bool]
+    simple: list[tuple[int, int, int, bool]] = []
+    """(space, slot, nbytes, write) of whole tiles of the core itself: one comprehension"""
+    parts: list[Callable[[Any, tuple[Any, ...]], Range]] = []
 
     def tile_part(t: Tile, slot: int, write: bool, window: tuple[int, int] | None = None) -> None:
         sp = SPACE_NO[t.space]
         nb = t.nbytes
         peer = t.peer
         isz = t.dtype.itemsize
+        if window is None and peer is None:
+            simple.append((sp, slot, nb, write))
+            return
         if window is None:
 
-            def part(core: Any, item: tuple[Any, ...]) -> tuple[int, int, int, int, int, bool]:
-                c = core.peers[peer] if peer else core
+            def part(core: Any, item: tuple[Any, ...]) -> Range:
+                c = core.peers[peer]
                 a = item[slot]
                 return (c.idx * 8 + sp, a, a + nb, 0, 1, write)
 
         else:
             R, C = window
 
-            def part(core: Any, item: tuple[Any, ...]) -> tuple[int, int, int, int, int, bool]:
+            def part(core: Any, item: tuple[Any, ...]) -> Range:
                 # A sub-window at (row, col) = the next two item values: its bounding byte range.
                 a = item[slot] + (item[slot + 1] * t.cols + item[slot + 2]) * isz
                 return (core.idx * 8 + sp, a, a + ((R - 1) * t.cols + C) * isz, 0, 1, write)
@@ -395,7 +558,7 @@ def build_access(cp: Compiled, sid: int) -> Access | None:
             rs = info.gm_slot
             w = op == "TSTORE"
 
-            def gm_part(core: Any, item: tuple[Any, ...]) -> tuple[int, int, int, int, int, bool]:
+            def gm_part(core: Any, item: tuple[Any, ...]) -> Range:
                 r, c = item[rs], item[rs + 1]
                 return (key, r, r + R, c, c + C, w)
 
@@ -409,8 +572,21 @@ def build_access(cp: Compiled, sid: int) -> Access | None:
             tile_part(t, s, i == 0)
         if op == "TMATMUL_ACC":
             tile_part(ts[0][0], ts[0][1], False)
+    specs = tuple(simple)
 
-    def access(core: Any, item: tuple[Any, ...]) -> list[tuple[int, int, int, int, int, bool]]:
-        return [p(core, item) for p in parts]
+    if not parts:
+
+        def access_simple(core: Any, item: tuple[Any, ...]) -> list[Range]:
+            base = core.idx * 8
+            return [(base + sp, item[s], item[s] + nb, 0, 1, w) for sp, s, nb, w in specs]
+
+        return access_simple
+
+    def access(core: Any, item: tuple[Any, ...]) -> list[Range]:
+        base = core.idx * 8
+        out = [(base + sp, item[s], item[s] + nb, 0, 1, w) for sp, s, nb, w in specs]
+        for p in parts:
+            out.append(p(core, item))
+        return out
 
     return access

@@ -46,7 +46,7 @@ from pypto.npu.machine import Machine
 from pypto.npu.machine import machine as get_machine
 from pypto.npu.memory import L2, Fluid
 from pypto.npu.profile import Profile, RunRequest
-from pypto.npu.semantics import SPACE_NO, build_access, build_exec, flush_l0c
+from pypto.npu.semantics import SPACE_NO, Widened, build_access, build_exec, flush_l0c
 
 __all__ = ["simulate"]
 
@@ -84,6 +84,7 @@ class _Core:
         "resume",
         "stall",
         "sub",
+        "tags",
     )
 
     def __init__(self, idx: int, kind: str, cluster: int, sub: int, name: str, nsids: int) -> None:
@@ -106,6 +107,8 @@ class _Core:
         self.mem: list[Any] = []
         self.pending: dict[int, Any] = {}
         """L0C accumulations not yet multiplied out (see :mod:`pypto.npu.semantics`)"""
+        self.tags: list[dict[int, Any]] = [{} for _ in SPACE_NO]
+        """per buffer: provenance tags of its tiles (see :mod:`pypto.npu.semantics`)"""
         self.peers: dict[str, _Core] = {}
         self.pipes: list[int] = []
 
@@ -224,7 +227,9 @@ class _Engine:
                 c.mem[SPACE_NO[Space(sp)]] = (
                     np.full(cap, 0xFF, np.uint8) if poison else np.zeros(cap, np.uint8)
                 )
-        self.exec = [build_exec(cp, s, self.gm2d) for s in range(len(cp.instrs))]
+        immutable = frozenset(range(len(cp.program.tensors))) - cp.written_tensors
+        widened = Widened(self.gm2d, immutable)
+        self.exec = [build_exec(cp, s, self.gm2d, widened) for s in range(len(cp.instrs))]
 
     def _fault_fn(self, core: _Core) -> Any:
         cp = self.cp
@@ -837,8 +842,9 @@ def simulate(
     eng.run()
     outputs = None
     if numerics:
+        # Views of the run's GM (no copy): nothing else holds or writes it once the run is over.
         outputs = {
-            t.name: eng.gm2d[i].reshape(t.shape).copy()
+            t.name: eng.gm2d[i].reshape(t.shape)
             for i, t in enumerate(prog.tensors)
             if t.role in ("out", "inout")
         }
