@@ -6,7 +6,7 @@
 float32
 """
 
-from pypto import dtypes, isa, npu
+from pypto import dtypes, isa, npu, tile
 from pypto.compiler import jit, make_graph
 from pypto.core.errors import (
     BoundsError,
@@ -94,6 +94,12 @@ from pypto.ops import (
     where,
 )
 from pypto.reference import check, to_jax
+from pypto.tile.config import (
+    reset_tile_shapes,
+    set_cube_tile_shapes,
+    set_vec_tile_shapes,
+    tile_shapes,
+)
 
 __version__ = "0.1.0"
 
@@ -177,10 +183,13 @@ __all__ = [
     "random",
     "reciprocal",
     "relu",
+    "reset_tile_shapes",
     "reshape",
     "result_type",
     "rms_norm",
     "rsqrt",
+    "set_cube_tile_shapes",
+    "set_vec_tile_shapes",
     "scaled_dot_product_attention",
     "sigmoid",
     "silu",
@@ -194,6 +203,8 @@ __all__ = [
     "take",
     "tanh",
     "tensor",
+    "tile",
+    "tile_shapes",
     "to_jax",
     "transpose",
     "value_and_grad",

@@ -1,7 +1,8 @@
 """The driver: ``jit``, ``make_graph`` and lowering — the only module that chains the levels.
 
-Today the chain is trace → tensor passes → ``backend="interpret"`` (the Tensor IR run on
-numpy). The tile, block and ISA levels and the ``"npu"`` backend attach here as they land.
+The chain is trace → tensor passes (simplify, fuse) → Tile IR (one kernel per fusion group)
+→ Block IR (cores, buffers, flags) → PTO ISA (one program per function) → the simulated NPU.
+``backend="interpret"`` stops after the tensor passes and runs the Tensor IR on numpy.
 """
 
 from __future__ import annotations
@@ -10,17 +11,24 @@ import functools
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pypto import dtypes as dt
 from pypto.core.errors import PyptoError, TraceError
-from pypto.core.passes import PassManager, Snapshot
+from pypto.core.passes import PassManager, Snapshot, verify_default
 from pypto.eager.tensor import Tensor, _wrap
 from pypto.graph import interpret, passes, pytree
 from pypto.graph.ir import Func
 from pypto.graph.tracer import Tracer, trace
 from pypto.ops import api
 from pypto.ops.table import Value
+
+if TYPE_CHECKING:
+    from pypto.block.ir import BlockFunc
+    from pypto.isa.ir import Program
+    from pypto.npu.machine import Machine
+    from pypto.npu.profile import Profile
+    from pypto.tile.ir import TileFunc
 
 BACKENDS = ("interpret", "npu")
 
@@ -43,10 +51,11 @@ class CacheInfo:
 
 @dataclass(frozen=True, repr=False)
 class Lowered:
-    """A function lowered for one signature: its IR at each level built so far.
+    """A function lowered for one signature: its IR at every level.
 
     ``traced`` is the Tensor IR straight from tracing, ``tensor_ir`` after the tensor passes,
-    ``snapshots`` the before/after text of every pass.
+    ``snapshots`` the before/after text of every pass; ``tile_ir``, ``block_ir`` and ``isa``
+    are the lower levels for ``machine`` (built on first access for the interpret backend).
     """
 
     traced: Func
@@ -56,15 +65,53 @@ class Lowered:
     static_key: tuple[Any, ...]
     backend: str
     snapshots: tuple[Snapshot, ...] = field(default=())
+    machine: Any = "ascend910b"
+    tile: Any = None
+    _levels: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def _build_levels(self) -> None:
+        if self._levels:
+            return
+        from pypto.block import codegen, schedule
+        from pypto.npu.machine import machine as get_machine
+        from pypto.tile import config, lower_func
+
+        m = get_machine(self.machine)
+        cfg = config.current().merged(config.parse(self.tile))
+        tf = lower_func(self.tensor_ir, m, cfg)
+        bf = schedule(tf, m)
+        prog = codegen(bf)
+        if verify_default():
+            tf.verify()
+            prog.verify(m)
+        self._levels.update(machine=m, tile_ir=tf, block_ir=bf, isa=prog)
 
     @property
-    def tile_ir(self) -> Any:
-        raise PyptoError(
-            "the Tile IR level is not built yet; inspect .tensor_ir",
-            op="lower",
-        )
+    def tile_ir(self) -> TileFunc:
+        """The Tile IR: one kernel per fusion group, tiles in named memory spaces."""
+        self._build_levels()
+        return self._levels["tile_ir"]
+
+    @property
+    def block_ir(self) -> BlockFunc:
+        """The Block IR: per-core programs, allocated buffers, flags."""
+        self._build_levels()
+        return self._levels["block_ir"]
+
+    @property
+    def isa(self) -> Program:
+        """The PTO program (``str()`` is its text assembly)."""
+        self._build_levels()
+        return self._levels["isa"]
+
+    @property
+    def target(self) -> Machine:
+        self._build_levels()
+        return self._levels["machine"]
 
     def compile(self) -> Compiled:
+        if self.backend == "npu":
+            self._build_levels()
         return Compiled(self)
 
     def __str__(self) -> str:
@@ -120,20 +167,52 @@ def _leaf_key(x: Any) -> Any:
 
 
 def _execute(lw: Lowered, dyn: Sequence[Any]) -> Any:
-    if lw.backend == "npu":
-        raise PyptoError(
-            "the npu backend needs the tile and block levels, which are not built yet",
-            op="jit",
-            hint="use pto.jit(fn, backend='interpret') for now",
-        )
     func = lw.tensor_ir
     if any(isinstance(x, Tracer) for x in dyn):
         vals = [api.asvalue(x) for x in dyn]
         outs = interpret.evaluate(func, vals)  # inside another trace: inline
-    else:
-        arrays = [x._a if type(x) is Tensor else api.to_numpy(x, "jit") for x in dyn]
-        outs = [_wrap(a) for a in interpret.run(func, arrays)]
+        return pytree.unflatten(lw.out_tree, outs)
+    arrays = [x._a if type(x) is Tensor else api.to_numpy(x, "jit") for x in dyn]
+    if lw.backend == "npu" and not _empty(func):
+        prof = simulate_lowered(lw, arrays, numerics=True, trace=False)
+        assert prof.outputs is not None
+        return pytree.unflatten(lw.out_tree, list(prof.outputs))
+    outs = [_wrap(a) for a in interpret.run(func, arrays)]
     return pytree.unflatten(lw.out_tree, outs)
+
+
+def _empty(f: Func) -> bool:
+    # A computation over a zero-size tensor has no tiles to run: it is all shape, no work.
+    return any(v.aval.size == 0 for v in (*f.params, *(e.out for e in f.eqns)))
+
+
+def simulate_lowered(
+    lw: Lowered, arrays: Sequence[Any], *, numerics: bool = True, trace: bool = True
+) -> Profile:
+    """Run the lowered program on its machine; the Profile's ``outputs`` are the function's
+    results as Tensors (in output order), or None without numerics."""
+    import dataclasses
+
+    import numpy as np
+
+    from pypto.npu import simulate
+
+    prog, tf, m = lw.isa, lw.tile_ir, lw.target
+    inputs: dict[str, Any] = {}
+    if numerics:
+        for name, a in zip(tf.params, arrays, strict=True):
+            inputs[name] = np.asarray(a).reshape(tf.buffer(name).shape)
+        for name, data in tf.consts:
+            inputs[name] = data
+    prof = simulate(prog, m, inputs, numerics=numerics, trace=trace)
+    if not numerics:
+        return prof
+    got = prof.outputs or {}
+    outs = []
+    for name, shape in tf.outputs:
+        a = got[name] if name in got else inputs[name]
+        outs.append(_wrap(np.array(a).reshape(shape)))
+    return dataclasses.replace(prof, outputs=outs)  # type: ignore[arg-type]
 
 
 class Jitted:
@@ -146,7 +225,7 @@ class Jitted:
         machine: Any = "ascend910b",
         tile: Any = None,
         static_argnums: int | Sequence[int] = (),
-        backend: str = "interpret",
+        backend: str = "npu",
         fuse: bool = True,
     ) -> None:
         if backend not in BACKENDS:
@@ -246,7 +325,12 @@ class Jitted:
             )
         pipeline = passes.DEFAULT if self.fuse else passes.UNFUSED
         opt, snaps = PassManager(pipeline, snapshots=snapshots).run(func)
-        return Lowered(func, opt, in_tree, out_tree, stat, self.backend, tuple(snaps))
+        lw = Lowered(
+            func, opt, in_tree, out_tree, stat, self.backend, tuple(snaps), self.machine, self.tile
+        )
+        if self.backend == "npu" and not _empty(opt):
+            lw._build_levels()
+        return lw
 
     def _arg_names(self, stat: tuple[Any, ...]) -> list[str] | None:
         try:
@@ -267,6 +351,23 @@ class Jitted:
         leaves, _ = pytree.flatten(dyn)
         return _execute(lw, [x for x in leaves if not _is_py_scalar(x)])
 
+    def profile(self, *args: Any, numerics: bool = True, trace: bool = True) -> Profile:
+        """Compile for these arguments and run on the simulated NPU: the
+        :class:`~pypto.npu.Profile` (cycles, roofline, utilization, trace ...). Its ``outputs``
+        hold the results (in output order); ``numerics=False`` times the program without
+        computing them (``outputs`` is None), for large sweeps."""
+        lw = self.lower(*args)
+        _, dyn = self._split(args)
+        leaves, _ = pytree.flatten(dyn)
+        arrays = [
+            x._a if type(x) is Tensor else api.to_numpy(x, "jit")
+            for x in leaves
+            if not _is_py_scalar(x)
+        ]
+        if _empty(lw.tensor_ir):
+            raise PyptoError("profile: the computation is over a zero-size tensor", op="profile")
+        return simulate_lowered(lw, arrays, numerics=numerics, trace=trace)
+
     def cache_info(self) -> CacheInfo:
         """Hits and traces of the compile cache."""
         return CacheInfo(self._hits, self._misses, len(self._cache))
@@ -281,10 +382,14 @@ def jit(
     machine: Any = "ascend910b",
     tile: Any = None,
     static_argnums: int | Sequence[int] = (),
-    backend: str = "interpret",
+    backend: str = "npu",
     fuse: bool = True,
 ) -> Any:
     """Stage ``fn``: trace once per signature, optimize the graph, run it on the backend.
+
+    ``backend="npu"`` (the default) compiles through the Tile IR, the Block IR and the PTO
+    ISA and runs on the simulated ``machine``; ``backend="interpret"`` runs the Tensor IR on
+    numpy. ``tile=dict(vec=..., cube=...)`` sets tile shapes for this function.
 
     >>> import pypto as pto
     >>> f = pto.jit(lambda x: pto.exp(x) + 1)

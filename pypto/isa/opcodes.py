@@ -63,6 +63,7 @@ BINARY: dict[str, str] = {
     "TDIV": "divide",
     "TMAX": "maximum",
     "TMIN": "minimum",
+    "TPOW": "power",
 }
 TILE_SCALAR: dict[str, str] = {k + "S": v + " a scalar" for k, v in BINARY.items()}
 REDUCTIONS: dict[str, tuple[str, int]] = {

@@ -1,0 +1,289 @@
+"""Tile IR → Block IR: grid points onto cores, buffers into addresses, then synchronisation.
+
+For each kernel section (the cube or the vector core's part):
+
+* **distribution** — the grid's points are dealt round-robin to the workers: vector cores
+  (``%blk*2+%sub`` of ``2*%nblk``) for vector kernels, clusters (``%blk`` of ``%nblk``) for
+  cube kernels; each point's grid registers come from its linear index by ``SDIV``/``SMOD``;
+* **allocation** — tiles that a DMA or the cube touches (``io`` tiles) get their own region,
+  two slots when they live inside a loop (double buffering: the slot alternates with the
+  loop's iteration parity, so the next tile loads while this one computes); tiles only the
+  vector unit touches share space by liveness. If double buffers do not fit, single buffers
+  are tried before giving up with a :class:`~pypto.TileError` that gives bytes needed and
+  available;
+* **synchronisation** — :func:`pypto.block.sync.insert_sync`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pypto.block.ir import BInstr, BItem, BlockFunc, BlockKernel, BLoop, Buf
+from pypto.block.sync import insert_sync
+from pypto.core.errors import TileError
+from pypto.isa.ir import Expr, GmRef, Instr, Pipe, Reg, Space, Tile
+from pypto.isa.opcodes import pipe_of
+from pypto.npu.machine import Machine
+from pypto.tile.ir import For, Kernel, Section, SOp, Stmt, TileFunc, TileVar, TLoad, TOp, TStore
+
+__all__ = ["schedule"]
+
+
+def _instr(s: Stmt) -> Instr:
+    """The statement as an instruction with placeholder addresses (to ask for its pipe)."""
+
+    def T(t: TileVar) -> Tile:
+        return Tile(t.space, Expr(), t.dtype, t.shape)
+
+    if isinstance(s, TLoad):
+        return Instr("TLOAD", (T(s.dst), GmRef(s.tensor, s.row, s.col)))
+    if isinstance(s, TStore):
+        return Instr("TSTORE", (GmRef(s.tensor, s.row, s.col), T(s.src)))
+    if isinstance(s, TOp):
+        return Instr(s.op, (T(s.dst), *(T(a) if isinstance(a, TileVar) else a for a in s.args)))
+    assert isinstance(s, SOp)
+    return Instr(s.op, (Reg(s.dst), *s.args))
+
+
+def _tiles(s: Stmt) -> tuple[list[TileVar], list[TileVar]]:
+    """(reads, writes) of a statement's tiles."""
+    if isinstance(s, TLoad):
+        return [], [s.dst]
+    if isinstance(s, TStore):
+        return [s.src], []
+    if isinstance(s, TOp):
+        reads = [a for a in s.args if isinstance(a, TileVar)]
+        # an accumulating op reads its destination too
+        if s.op == "TMATMUL_ACC":
+            reads.append(s.dst)
+        return reads, [s.dst]
+    return [], []
+
+
+@dataclass
+class _Var:
+    name: str
+    space: Space
+    nbytes: int
+    first: int
+    last: int
+    io: bool = False
+    loops: list[tuple[str, ...]] = field(default_factory=list)  # loop path of each access
+    in_pre: bool = False
+
+
+def _collect(sec: Section) -> tuple[dict[str, _Var], int]:
+    vars_: dict[str, _Var] = {}
+    pos = 0
+
+    def visit(stmts: tuple[Stmt, ...], path: tuple[str, ...], where: str) -> None:
+        nonlocal pos
+        for i, s in enumerate(stmts):
+            if isinstance(s, For):
+                start = pos
+                inner = (*path, str(i))
+                visit(s.body, inner, where)
+                # a tile used across iterations lives through the whole loop
+                for v in vars_.values():
+                    if any(p[: len(inner)] == inner for p in v.loops):
+                        v.first = min(v.first, start)
+                        v.last = max(v.last, pos)
+                continue
+            pos += 1
+            reads, writes = _tiles(s)
+            if not reads and not writes:
+                continue
+            pipe = pipe_of(_instr(s))
+            for t in reads + writes:
+                if t.name not in vars_:
+                    vars_[t.name] = _Var(t.name, t.space, t.nbytes, pos, pos)
+                v = vars_[t.name]
+                v.nbytes = max(v.nbytes, t.nbytes)
+                v.last = max(v.last, pos)
+                v.loops.append(path)
+                if pipe is not Pipe.V:
+                    v.io = True
+                if where != "body":
+                    v.in_pre = True
+
+    visit(sec.pre, ("pre",), "pre")
+    visit(sec.body, ("g",), "body")
+    visit(sec.post, ("post",), "post")
+    end = pos + 1
+    for v in vars_.values():
+        if v.in_pre:
+            v.first, v.last = 0, end
+    return vars_, end
+
+
+def _common_loop(v: _Var) -> tuple[str, ...]:
+    paths = v.loops
+    common = paths[0]
+    for p in paths[1:]:
+        n = 0
+        while n < min(len(common), len(p)) and common[n] == p[n]:
+            n += 1
+        common = common[:n]
+    return common
+
+
+def _align(n: int, a: int) -> int:
+    return -(-n // a) * a
+
+
+def _allocate(
+    k: Kernel, sec: Section, m: Machine, double: bool
+) -> tuple[dict[str, Buf], dict[Space, int]]:
+    vars_, end = _collect(sec)
+    caps = {
+        sp: m.buffer_bytes(sp.value) for sp in (Space.L1, Space.L0A, Space.L0B, Space.L0C, Space.UB)
+    }
+    bufs: dict[str, Buf] = {}
+    used: dict[Space, int] = {}
+    # io tiles: dedicated regions (a DMA may still be reading the previous slot)
+    placed: dict[Space, list[tuple[int, int, int, int]]] = {}  # (addr, size, first, last)
+    for v in sorted(vars_.values(), key=lambda v: (not v.io, v.first)):
+        loop = _common_loop(v)
+        slots = 2 if (double and v.io and loop and not v.in_pre) else 1
+        parity = "p_" + "_".join(loop) if slots == 2 else None
+        size = _align(v.nbytes, m.align_bytes) * slots
+        first, last = (0, end) if v.io else (v.first, v.last)
+        addr = 0
+        for a, sz, f, l in sorted(placed.get(v.space, [])):
+            overlap_time = not (last < f or l < first)
+            if overlap_time and addr < a + sz and a < addr + size:
+                addr = _align(a + sz, m.align_bytes)
+        placed.setdefault(v.space, []).append((addr, size, first, last))
+        used[v.space] = max(used.get(v.space, 0), addr + size)
+        bufs[v.name] = Buf(
+            v.name, v.space.value, addr, v.nbytes, slots, parity, _align(v.nbytes, m.align_bytes)
+        )
+        if addr + size > caps[v.space]:
+            raise _NoFit(v.space, used[v.space], caps[v.space])
+    return bufs, used
+
+
+class _NoFit(Exception):
+    def __init__(self, space: Space, need: int, cap: int) -> None:
+        self.space, self.need, self.cap = space, need, cap
+
+
+@dataclass
+class _Emitter:
+    bufs: dict[str, Buf]
+    parities: dict[str, str] = field(default_factory=dict)  # parity reg -> counter reg
+
+    def tile(self, t: TileVar) -> Tile:
+        b = self.bufs[t.name]
+        addr = Expr.of(b.addr)
+        if b.slots > 1:
+            assert b.parity is not None
+            addr = Expr.reg(b.parity) * b.stride + b.addr
+        return Tile(Space(b.space), addr, t.dtype, t.shape)
+
+    def instr(self, s: TLoad | TStore | TOp | SOp) -> BInstr:
+        loc = str(s.loc) if not isinstance(s, SOp) and s.loc else None
+        reads, writes = _tiles(s)
+        r = tuple(dict.fromkeys(t.name for t in reads))
+        w = tuple(dict.fromkeys(t.name for t in writes))
+        if isinstance(s, TLoad):
+            ins = Instr("TLOAD", (self.tile(s.dst), GmRef(s.tensor, s.row, s.col)), loc)
+        elif isinstance(s, TStore):
+            ins = Instr("TSTORE", (GmRef(s.tensor, s.row, s.col), self.tile(s.src)), loc)
+        elif isinstance(s, TOp):
+            args = tuple(self.tile(a) if isinstance(a, TileVar) else a for a in s.args)
+            ins = Instr(s.op, (self.tile(s.dst), *args), loc)
+        else:
+            assert isinstance(s, SOp)
+            ins = Instr(s.op, (Reg(s.dst), *s.args))
+        return BInstr(ins, r, w)
+
+    def stmts(self, stmts: tuple[Stmt, ...], path: tuple[str, ...]) -> list[BItem]:
+        out: list[BItem] = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, For):
+                body = self.stmts(s.body, (*path, str(i)))
+                par = "p_" + "_".join((*path, str(i)))
+                if par in self.parities:
+                    cnt = self.parities[par]
+                    body = [
+                        BInstr(Instr("SMOD", (Reg(par), Expr.reg(cnt), Expr.of(2)))),
+                        *body,
+                        BInstr(Instr("SADD", (Reg(cnt), Expr.reg(cnt), Expr.of(1)))),
+                    ]
+                out.append(BLoop(s.reg, s.start, s.stop, Expr.of(s.step), tuple(body), par))
+            else:
+                out.append(self.instr(s))
+        return out
+
+
+def _section(k: Kernel, sec: Section, m: Machine) -> tuple[tuple[BItem, ...], tuple[Buf, ...]]:
+    try:
+        bufs, _ = _allocate(k, sec, m, double=True)
+    except _NoFit:
+        try:
+            bufs, _ = _allocate(k, sec, m, double=False)
+        except _NoFit as nf:
+            raise TileError(
+                f"kernel @{k.name} needs {nf.need} bytes of {nf.space} on the {sec.core} core; "
+                f"{m.name} has {nf.cap}",
+                op="lower",
+                loc=k.loc,
+                hint="choose smaller tiles (pto.set_vec_tile_shapes / set_cube_tile_shapes)",
+            ) from None
+    em = _Emitter(bufs)
+    # one counter per loop whose tiles alternate slots
+    for b in bufs.values():
+        if b.parity is not None:
+            em.parities[b.parity] = "n" + b.parity[1:]
+    body = em.stmts(sec.body, ("g",))
+    pre = em.stmts(sec.pre, ("pre",))
+    post = em.stmts(sec.post, ("post",))
+    if sec.core == "aiv" and k.dist == "aiv":
+        worker = Expr.reg("blk") * m.aiv_per_cluster + Expr.reg("sub")
+        setup = [
+            BInstr(Instr("SMOV", (Reg("w"), worker))),
+            BInstr(Instr("SMUL", (Reg("nw"), Expr.reg("nblk"), Expr.of(m.aiv_per_cluster)))),
+        ]
+        start, step = Expr.reg("w"), Expr.reg("nw")
+    else:
+        setup = []
+        start, step = Expr.reg("blk"), Expr.reg("nblk")
+    # grid registers from the point's linear index
+    decomp: list[BItem] = []
+    rest = "g"
+    dims = list(k.grid)
+    for i, (r, _) in enumerate(dims):
+        inner = 1
+        for _, e in dims[i + 1 :]:
+            inner *= e
+        if i == len(dims) - 1:
+            decomp.append(BInstr(Instr("SMOV", (Reg(r), Expr.reg(rest)))))
+        else:
+            decomp.append(BInstr(Instr("SDIV", (Reg(r), Expr.reg(rest), Expr.of(inner)))))
+            decomp.append(BInstr(Instr("SMOD", (Reg("rest"), Expr.reg(rest), Expr.of(inner)))))
+            rest = "rest"
+    gpar = em.parities.get("p_g")
+    head: list[BItem] = []
+    tail: list[BItem] = []
+    if gpar is not None:
+        head.append(BInstr(Instr("SMOD", (Reg("p_g"), Expr.reg(gpar), Expr.of(2)))))
+        tail.append(BInstr(Instr("SADD", (Reg(gpar), Expr.reg(gpar), Expr.of(1)))))
+    init = [BInstr(Instr("SMOV", (Reg(c), Expr()))) for c in sorted(set(em.parities.values()))]
+    grid = BLoop("g", start, Expr.of(k.points), step, tuple(decomp + head + body + tail), "p_g")
+    items: list[BItem] = [*setup, *init, *pre, grid, *post]
+    return tuple(insert_sync(items, bufs, m)), tuple(bufs.values())
+
+
+def schedule(f: TileFunc, m: Machine) -> BlockFunc:
+    """The Block IR of a Tile IR function on machine ``m``."""
+    kernels = []
+    for k in f.kernels:
+        progs = []
+        allb = []
+        for sec in k.sections:
+            body, bufs = _section(k, sec, m)
+            progs.append((sec.core, body))
+            allb.append((sec.core, bufs))
+        kernels.append(BlockKernel(k.name, tuple(progs), tuple(allb), k.points, k.dist))
+    return BlockFunc(f.name, f.buffers, tuple(kernels), f.params, f.outputs, f.consts)

@@ -1,0 +1,228 @@
+"""Synchronisation insertion: ``SET_FLAG``/``WAIT_FLAG`` pairs wherever two pipes share a tile.
+
+The pipes of a core run in parallel, each in order, so an instruction must wait only for
+instructions of *other* pipes that touched the same tile buffer (read after write, write after
+read, write after write). Per straight-line region:
+
+* each dependency becomes a flag set on the source pipe right after the source instruction and
+  waited on the destination pipe right before the destination; a later dependency between the
+  same two pipes whose source is already covered by an earlier wait is dropped (the pipes run
+  in order);
+* a loop counts as one instruction of its parent region: waits go before it, sets after it;
+* **loop-carried** dependencies (this iteration's last access on one pipe, the next
+  iteration's first access on another) become a flag that is set ``slots`` times before the
+  loop (one per buffer copy: a double buffer lets the producer run one tile ahead), waited
+  and set once per iteration, and drained after the loop.
+
+Flags are counting semaphores, so every set is matched by exactly one wait. Event ids keep
+regions apart: the region's nesting depth for its own pairs, higher ids for carried flags.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from pypto.block.ir import BInstr, BItem, BLoop, Buf
+from pypto.core.errors import TileError
+from pypto.isa.ir import Expr, Instr, Pipe
+from pypto.isa.opcodes import pipe_of
+from pypto.npu.machine import Machine
+
+__all__ = ["insert_sync"]
+
+Access = tuple[str, Pipe, bool]  # (buffer, pipe, is_write)
+
+
+def _accesses(it: BItem) -> Iterator[Access]:
+    if isinstance(it, _Wrapped):
+        yield from _accesses(it.loop)
+        return
+    if isinstance(it, BLoop):
+        for x in it.body:
+            yield from _accesses(x)
+        return
+    if not it.reads and not it.writes:
+        return
+    p = pipe_of(it.instr)
+    for k in it.reads:
+        yield (k, p, False)
+    for k in it.writes:
+        yield (k, p, True)
+
+
+def _set(p: Pipe, q: Pipe, ev: int) -> BInstr:
+    return BInstr(Instr("SET_FLAG", (p, q, Expr.of(ev))))
+
+
+def _wait(p: Pipe, q: Pipe, ev: int) -> BInstr:
+    return BInstr(Instr("WAIT_FLAG", (p, q, Expr.of(ev))))
+
+
+@dataclass
+class _Ids:
+    """Event ids: ``depth`` for a region's own pairs, the rest for carried flags."""
+
+    limit: int
+    depths: int
+    carried: dict[tuple[Pipe, Pipe], int] = field(default_factory=dict)
+
+    def carry(self, p: Pipe, q: Pipe) -> int:
+        n = self.carried.get((p, q), self.depths)
+        if n >= self.limit:
+            raise TileError(
+                f"a kernel needs more than {self.limit} event ids between {p} and {q}",
+                op="lower",
+                hint="simplify the kernel (fewer loops with double buffers)",
+            )
+        self.carried[(p, q)] = n + 1
+        return n
+
+
+def _depth(items: list[BItem]) -> int:
+    d = 0
+    for it in items:
+        if isinstance(it, BLoop):
+            d = max(d, 1 + _depth(list(it.body)))
+    return d
+
+
+def insert_sync(items: list[BItem], bufs: dict[str, Buf], m: Machine) -> list[BItem]:
+    """``items`` with the flags that order every pair of pipes sharing a tile buffer."""
+    depth = _depth(items)
+    ids = _Ids(m.event_ids, depth + 1)
+    return _region(items, bufs, ids, 0)
+
+
+def _region(items: list[BItem], bufs: dict[str, Buf], ids: _Ids, depth: int) -> list[BItem]:
+    # inner loops first: their bodies get their own flags and carried flags
+    items = [_loop(it, bufs, ids, depth + 1) if isinstance(it, BLoop) else it for it in items]
+    before: dict[int, list[BItem]] = {}
+    after: dict[int, list[BItem]] = {}
+    state: dict[str, dict[Pipe, tuple[int, bool]]] = {}
+    synced: dict[tuple[Pipe, Pipe], int] = {}
+    for j, it in enumerate(items):
+        accs = list(_accesses(it))
+        if not accs:
+            continue
+        need: dict[tuple[Pipe, Pipe], int] = {}
+        for key, q, w in accs:
+            for p, (i, pw) in state.get(key, {}).items():
+                if p is not q and (w or pw) and i < j:
+                    need[(p, q)] = max(need.get((p, q), -1), i)
+        for (p, q), i in sorted(need.items(), key=lambda x: (x[1], x[0])):
+            if synced.get((p, q), -1) >= i:
+                continue
+            after.setdefault(i, []).append(_set(p, q, depth))
+            before.setdefault(j, []).append(_wait(p, q, depth))
+            synced[(p, q)] = i
+        for key, q, w in accs:
+            old = state.setdefault(key, {}).get(q)
+            state[key][q] = (j, w or (old is not None and old[1]))
+    out: list[BItem] = []
+    for j, it in enumerate(items):
+        out.extend(before.get(j, []))
+        if isinstance(it, _Wrapped):
+            out.extend(it.pre)
+            out.append(it.loop)
+            out.extend(it.post)
+        else:
+            out.append(it)
+        out.extend(after.get(j, []))
+    return out
+
+
+@dataclass(frozen=True)
+class _Wrapped:
+    """A loop with the flags that go right before and after it (carried-flag set-up/drain)."""
+
+    loop: BLoop
+    pre: tuple[BItem, ...]
+    post: tuple[BItem, ...]
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        return ()
+
+    @property
+    def writes(self) -> tuple[str, ...]:
+        return ()
+
+
+def _first_last(
+    items: list[BItem],
+) -> tuple[dict[str, dict[Pipe, tuple[int, bool]]], dict[str, dict[Pipe, tuple[int, bool]]]]:
+    first: dict[str, dict[Pipe, tuple[int, bool]]] = {}
+    last: dict[str, dict[Pipe, tuple[int, bool]]] = {}
+    for j, it in enumerate(items):
+        for key, p, w in _accesses(it):
+            f = first.setdefault(key, {})
+            if p not in f:
+                f[p] = (j, w)
+            old = last.setdefault(key, {}).get(p)
+            last[key][p] = (j, w or (old is not None and old[1]))
+    return first, last
+
+
+def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
+    body = list(loop.body)
+    first, last = _first_last(body)
+    carried: dict[tuple[Pipe, Pipe], tuple[int, int, int]] = {}  # -> (src idx, dst idx, tokens)
+    for key, ends in last.items():
+        begins = first[key]
+        b = bufs.get(key)
+        tokens = b.slots if b is not None and b.parity == loop.parity else 1
+        for p, (i, pw) in ends.items():
+            for q, (j, qw) in begins.items():
+                if p is q or not (pw or qw):
+                    continue
+                # covered inside the iteration: p touches the tile before q's first access
+                pf = begins.get(p)
+                if pf is not None and pf[0] < j and (pf[1] or qw):
+                    continue
+                old = carried.get((p, q))
+                if old is None:
+                    carried[(p, q)] = (i, j, tokens)
+                else:
+                    carried[(p, q)] = (max(old[0], i), min(old[1], j), min(old[2], tokens))
+    inner = _region(body, bufs, ids, depth)
+    if not carried:
+        return BLoop(loop.reg, loop.start, loop.stop, loop.step, tuple(inner), loop.parity)
+    # place carried waits/sets around the original items inside the synced body
+    pos = _positions(inner, body)
+    waits: dict[int, list[BItem]] = {}
+    sets: dict[int, list[BItem]] = {}
+    pre: list[BItem] = []
+    post: list[BItem] = []
+    for (p, q), (i, j, tokens) in sorted(carried.items()):
+        ev = ids.carry(p, q)
+        pre.extend(_set(p, q, ev) for _ in range(tokens))
+        waits.setdefault(pos[j], []).append(_wait(p, q, ev))
+        sets.setdefault(pos[i], []).append(_set(p, q, ev))
+        post.extend(_wait(p, q, ev) for _ in range(tokens))
+    new: list[BItem] = []
+    for k, it in enumerate(inner):
+        new.extend(waits.get(k, []))
+        new.append(it)
+        new.extend(sets.get(k, []))
+    lp = BLoop(loop.reg, loop.start, loop.stop, loop.step, tuple(new), loop.parity)
+    return _Wrapped(lp, tuple(pre), tuple(post))  # type: ignore[return-value]
+
+
+def _positions(inner: list[BItem], body: list[BItem]) -> dict[int, int]:
+    """Index in ``inner`` (the body with its own flags) of each item of ``body``."""
+    out: dict[int, int] = {}
+    k = 0
+    for j, it in enumerate(body):
+        while True:
+            x = inner[k]
+            if (
+                x is it
+                or (isinstance(x, _Wrapped) and isinstance(it, BLoop))
+                or (isinstance(x, BLoop) and isinstance(it, BLoop))
+            ):
+                out[j] = k
+                k += 1
+                break
+            k += 1
+    return out

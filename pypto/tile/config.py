@@ -1,0 +1,150 @@
+"""Tile shapes chosen by the user: global settings, a context manager and per-jit overrides.
+
+``vec`` is a tile shape for vector kernels: its last entry is the tile's columns, the product of
+the others its rows (of the kernel's 2-D view). ``cube`` is ``([m0, m1], [k0, k1], [n0, n1])``:
+the L0 and L1 tile sizes of matmuls (each L1 size a multiple of its L0 size).
+
+>>> import pypto as pto
+>>> with pto.tile_shapes(vec=(8, 256)):
+...     pto.tile.config.current().vec
+(8, 256)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pypto.core.errors import TileError
+
+__all__ = [
+    "CubeTiles",
+    "TileConfig",
+    "current",
+    "set_cube_tile_shapes",
+    "set_vec_tile_shapes",
+    "tile_shapes",
+]
+
+CubeTiles = tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
+
+
+@dataclass(frozen=True)
+class TileConfig:
+    """Tile shapes in force; ``None`` means chosen automatically to fit the buffers."""
+
+    vec: tuple[int, ...] | None = None
+    cube: CubeTiles | None = None
+
+    def merged(self, other: TileConfig) -> TileConfig:
+        return TileConfig(
+            vec=other.vec if other.vec is not None else self.vec,
+            cube=other.cube if other.cube is not None else self.cube,
+        )
+
+
+_GLOBAL = TileConfig()
+_CTX: contextvars.ContextVar[TileConfig | None] = contextvars.ContextVar(
+    "pypto_tiles", default=None
+)
+
+
+def _vec(dims: Sequence[Any]) -> tuple[int, ...]:
+    if len(dims) == 1 and isinstance(dims[0], list | tuple):
+        dims = tuple(dims[0])
+    out = tuple(dims)
+    if not out or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in out):
+        raise TileError(
+            f"vector tile shape {list(out)} must be positive integers",
+            op="set_vec_tile_shapes",
+            hint="e.g. pto.set_vec_tile_shapes(8, 1024)",
+        )
+    return out
+
+
+def _cube(m: Sequence[int], k: Sequence[int], n: Sequence[int]) -> CubeTiles:
+    out = []
+    for name, v in (("m", m), ("k", k), ("n", n)):
+        t = tuple(v)
+        if len(t) != 2 or any(isinstance(d, bool) or not isinstance(d, int) or d <= 0 for d in t):
+            raise TileError(
+                f"cube tile {name}={list(t)} must be [L0, L1], two positive integers",
+                op="set_cube_tile_shapes",
+                hint="e.g. pto.set_cube_tile_shapes([128, 128], [64, 256], [256, 256])",
+            )
+        if t[1] % t[0]:
+            raise TileError(
+                f"cube tile {name}: the L1 size {t[1]} is not a multiple of the L0 size {t[0]}",
+                op="set_cube_tile_shapes",
+                hint=f"use [{t[0]}, {t[1] - t[1] % t[0] or t[0]}]",
+            )
+        out.append((t[0], t[1]))
+    return (out[0], out[1], out[2])
+
+
+def set_vec_tile_shapes(*dims: int) -> None:
+    """Set the vector tile shape for every later compile (``None``-like reset: no arguments is
+    an error; use :func:`reset_tile_shapes`)."""
+    global _GLOBAL
+    _GLOBAL = replace(_GLOBAL, vec=_vec(dims))
+
+
+def set_cube_tile_shapes(m: Sequence[int], k: Sequence[int], n: Sequence[int]) -> None:
+    """Set the matmul tile sizes ``[L0, L1]`` for m, k and n for every later compile."""
+    global _GLOBAL
+    _GLOBAL = replace(_GLOBAL, cube=_cube(m, k, n))
+
+
+def reset_tile_shapes() -> None:
+    """Back to automatic tile shapes."""
+    global _GLOBAL
+    _GLOBAL = TileConfig()
+
+
+def parse(tile: Any) -> TileConfig:
+    """A ``tile=`` argument of ``pto.jit``: a TileConfig, a dict with ``vec``/``cube``, or None."""
+    if tile is None:
+        return TileConfig()
+    if isinstance(tile, TileConfig):
+        return tile
+    if isinstance(tile, dict):
+        bad = set(tile) - {"vec", "cube"}
+        if bad:
+            raise TileError(
+                f"unknown tile setting {sorted(bad)}", op="jit", hint="use vec=... and cube=..."
+            )
+        vec = _vec(tuple(tile["vec"])) if tile.get("vec") is not None else None
+        cube = _cube(*tile["cube"]) if tile.get("cube") is not None else None
+        return TileConfig(vec, cube)
+    raise TileError(
+        f"tile={tile!r} is not a tile setting",
+        op="jit",
+        hint="pass tile=dict(vec=(8, 1024), cube=([128, 128], [64, 256], [256, 256]))",
+    )
+
+
+def current() -> TileConfig:
+    """The tile shapes in force: the innermost ``tile_shapes`` block over the global ones."""
+    ctx = _CTX.get()
+    return _GLOBAL if ctx is None else _GLOBAL.merged(ctx)
+
+
+@contextlib.contextmanager
+def tile_shapes(
+    vec: Sequence[int] | None = None,
+    cube: tuple[Sequence[int], Sequence[int], Sequence[int]] | None = None,
+) -> Iterator[TileConfig]:
+    """Tile shapes for the compiles inside the block (nested blocks override outer ones)."""
+    cfg = TileConfig(
+        vec=_vec(tuple(vec)) if vec is not None else None,
+        cube=_cube(*cube) if cube is not None else None,
+    )
+    outer = _CTX.get()
+    token = _CTX.set(cfg if outer is None else outer.merged(cfg))
+    try:
+        yield current()
+    finally:
+        _CTX.reset(token)

@@ -1,0 +1,383 @@
+"""The Tile IR: one kernel per fusion group, written over tiles in named memory spaces.
+
+A :class:`TileFunc` owns the GM buffers of a function (inputs, outputs, constants and
+workspaces) and runs its :class:`Kernel` s in order. A kernel is a grid over output tiles: each
+grid point runs the kernel's ``body`` with the grid registers (``%r``, ``%c``, ...) set, on a
+vector core (``dist="aiv"``) or on a cluster (``dist="cluster"``: the cube core and its two
+vector cores, MPMD). ``pre`` runs once per core before the grid (loop-invariant tiles such as a
+bias row), ``post`` once after it.
+
+Statements are tile loads/stores (GM windows indexed by affine expressions of registers), tile
+ops named by the PTO instruction they become (``TADD``, ``TROWMAX``, ``TMATMUL_ACC`` ...),
+scalar register ops and loops. Tiles are named buffers (``%t3: UB f32[8,64]``) that a kernel may
+overwrite (an accumulator); buffer addresses, double buffering and synchronisation are decided
+one level down, in the Block IR.
+
+>>> from pypto.tile.ir import TileVar
+>>> from pypto.isa import Space
+>>> from pypto import dtypes as dt
+>>> str(TileVar("a", Space.UB, dt.float16, (8, 64)))
+'%a: UB f16[8,64]'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core.errors import PyptoError, SourceLoc
+from pypto.isa.ir import Cond, Expr, Space, TensorDecl
+from pypto.isa.opcodes import OPCODES
+
+__all__ = [
+    "For",
+    "Kernel",
+    "SOp",
+    "Section",
+    "Stmt",
+    "TLoad",
+    "TOp",
+    "TStore",
+    "TileFunc",
+    "TileIRError",
+    "TileVar",
+    "walk",
+]
+
+
+class TileIRError(PyptoError):
+    """An ill-formed Tile IR (found by :func:`verify`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TileVar:
+    """A tile buffer: ``%name: SPACE dtype[rows,cols]`` (row-major, dense)."""
+
+    name: str
+    space: Space
+    dtype: dt.DType
+    shape: tuple[int, int]
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.shape[1] * self.dtype.itemsize
+
+    @property
+    def ref(self) -> str:
+        return "%" + self.name
+
+    def __str__(self) -> str:
+        return f"%{self.name}: {self.space} {self.dtype.short}[{self.shape[0]},{self.shape[1]}]"
+
+
+def _loc(loc: SourceLoc | None) -> str:
+    return f"  # {loc}" if loc else ""
+
+
+@dataclass(frozen=True, slots=True)
+class TLoad:
+    """``dst = tload tensor[row : +rows, col : +cols]`` (the window has the tile's shape)."""
+
+    dst: TileVar
+    tensor: str
+    row: Expr
+    col: Expr
+    loc: SourceLoc | None = None
+
+    def text(self) -> str:
+        r, c = self.dst.shape
+        return f"{self.dst} = tload %{self.tensor}[{self.row} : +{r}, {self.col} : +{c}]"
+
+
+@dataclass(frozen=True, slots=True)
+class TStore:
+    """``tstore tensor[row : +rows, col : +cols], src``."""
+
+    tensor: str
+    row: Expr
+    col: Expr
+    src: TileVar
+    loc: SourceLoc | None = None
+
+    def text(self) -> str:
+        r, c = self.src.shape
+        return f"tstore %{self.tensor}[{self.row} : +{r}, {self.col} : +{c}], {self.src.ref}"
+
+
+TArg = TileVar | float | Cond | Expr
+
+
+@dataclass(frozen=True, slots=True)
+class TOp:
+    """``dst = op args``: ``op`` is the PTO instruction it becomes (``TADD``, ``TEXTRACT`` ...)."""
+
+    op: str
+    dst: TileVar
+    args: tuple[TArg, ...]
+    loc: SourceLoc | None = None
+
+    def text(self) -> str:
+        def arg(a: TArg) -> str:
+            if isinstance(a, TileVar):
+                return a.ref
+            if isinstance(a, float):
+                return repr(a)
+            return str(a)
+
+        return f"{self.dst} = {self.op.lower()} " + ", ".join(arg(a) for a in self.args)
+
+
+@dataclass(frozen=True, slots=True)
+class SOp:
+    """A scalar register op: ``%dst = op args`` (``SMOV``, ``SADD``, ``SDIV``, ``SMOD`` ...)."""
+
+    op: str
+    dst: str
+    args: tuple[Expr, ...]
+
+    def text(self) -> str:
+        return f"%{self.dst} = {self.op.lower()} " + ", ".join(map(str, self.args))
+
+
+@dataclass(frozen=True, slots=True)
+class For:
+    """``for %reg in start..stop step k { body }``."""
+
+    reg: str
+    start: Expr
+    stop: Expr
+    step: int
+    body: tuple[Stmt, ...]
+
+
+Stmt = TLoad | TStore | TOp | SOp | For
+
+
+def walk(stmts: tuple[Stmt, ...]) -> Any:
+    """Every statement, loops included, depth first."""
+    for s in stmts:
+        yield s
+        if isinstance(s, For):
+            yield from walk(s.body)
+
+
+def _lines(stmts: tuple[Stmt, ...], depth: int) -> list[str]:
+    out: list[str] = []
+    pad = "  " * depth
+    for s in stmts:
+        if isinstance(s, For):
+            step = f" step {s.step}" if s.step != 1 else ""
+            out.append(f"{pad}for %{s.reg} in {s.start}..{s.stop}{step} {{")
+            out.extend(_lines(s.body, depth + 1))
+            out.append(pad + "}")
+        else:
+            loc = _loc(getattr(s, "loc", None))
+            out.append(pad + s.text() + loc)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """What one core type runs for a kernel: ``pre`` once, ``body`` per grid point, ``post``."""
+
+    core: str  # "aic" or "aiv"
+    body: tuple[Stmt, ...]
+    pre: tuple[Stmt, ...] = ()
+    post: tuple[Stmt, ...] = ()
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One fused group as a grid of tiles.
+
+    ``grid`` names the grid registers and their extents (row-major order of grid points);
+    ``tile`` records the chosen tile shape for the text (``vec_tile(rows=8, cols=4096)``);
+    ``dist`` says who runs a grid point: one vector core (``"aiv"``) or a cluster
+    (``"cluster"``: the cube core with both vector cores; each vector core then takes its
+    ``%sub``-th half of the epilogue rows).
+    """
+
+    name: str
+    kind: str
+    grid: tuple[tuple[str, int], ...]
+    sections: tuple[Section, ...]
+    tile: tuple[tuple[str, int], ...] = ()
+    tile_kind: str = "vec_tile"
+    dist: str = "aiv"
+    loc: SourceLoc | None = None
+    flops: int = 0
+
+    @property
+    def points(self) -> int:
+        n = 1
+        for _, e in self.grid:
+            n *= e
+        return n
+
+    def section(self, core: str) -> Section | None:
+        for s in self.sections:
+            if s.core == core:
+                return s
+        return None
+
+    def tensors(self) -> tuple[str, ...]:
+        """GM tensors the kernel touches, in first-use order."""
+        seen: dict[str, None] = {}
+        for sec in self.sections:
+            for s in walk(sec.pre + sec.body + sec.post):
+                if isinstance(s, TLoad | TStore):
+                    seen.setdefault(s.tensor, None)
+        return tuple(seen)
+
+    def header(self) -> str:
+        grid = ", ".join(f"{r}={e}" for r, e in self.grid)
+        tile = ", ".join(f"{k}={v}" for k, v in self.tile)
+        extra = f" {self.tile_kind}({tile})" if tile else ""
+        dist = " on cluster" if self.dist == "cluster" else ""
+        return f"kernel @{self.name} grid({grid}){extra}{dist}"
+
+    def __str__(self) -> str:
+        lines = [self.header() + " {" + _loc(self.loc)]
+        for sec in self.sections:
+            lines.append(f"  .{sec.core}")
+            if sec.pre:
+                lines.append("    pre {")
+                lines.extend(_lines(sec.pre, 3))
+                lines.append("    }")
+            lines.extend(_lines(sec.body, 2))
+            if sec.post:
+                lines.append("    post {")
+                lines.extend(_lines(sec.post, 3))
+                lines.append("    }")
+        lines.append("}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True, eq=False)
+class TileFunc:
+    """A function at the Tile level: GM buffers and the kernels that run over them, in order.
+
+    ``params`` names the buffer of each function parameter; ``outputs`` gives each result as
+    (buffer, logical shape) — a reshape is a view of its operand's buffer, not a copy;
+    ``consts`` holds the data of constant buffers (folded tensors, index tables).
+    """
+
+    name: str
+    buffers: tuple[TensorDecl, ...]
+    kernels: tuple[Kernel, ...]
+    params: tuple[str, ...]
+    outputs: tuple[tuple[str, tuple[int, ...]], ...]
+    consts: tuple[tuple[str, np.ndarray], ...] = ()
+    _by_name: dict[str, TensorDecl] = field(default_factory=dict, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._by_name.update({b.name: b for b in self.buffers})
+
+    def buffer(self, name: str) -> TensorDecl:
+        return self._by_name[name]
+
+    def __str__(self) -> str:
+        lines = [f"tile_func @{self.name} {{"]
+        for b in self.buffers:
+            lines.append(f"  {b}")
+        outs = ", ".join(
+            f"%{n}" + (f" as {list(s)}" if s != self.buffer(n).shape else "")
+            for n, s in self.outputs
+        )
+        for k in self.kernels:
+            lines.extend("  " + ln for ln in str(k).splitlines())
+        lines.append(f"  return {outs}")
+        lines.append("}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        return f"<pre class='pypto-ir'>{html.escape(str(self))}</pre>"
+
+    def verify(self) -> TileFunc:
+        verify(self)
+        return self
+
+
+def _fail(k: Kernel, msg: str) -> TileIRError:
+    return TileIRError(f"kernel @{k.name}: {msg}")
+
+
+def verify(f: TileFunc) -> None:
+    """Check every kernel: known opcodes, tiles in the spaces of their core, GM windows inside
+    their buffer's 2-D view, registers defined before use, matching tile shapes for moves."""
+    names = {b.name for b in f.buffers}
+    for p in f.params:
+        if p not in names:
+            raise TileIRError(f"parameter buffer %{p} is not declared")
+    for n, shape in f.outputs:
+        if n not in names:
+            raise TileIRError(f"output buffer %{n} is not declared")
+        if int(np.prod(shape)) != f.buffer(n).size:
+            raise TileIRError(f"output %{n} viewed as {list(shape)} has another size")
+    spaces = {"aic": (Space.L1, Space.L0A, Space.L0B, Space.L0C), "aiv": (Space.UB,)}
+    for k in f.kernels:
+        for sec in k.sections:
+            regs = {"blk", "nblk", "sub", *(r for r, _ in k.grid)}
+            _verify_stmts(f, k, sec, sec.pre + sec.body + sec.post, regs, spaces[sec.core])
+
+
+def _verify_stmts(
+    f: TileFunc,
+    k: Kernel,
+    sec: Section,
+    stmts: tuple[Stmt, ...],
+    regs: set[str],
+    spaces: tuple[Space, ...],
+) -> None:
+    def expr(e: Expr) -> None:
+        for r in e.regs:
+            if r not in regs:
+                raise _fail(k, f"register %{r} used before it is set")
+
+    def tile(t: TileVar) -> None:
+        if t.space not in spaces:
+            raise _fail(k, f"{t} is in {t.space}, which the {sec.core} core does not have")
+        if t.shape[0] <= 0 or t.shape[1] <= 0:
+            raise _fail(k, f"{t} has an empty shape")
+
+    for s in stmts:
+        if isinstance(s, For):
+            expr(s.start)
+            expr(s.stop)
+            regs.add(s.reg)
+            _verify_stmts(f, k, sec, s.body, regs, spaces)
+        elif isinstance(s, SOp):
+            for a in s.args:
+                expr(a)
+            regs.add(s.dst)
+        elif isinstance(s, TLoad | TStore):
+            t = s.dst if isinstance(s, TLoad) else s.src
+            tile(t)
+            if s.tensor not in {b.name for b in f.buffers}:
+                raise _fail(k, f"no GM buffer %{s.tensor}")
+            expr(s.row)
+            expr(s.col)
+            rows, cols = f.buffer(s.tensor).view2d
+            if t.shape[0] > rows or t.shape[1] > cols:
+                raise _fail(k, f"window {list(t.shape)} larger than %{s.tensor}'s view")
+            if f.buffer(s.tensor).dtype is not t.dtype and not (
+                isinstance(s, TStore) and t.space is Space.L0C
+            ):
+                raise _fail(k, f"{t} moves bytes of %{s.tensor} ({f.buffer(s.tensor).dtype})")
+        else:
+            if s.op not in OPCODES:
+                raise _fail(k, f"unknown tile op {s.op}")
+            tile(s.dst)
+            for arg in s.args:
+                if isinstance(arg, TileVar):
+                    tile(arg)
+                elif isinstance(arg, Expr):
+                    expr(arg)

@@ -1,0 +1,659 @@
+"""Tensor IR → Tile IR: every fusion group becomes one kernel over tiles.
+
+The driver of this level is :func:`lower_func`. It gives every value a GM buffer (a reshape is
+a view of its operand's buffer, not a copy), fixes each buffer's 2-D layout (rows x columns
+as the kernels see it) and asks the op table's ``"tile"`` rules to build the kernels:
+
+* a :class:`RowRule` lowers one equation inside a **row kernel**: a fused group whose values
+  are all, in the 2-D view ``[R, C]`` of the group's main shape, full ``[R, C]``, per-row
+  ``[R, 1]`` (reductions over the last axis), per-column ``[1, C]`` (broadcast rows such as a
+  bias) or scalars. Each grid point owns a ``[rows, cols]`` tile of ``[R, C]``; elementwise
+  ops, last-axis reductions and their broadcasts (softmax, layer_norm, rms_norm, epilogues)
+  run on the vector cores without leaving UB;
+* a :class:`KernelRule` builds whole kernels for one equation (matmul, layout ops, reductions
+  over other axes).
+
+Groups that are not row kernels are split into single equations, each lowered by its rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core.errors import SourceLoc, TileError
+from pypto.graph.ir import Eqn, Func, Lit, Var
+from pypto.isa.ir import Expr, Space, TensorDecl
+from pypto.npu.machine import Machine
+from pypto.ops.table import OPS, require_rule
+from pypto.tile.config import TileConfig
+from pypto.tile.ir import Kernel, Section, SOp, Stmt, TileFunc, TileVar, TLoad, TOp, TStore
+
+__all__ = ["KernelRule", "Lowering", "RowBuilder", "RowRule", "lower_func"]
+
+# Every primitive lowers to tiles: the op-table coverage test names any op without a rule.
+require_rule("tile", lambda op: not op.is_composite)
+
+
+@dataclass(frozen=True)
+class RowRule:
+    """Lowers one equation inside a row kernel: ``fn(builder, eqn, operands) -> TileVar``."""
+
+    fn: Callable[..., TileVar]
+    reduces: bool = False  # reduces over the last axis (the kernel keeps whole rows)
+
+    def __call__(self, *args: Any) -> TileVar:
+        return self.fn(*args)
+
+
+@dataclass(frozen=True)
+class KernelRule:
+    """Builds the kernels of one equation: ``fn(lowering, eqn) -> None``."""
+
+    fn: Callable[..., None]
+
+    def __call__(self, *args: Any) -> None:
+        self.fn(*args)
+
+
+Operand = TileVar | Lit
+
+
+def divisors(n: int) -> list[int]:
+    """The divisors of ``n`` in increasing order."""
+    small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
+    return sorted(set(small + [n // d for d in small]))
+
+
+@dataclass
+class Lowering:
+    """The state of lowering one function: buffers, their 2-D layouts and the kernels so far."""
+
+    func: Func
+    machine: Machine
+    cfg: TileConfig
+    buffers: dict[str, tuple[dt.DType, int, str]] = field(default_factory=dict)
+    """name -> (dtype, size, role)"""
+    views: dict[str, tuple[int, int]] = field(default_factory=dict)
+    var_buf: dict[Var, str] = field(default_factory=dict)
+    kernels: list[Kernel] = field(default_factory=list)
+    consts: list[tuple[str, np.ndarray]] = field(default_factory=list)
+    outputs_of: set[Var] = field(default_factory=set)
+    _names: dict[str, int] = field(default_factory=dict)
+
+    # ---- names and buffers ----
+    def fresh(self, hint: str) -> str:
+        n = self._names.get(hint, 0)
+        self._names[hint] = n + 1
+        return hint if n == 0 and hint not in self.buffers else f"{hint}{n}"
+
+    def new_buffer(self, hint: str, dtype: dt.DType, size: int, role: str = "tmp") -> str:
+        name = self.fresh(hint)
+        while name in self.buffers:
+            name = self.fresh(hint)
+        self.buffers[name] = (dtype, size, role)
+        return name
+
+    def buffer(self, v: Var) -> str:
+        """The buffer holding ``v`` (created on first use, as a workspace or an output)."""
+        b = self.var_buf.get(v)
+        if b is None:
+            role = "out" if v in self.outputs_of else "tmp"
+            b = self.new_buffer("t", v.aval.dtype, v.aval.size, role)
+            self.var_buf[v] = b
+        return b
+
+    def view(self, buf: str, default: tuple[int, int]) -> tuple[int, int]:
+        """The buffer's 2-D layout; the first kernel to touch it fixes it to ``default``."""
+        v = self.views.get(buf)
+        if v is None:
+            self.views[buf] = v = default
+        return v
+
+    def add_kernel(self, k: Kernel) -> None:
+        self.kernels.append(k)
+
+    def const_buffer(self, hint: str, data: np.ndarray) -> str:
+        """A read-only GM buffer holding ``data`` (index tables and the like)."""
+        for name, arr in self.consts:
+            if arr.dtype == data.dtype and arr.shape == data.shape and np.array_equal(arr, data):
+                return name
+        name = self.new_buffer(hint, dt.from_numpy(data.dtype), data.size, "in")
+        rows, cols = (
+            (1, data.size) if data.ndim <= 1 else (data.size // data.shape[-1], data.shape[-1])
+        )
+        self.views[name] = (rows, cols)
+        self.consts.append((name, data.reshape(rows, cols)))
+        return name
+
+    def workers(self, dist: str = "aiv") -> int:
+        m = self.machine
+        return m.clusters * m.aiv_per_cluster if dist == "aiv" else m.clusters
+
+    def result(self) -> TileFunc:
+        decls = []
+        for name, (d, size, role) in self.buffers.items():
+            shape = self.views.get(name) or (1, size)
+            decls.append(TensorDecl(name, d, shape, role))
+        params = tuple(self.var_buf[p] for p in self.func.params)
+        outs = []
+        for o in self.func.outputs:
+            if isinstance(o, Var):
+                outs.append((self.var_buf[o], o.aval.shape))
+            else:  # a literal output: a one-element constant buffer
+                arr = np.asarray(o.value).reshape(1, 1)
+                outs.append((self.const_buffer("lit", arr), ()))
+        return TileFunc(
+            self.func.name,
+            tuple(decls),
+            tuple(self.kernels),
+            params,
+            tuple(outs),
+            tuple(self.consts),
+        )
+
+
+# ---------------------------------------------------------------- windows over GM layouts
+def window(
+    view: tuple[int, int], cols: int, tile: tuple[int, int], row: Expr, col: Expr
+) -> tuple[tuple[int, int], Expr, Expr] | None:
+    """The GM window that holds the ``tile`` at (``row``, ``col``) of a logical ``[*, cols]``
+    view of a buffer laid out as ``view``: (window shape, row, col), or None when the tile's
+    bytes are not one rectangle of the layout. ``row`` must be a multiple of the tile rows."""
+    _, c1 = view
+    tr, tc = tile
+    if c1 == cols:
+        return (tr, tc), row, col
+    if tc != cols:
+        return None
+    if cols % c1 == 0:
+        k = cols // c1
+        return (tr * k, c1), row * k, Expr()
+    if c1 % cols == 0:
+        k = c1 // cols
+        if tr % k or any(c % k for _, c in row.terms) or row.const % k:
+            return None
+        return (tr // k, c1), Expr.make([(r, c // k) for r, c in row.terms], row.const // k), Expr()
+    return None
+
+
+def relayout(lw: Lowering, buf: str, view: tuple[int, int], loc: SourceLoc | None) -> str:
+    """A copy of ``buf`` laid out as ``view``: a DMA kernel moving runs of ``gcd`` elements
+    (for the rare reshape whose row lengths share no tile)."""
+    d, size, _ = lw.buffers[buf]
+    src = lw.views[buf]
+    out = lw.new_buffer(buf + "_re", d, size)
+    lw.views[out] = view
+    g = math.gcd(src[1], view[1])
+    runs = size // g
+    per = max(1, min(runs, 1024 // max(1, g)))
+    while runs % per:
+        per -= 1
+    t = TileVar("run", Space.UB, d, (1, g))
+    body: list[Stmt] = []
+    inner: list[Stmt] = [
+        SOp("SMUL", "e", (Expr.reg("r") * per + Expr.reg("i"), Expr.of(g))),
+        SOp("SDIV", "sr", (Expr.reg("e"), Expr.of(src[1]))),
+        SOp("SMOD", "sc", (Expr.reg("e"), Expr.of(src[1]))),
+        TLoad(t, buf, Expr.reg("sr"), Expr.reg("sc"), loc),
+        SOp("SDIV", "dr", (Expr.reg("e"), Expr.of(view[1]))),
+        SOp("SMOD", "dc", (Expr.reg("e"), Expr.of(view[1]))),
+        TStore(out, Expr.reg("dr"), Expr.reg("dc"), t, loc),
+    ]
+    from pypto.tile.ir import For
+
+    body.append(For("i", Expr(), Expr.of(per), 1, tuple(inner)))
+    lw.add_kernel(
+        Kernel(
+            lw.fresh("relayout"),
+            "layout",
+            (("r", runs // per),),
+            (Section("aiv", tuple(body)),),
+            (("rows", 1), ("cols", g)),
+            loc=loc,
+        )
+    )
+    return out
+
+
+# ---------------------------------------------------------------- row kernels
+KINDS = ("full", "col", "row", "one")
+
+
+def _kind_of(shape: tuple[int, ...], S: tuple[int, ...]) -> str | None:
+    if len(shape) > len(S):
+        return None
+    s = (1,) * (len(S) - len(shape)) + tuple(shape)
+    if s == S:
+        return "full" if S[-1] != 1 or math.prod(S) == 1 else "col"
+    if all(x == 1 for x in s):
+        return "one"
+    if s[-1] == 1 and s[:-1] == S[:-1]:
+        return "col"
+    if all(x == 1 for x in s[:-1]) and s[-1] == S[-1]:
+        return "row"
+    return None
+
+
+@dataclass
+class RowPlan:
+    eqns: list[Eqn]
+    S: tuple[int, ...]
+    R: int
+    C: int
+    kinds: dict[Any, str]  # Var -> kind
+    inputs: list[Var]
+    outputs: list[Var]
+    reduces: bool
+    dtypes: list[dt.DType]
+
+
+def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan | None:
+    """The row-kernel plan of a group, or None when some value does not fit the row model."""
+    vals = [e.out for e in eqns]
+    S: tuple[int, ...] = max((v.aval.shape for v in vals), key=lambda s: math.prod(s))
+    for e in eqns:
+        for a in e.inputs:
+            if isinstance(a, Var) and math.prod(a.aval.shape) > math.prod(S):
+                S = a.aval.shape
+    if not S:
+        S = (1,)
+    C = S[-1]
+    R = math.prod(S) // C if C else 0
+    if R == 0 or C == 0:
+        return None
+    kinds: dict[Any, str] = {}
+    inside = {e.out for e in eqns}
+    inputs: list[Var] = []
+    reduces = False
+    for e in eqns:
+        rule = OPS[e.op].rules.get("tile")
+        if not isinstance(rule, RowRule):
+            return None
+        for a in e.inputs:
+            if isinstance(a, Var) and a not in inside and a not in kinds:
+                k = _kind_of(a.aval.shape, S)
+                if k is None:
+                    return None
+                kinds[a] = k
+                inputs.append(a)
+        if rule.reduces:
+            x = e.inputs[0]
+            axes = e.kwargs.get("axes", (e.kwargs.get("axis"),))
+            if (
+                not isinstance(x, Var)
+                or kinds.get(x) != "full"
+                or x.aval.shape != S
+                or tuple(axes) != (len(S) - 1,)
+            ):
+                return None
+            kinds[e.out] = "col"
+            reduces = True
+        else:
+            k = _kind_of(e.out.aval.shape, S)
+            if k is None:
+                return None
+            ins = [kinds[a] for a in e.inputs if isinstance(a, Var)]
+            if "full" in ins and k != "full":
+                return None
+            kinds[e.out] = k
+    outputs = [e.out for e in eqns if e.out in used_outside]
+    dtypes = [v.aval.dtype for v in list(kinds)]
+    return RowPlan(eqns, S, R, C, kinds, inputs, outputs, reduces, dtypes)
+
+
+class RowBuilder:
+    """Emits the statements of one row kernel; rules call :meth:`op`, :meth:`lit` ..."""
+
+    def __init__(self, lw: Lowering, plan: RowPlan, tr: int, tc: int) -> None:
+        self.lw = lw
+        self.plan = plan
+        self.tr, self.tc = tr, tc
+        self.grid_c = plan.C // tc
+        self.pre: list[Stmt] = []
+        self.body: list[Stmt] = []
+        self.post: list[Stmt] = []
+        self.tiles: dict[Any, TileVar] = {}
+        self.in_pre: set[str] = set()
+        self._n = 0
+        self.loc: SourceLoc | None = None
+        self.row = Expr.reg("r") * tr
+        self.col = Expr.reg("c") * tc if self.grid_c > 1 else Expr()
+
+    def shape(self, kind: str) -> tuple[int, int]:
+        return {
+            "full": (self.tr, self.tc),
+            "col": (self.tr, 1),
+            "row": (1, self.tc),
+            "one": (1, 1),
+        }[kind]
+
+    def new(self, dtype: dt.DType, kind: str, hint: str = "t") -> TileVar:
+        self._n += 1
+        return TileVar(f"{hint}{self._n}", Space.UB, dtype, self.shape(kind))
+
+    def kind(self, t: TileVar) -> str:
+        r, c = t.shape
+        if (r, c) == (self.tr, self.tc) and not (self.tc == 1 and r != 1):
+            return "full"
+        if c == 1 and r == self.tr and r != 1:
+            return "col"
+        if r == 1 and c == self.tc and c != 1:
+            return "row"
+        if (r, c) == (1, 1):
+            return "one" if (self.tr, self.tc) != (1, 1) else "full"
+        return "full"
+
+    def op(self, opcode: str, dst: TileVar, *args: Any) -> TileVar:
+        """Emit ``dst = opcode args`` — into ``pre`` when every tile operand is loop-invariant."""
+        tiles = [a for a in args if isinstance(a, TileVar)]
+        invariant = all(t.name in self.in_pre for t in tiles)
+        stmt = TOp(opcode, dst, tuple(args), self.loc)
+        if invariant:
+            self.pre.append(stmt)
+            self.in_pre.add(dst.name)
+        else:
+            self.body.append(stmt)
+        return dst
+
+    def lit(self, value: Any, dtype: dt.DType) -> TileVar:
+        """A ``[1, cols]`` tile filled with a constant (once, before the grid)."""
+        t = self.new(dtype, "row" if self.tc > 1 else "one", "k")
+        self.pre.append(TOp("TEXPANDS", t, (float(value),), self.loc))
+        self.in_pre.add(t.name)
+        return t
+
+    def result_kind(self, *xs: Operand) -> str:
+        ks = {self.kind(x) for x in xs if isinstance(x, TileVar)}
+        for k in ("full", "col", "row", "one"):
+            if k in ks:
+                if k == "col" and "row" in ks:
+                    return "full"
+                return k
+        return "one"
+
+    def load(self, v: Var) -> TileVar:
+        lw, plan = self.lw, self.plan
+        kind = plan.kinds[v]
+        buf = lw.buffer(v)
+        size = v.aval.size
+        logical_cols = {"full": plan.C, "col": 1, "row": plan.C, "one": 1}[kind]
+        lay = lw.view(buf, (size // logical_cols, logical_cols))
+        t = self.new(v.aval.dtype, kind, "x")
+        row = {"full": self.row, "col": self.row}.get(kind, Expr())
+        col = self.col if kind in ("full", "row") else Expr()
+        w = window(lay, logical_cols, t.shape, row, col)
+        if w is None:
+            buf = relayout(lw, buf, (size // logical_cols, logical_cols), self.loc)
+            lay = lw.views[buf]
+            w = window(lay, logical_cols, t.shape, row, col)
+            assert w is not None
+        wshape, wr, wc = w
+        src = TileVar(t.name, Space.UB, t.dtype, wshape)
+        ld = TLoad(src, buf, wr, wc, self.loc)
+        if (kind == "row" and self.grid_c == 1) or kind == "one":
+            self.pre.append(ld)
+            self.in_pre.add(t.name)
+            if kind == "one" and (self.tr, self.tc) != (1, 1):
+                # a scalar broadcasts as a [rows, 1] column
+                col_t = self.new(v.aval.dtype, "col" if self.tr > 1 else "one", "s")
+                if self.tr > 1:
+                    self.pre.append(TOp("TCOLEXPAND", col_t, (t,), self.loc))
+                    self.in_pre.add(col_t.name)
+                    return col_t
+        else:
+            self.body.append(ld)
+        return t
+
+    def store(self, v: Var, t: TileVar) -> None:
+        lw, plan = self.lw, self.plan
+        kind = plan.kinds[v]
+        buf = lw.buffer(v)
+        logical_cols = {"full": plan.C, "col": 1, "row": plan.C, "one": 1}[kind]
+        lay = lw.view(buf, (v.aval.size // logical_cols, logical_cols))
+        if kind == "one" and self.kind(t) == "col":
+            kind = "col"
+        row = self.row if kind in ("full", "col") else Expr()
+        col = self.col if kind in ("full", "row") else Expr()
+        w = window(lay, logical_cols, t.shape, row, col)
+        if w is None:
+            raise TileError(
+                f"cannot store {v.aval} into its buffer laid out as {list(lay)}",
+                op=v.hint or "store",
+            )
+        wshape, wr, wc = w
+        st = TStore(buf, wr, wc, TileVar(t.name, t.space, t.dtype, wshape), self.loc)
+        if kind in ("row", "one"):
+            # every grid point computes it; the first one writes it
+            from pypto.tile.ir import For
+
+            first = Expr.reg("r") + (Expr.reg("c") if self.grid_c > 1 else Expr())
+            self.body.append(SOp("SMIN", "once", (first, Expr.of(1))))
+            self.body.append(For("w", Expr.reg("once"), Expr.of(1), 1, (st,)))
+        else:
+            self.body.append(st)
+
+
+def _used_outside(f: Func, eqns: list[Eqn]) -> set[Var]:
+    inside = {id(e) for e in eqns}
+    out: set[Var] = set()
+    mine = {e.out for e in eqns}
+    for e in f.eqns:
+        if id(e) in inside:
+            continue
+        for a in e.inputs:
+            if isinstance(a, Var) and a in mine:
+                out.add(a)
+    for o in f.outputs:
+        if isinstance(o, Var) and o in mine:
+            out.add(o)
+    return out
+
+
+def ub_bytes_needed(plan: RowPlan, tr: int, tc: int) -> int:
+    """An upper estimate of the UB a row kernel needs: every value's tile, I/O tiles twice."""
+    total = 0
+    for v, k in plan.kinds.items():
+        r, c = {"full": (tr, tc), "col": (tr, 1), "row": (1, tc), "one": (1, max(tc, tr))}[k]
+        nb = -(-r * c * v.aval.dtype.itemsize // 32) * 32
+        io = v in plan.inputs or v in plan.outputs
+        total += nb * (2 if io and k in ("full", "col") else 1)
+    return total
+
+
+def choose_row_tile(lw: Lowering, plan: RowPlan, name: str) -> tuple[int, int]:
+    """(rows, cols) of a row kernel's tile: the user's vec tile, checked, or the best that fits."""
+    m = lw.machine
+    cap = m.ub_bytes
+    # Lowering needs only a part of UB per value set: liveness lets the allocator share the
+    # rest, but the estimate keeps a margin for alignment.
+    user = lw.cfg.vec
+    col_split_ok = not plan.reduces
+    if user is not None:
+        tc = min(user[-1], plan.C)
+        tr = min(math.prod(user[:-1]) if len(user) > 1 else 1, plan.R)
+        need = ub_bytes_needed(plan, tr, tc)
+        itemsize = max(d.itemsize for d in plan.dtypes)
+        problems = []
+        if plan.R % tr or plan.C % tc:
+            problems.append(f"does not divide the kernel's [{plan.R},{plan.C}] view")
+        if tc != plan.C and not col_split_ok:
+            problems.append(f"splits rows of {plan.C}, but the kernel reduces over whole rows")
+        if tc != plan.C and (tc * itemsize) % m.align_bytes:
+            problems.append(
+                f"has {tc} columns = {tc * itemsize} bytes, not a multiple of {m.align_bytes}"
+            )
+        if need > cap:
+            problems.append(f"needs {need} bytes of UB; {m.name} has {cap}")
+        if problems:
+            fit = _best_row_tile(lw, plan)
+            raise TileError(
+                f"vector tile {list(user)} for kernel {name} over "
+                + " and ".join(problems)
+                + f" (kernel view [{plan.R},{plan.C}])",
+                op="set_vec_tile_shapes",
+                hint=f"a tile that fits: pto.set_vec_tile_shapes({fit[0]}, {fit[1]})",
+            )
+        return tr, tc
+    return _best_row_tile(lw, plan)
+
+
+def _best_row_tile(lw: Lowering, plan: RowPlan) -> tuple[int, int]:
+    cap = lw.machine.ub_bytes
+    workers = lw.workers("aiv")
+    col_opts = (
+        [plan.C]
+        if plan.reduces
+        else [d for d in divisors(plan.C) if d == plan.C or d * 4 % 32 == 0]
+    )
+    best: tuple[Any, ...] | None = None
+    for tc in sorted(col_opts, reverse=True):
+        for tr in divisors(plan.R):
+            need = ub_bytes_needed(plan, tr, tc)
+            if need > cap:
+                continue
+            points = (plan.R // tr) * (plan.C // tc)
+            elems = tr * tc
+            # Prefer every core busy, then big tiles up to 16K elements (DMA runs at full rate
+            # from about 16 KiB), then fewer points.
+            score = (min(points, workers), min(elems, 16384), tc == plan.C, -points)
+            if best is None or score > best[0]:
+                best = (score, tr, tc)
+    if best is None:
+        raise TileError(
+            f"a [{1},{plan.C}] row does not fit UB ({cap} bytes) with its intermediates",
+            op="lower",
+            hint="rows this long need a two-pass reduction, which is not built yet; "
+            "reduce a shorter axis or split the row",
+        )
+    return best[1], best[2]
+
+
+def lower_row_kernel(lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | None) -> None:
+    tr, tc = choose_row_tile(lw, plan, name)
+    b = RowBuilder(lw, plan, tr, tc)
+    b.loc = loc
+    for v in plan.inputs:
+        b.tiles[v] = b.load(v)
+    for e in plan.eqns:
+        b.loc = e.loc or loc
+        rule = OPS[e.op].rules["tile"]
+        assert isinstance(rule, RowRule)
+        args = [b.tiles[a] if isinstance(a, Var) else a for a in e.inputs]
+        b.tiles[e.out] = rule.fn(b, e, args)
+    b.loc = loc
+    for v in plan.outputs:
+        b.store(v, b.tiles[v])
+    grid = [("r", plan.R // tr)]
+    if plan.C // tc > 1:
+        grid.append(("c", plan.C // tc))
+    lw.add_kernel(
+        Kernel(
+            name,
+            "vector",
+            tuple(grid),
+            (Section("aiv", tuple(b.body), tuple(b.pre), tuple(b.post)),),
+            (("rows", tr), ("cols", tc)),
+            loc=loc,
+        )
+    )
+
+
+# ---------------------------------------------------------------- the driver
+def _groups(f: Func) -> list[tuple[str, list[Eqn]]]:
+    names = dict(f.groups)
+    out: list[tuple[str, list[Eqn]]] = []
+    index: dict[str | None, int] = {}
+    for e in f.eqns:
+        g = e.group
+        if g is None or g not in index:
+            index[g] = len(out)
+            out.append((names.get(g, e.op) if g else e.op, [e]))
+            if g is None:
+                index.pop(None)
+        else:
+            out[index[g]][1].append(e)
+    return out
+
+
+def lower_func(f: Func, machine: Machine, cfg: TileConfig | None = None) -> TileFunc:
+    """The Tile IR of a (fused) Tensor IR function."""
+    lw = Lowering(f, machine, cfg or TileConfig())
+    outs = {o for o in f.outputs if isinstance(o, Var)}
+    # a buffer is an output when any reshape view of it is
+    alias: dict[Var, Var] = {}
+    for e in f.eqns:
+        if e.op == "reshape" and isinstance(e.inputs[0], Var):
+            src = e.inputs[0]
+            alias[e.out] = alias.get(src, src)
+    lw.outputs_of = outs | {alias[o] for o in outs if o in alias}
+    for p in f.params:
+        lw.var_buf[p] = lw.new_buffer(p.hint or "arg", p.aval.dtype, p.aval.size, "in")
+    for v, arr in f.consts:
+        name = lw.new_buffer("c", v.aval.dtype, v.aval.size, "in")
+        lw.var_buf[v] = name
+        a = np.asarray(arr).reshape(-1, arr.shape[-1] if arr.ndim else 1)
+        lw.views[name] = (a.shape[0], a.shape[1])
+        lw.consts.append((name, a))
+    for gname, eqns in _groups(f):
+        loc = eqns[-1].loc
+        used = _used_outside(f, eqns)
+        if all(e.op == "reshape" for e in eqns):
+            for e in eqns:
+                a = e.inputs[0]
+                if isinstance(a, Var):
+                    lw.var_buf[e.out] = lw.buffer(a)
+                else:
+                    arr = np.asarray(a.value).reshape(1, 1)
+                    lw.var_buf[e.out] = lw.const_buffer("lit", arr)
+            continue
+        plan = plan_row(lw, eqns, used)
+        if plan is not None:
+            lower_row_kernel(lw, plan, lw.fresh(gname), loc)
+            continue
+        if len(eqns) > 1:
+            lower_split(lw, eqns)
+            continue
+        lower_single(lw, eqns[0])
+    return lw.result()
+
+
+def lower_split(lw: Lowering, eqns: Sequence[Eqn]) -> None:
+    """A group that is not one row kernel: every equation on its own (kernel rules may still
+    take several equations, e.g. a matmul with its epilogue, in later versions)."""
+    for e in eqns:
+        lower_single(lw, e)
+
+
+def lower_single(lw: Lowering, e: Eqn) -> None:
+    if e.op == "reshape":
+        src = e.inputs[0]
+        assert isinstance(src, Var)
+        lw.var_buf[e.out] = lw.buffer(src)
+        return
+    rule = OPS[e.op].rules.get("tile")
+    if isinstance(rule, KernelRule):
+        rule.fn(lw, e)
+        return
+    if isinstance(rule, RowRule):
+        plan = plan_row(lw, [e], {e.out})
+        if plan is not None:
+            lower_row_kernel(lw, plan, lw.fresh(e.op), e.loc)
+            return
+        general = OPS[e.op].rules.get("tile_general")
+        if general is not None:
+            general(lw, e)
+            return
+    raise TileError(
+        f"no tile lowering for {e.op} on "
+        + ", ".join(str(a.aval) for a in e.inputs)
+        + f" -> {e.out.aval}",
+        op=e.op,
+        loc=e.loc,
+        hint="run it with pto.jit(fn, backend='interpret') meanwhile",
+    )
