@@ -51,7 +51,7 @@ K_LOCAL, K_SET, K_WAIT, K_XSET, K_XWAIT, K_DMA_RD, K_DMA_WR, K_FRONT = range(8)
 FLAG_SPACE = 64
 """Flag keys: (source pipe * NPIPES + destination pipe) * FLAG_SPACE + event id."""
 
-_TRANSCENDENTAL = {"TEXP", "TLOG", "TTANH", "TSIGMOID", "TSIN", "TCOS", "TGELU"}
+_TRANSCENDENTAL = {"TEXP", "TLOG", "TTANH", "TSIGMOID", "TSIN", "TCOS", "TGELU", "TPOW", "TPOWS"}
 _DIVLIKE = {"TDIV", "TDIVS", "TRECIP", "TSQRT", "TRSQRT"}
 
 

@@ -93,6 +93,7 @@ _BINARY_FN: dict[str, Callable[[np.ndarray, Any], np.ndarray]] = {
     "TDIV": np.divide,
     "TMAX": np.maximum,
     "TMIN": np.minimum,
+    "TPOW": np.power,
 }
 _CMP_FN: dict[Cond, Callable[[Any, Any], np.ndarray]] = {
     Cond.EQ: np.equal,

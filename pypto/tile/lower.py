@@ -605,11 +605,11 @@ def lower_func(f: Func, machine: Machine, cfg: TileConfig | None = None) -> Tile
         used = _used_outside(f, eqns)
         if all(e.op == "reshape" for e in eqns):
             for e in eqns:
-                a = e.inputs[0]
-                if isinstance(a, Var):
-                    lw.var_buf[e.out] = lw.buffer(a)
+                operand = e.inputs[0]
+                if isinstance(operand, Var):
+                    lw.var_buf[e.out] = lw.buffer(operand)
                 else:
-                    arr = np.asarray(a.value).reshape(1, 1)
+                    arr = np.asarray(operand.value).reshape(1, 1)
                     lw.var_buf[e.out] = lw.const_buffer("lit", arr)
             continue
         plan = plan_row(lw, eqns, used)
