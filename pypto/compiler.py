@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -173,12 +174,18 @@ def _execute(lw: Lowered, dyn: Sequence[Any]) -> Any:
         outs = interpret.evaluate(func, vals)  # inside another trace: inline
         return pytree.unflatten(lw.out_tree, outs)
     arrays = [x._a if type(x) is Tensor else api.to_numpy(x, "jit") for x in dyn]
-    if lw.backend == "npu" and not _empty(func):
+    if lw.backend == "npu" and not _empty(func) and lw.tile_ir.kernels:
         prof = simulate_lowered(lw, arrays, numerics=True, trace=False)
         assert prof.outputs is not None
         return pytree.unflatten(lw.out_tree, list(prof.outputs))
     outs = [_wrap(a) for a in interpret.run(func, arrays)]
     return pytree.unflatten(lw.out_tree, outs)
+
+
+def check_simulations() -> str:
+    """In tests (``PYPTO_CHECK_SIM=1``, or ``rerun`` to also repeat each run) every simulated
+    program is checked for the invariants of the machine model (DESIGN §4)."""
+    return os.environ.get("PYPTO_CHECK_SIM", "")
 
 
 def _empty(f: Func) -> bool:
@@ -204,7 +211,17 @@ def simulate_lowered(
             inputs[name] = np.asarray(a).reshape(tf.buffer(name).shape)
         for name, data in tf.consts:
             inputs[name] = data
-    prof = simulate(prog, m, inputs, numerics=numerics, trace=trace)
+    if not tf.kernels:
+        raise PyptoError(
+            f"@{tf.name} has no kernel to run: it only returns views of its inputs or constants",
+            op="profile",
+        )
+    check = check_simulations()
+    prof = simulate(prog, m, inputs, numerics=numerics, trace=trace or check)
+    if check:
+        from pypto.npu import check_invariants
+
+        check_invariants(prof, rerun=check == "rerun")
     if not numerics:
         return prof
     got = prof.outputs or {}

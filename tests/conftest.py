@@ -8,6 +8,8 @@ from hypothesis import HealthCheck, settings
 
 # Every pass manager run in the tests verifies the IR after each pass.
 os.environ["PYPTO_VERIFY"] = "1"
+# ... and every program run on the simulated NPU is checked for the machine-model invariants.
+os.environ.setdefault("PYPTO_CHECK_SIM", "1")
 
 settings.register_profile(
     "ci",

@@ -126,10 +126,12 @@ class CheckReport:
 def check(
     fn: Callable[..., Any],
     *args: Any,
-    backends: Sequence[str] = ("eager", "interpret"),
+    backends: Sequence[str] = ("eager", "interpret", "npu"),
     verbose: bool = True,
+    machine: Any = "tiny",
 ) -> CheckReport:
-    """Run ``fn`` eagerly and through ``jit(backend="interpret")``, compare with JAX.
+    """Run ``fn`` eagerly, through ``jit(backend="interpret")`` and compiled for the simulated
+    NPU (``machine``, by default the one-cluster ``tiny``), and compare each with JAX.
 
     Prints the per-output report and raises :class:`pypto.NumericsMismatch` on failure.
 
@@ -148,6 +150,8 @@ def check(
         runs["eager"] = fn(*args)
     if "interpret" in backends:
         runs["interpret"] = jit(fn, backend="interpret")(*args)
+    if "npu" in backends:
+        runs["npu"] = jit(fn, backend="npu", machine=machine)(*args)
     rows = []
     for backend, out in runs.items():
         leaves, _ = pytree.flatten(out)

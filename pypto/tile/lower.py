@@ -30,7 +30,7 @@ from pypto.core.errors import SourceLoc, TileError
 from pypto.graph.ir import Eqn, Func, Lit, Var
 from pypto.isa.ir import Expr, Space, TensorDecl
 from pypto.npu.machine import Machine
-from pypto.ops.table import OPS, require_rule
+from pypto.ops.table import OPS, register_rule, require_rule
 from pypto.tile.config import TileConfig
 from pypto.tile.ir import Kernel, Section, SOp, Stmt, TileFunc, TileVar, TLoad, TOp, TStore
 
@@ -104,7 +104,7 @@ class Lowering:
         b = self.var_buf.get(v)
         if b is None:
             role = "out" if v in self.outputs_of else "tmp"
-            b = self.new_buffer("t", v.aval.dtype, v.aval.size, role)
+            b = self.new_buffer("out" if role == "out" else "t", v.aval.dtype, v.aval.size, role)
             self.var_buf[v] = b
         return b
 
@@ -605,12 +605,7 @@ def lower_func(f: Func, machine: Machine, cfg: TileConfig | None = None) -> Tile
         used = _used_outside(f, eqns)
         if all(e.op == "reshape" for e in eqns):
             for e in eqns:
-                operand = e.inputs[0]
-                if isinstance(operand, Var):
-                    lw.var_buf[e.out] = lw.buffer(operand)
-                else:
-                    arr = np.asarray(operand.value).reshape(1, 1)
-                    lw.var_buf[e.out] = lw.const_buffer("lit", arr)
+                _reshape(lw, e)
             continue
         plan = plan_row(lw, eqns, used)
         if plan is not None:
@@ -630,12 +625,20 @@ def lower_split(lw: Lowering, eqns: Sequence[Eqn]) -> None:
         lower_single(lw, e)
 
 
-def lower_single(lw: Lowering, e: Eqn) -> None:
-    if e.op == "reshape":
-        src = e.inputs[0]
-        assert isinstance(src, Var)
+def _reshape(lw: Lowering, e: Eqn) -> None:
+    # A reshape moves no data: the result is a view of its operand's buffer; kernels that
+    # read it reinterpret the layout (``window``) or copy it when they cannot (``relayout``).
+    src = e.inputs[0]
+    if isinstance(src, Var):
         lw.var_buf[e.out] = lw.buffer(src)
-        return
+    else:
+        lw.var_buf[e.out] = lw.const_buffer("lit", np.asarray(src.value).reshape(1, 1))
+
+
+register_rule("tile", "reshape")(KernelRule(_reshape))
+
+
+def lower_single(lw: Lowering, e: Eqn) -> None:
     rule = OPS[e.op].rules.get("tile")
     if isinstance(rule, KernelRule):
         rule.fn(lw, e)

@@ -152,9 +152,15 @@ def test_unknown_backend() -> None:
         pto.jit(lambda x: x, backend="gpu")
 
 
-def test_npu_backend_is_not_built_yet_and_says_so() -> None:
-    with pytest.raises(pto.PyptoError, match="interpret"):
-        pto.jit(lambda x: x + 1, backend="npu")(pto.ones(2))
+def test_npu_is_the_default_backend_and_agrees_with_interpret() -> None:
+    f = pto.jit(lambda x: pto.exp(x) * 2 + 1, machine="tiny")
+    x = pto.random.normal(0, (16, 64))
+    assert f.backend == "npu"
+    ref = pto.jit(lambda x: pto.exp(x) * 2 + 1, backend="interpret")(x)
+    np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(ref))
+    # views and constants only: no kernel, still a program
+    g = pto.jit(lambda x: x.reshape(64, 16), machine="tiny")
+    np.testing.assert_array_equal(np.asarray(g(x)), np.asarray(x).reshape(64, 16))
 
 
 def test_traced_ir_round_trips_with_constants() -> None:
