@@ -217,7 +217,7 @@ def simulate_lowered(
             op="profile",
         )
     check = check_simulations()
-    prof = simulate(prog, m, inputs, numerics=numerics, trace=trace or check)
+    prof = simulate(prog, m, inputs, numerics=numerics, trace=trace or bool(check))
     if check:
         from pypto.npu import check_invariants
 
