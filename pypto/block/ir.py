@@ -70,8 +70,7 @@ def _lines(items: tuple[BItem, ...], depth: int) -> list[str]:
             out.extend(_lines(it.body, depth + 1))
             out.append(pad + "}")
         else:
-            loc = f"  # {it.instr.loc}" if it.instr.loc else ""
-            out.append(pad + str(it.instr) + loc)
+            out.append(pad + str(it.instr))
     return out
 
 

@@ -481,7 +481,7 @@ def choose_row_tile(lw: Lowering, plan: RowPlan, name: str) -> tuple[int, int]:
         itemsize = max(d.itemsize for d in plan.dtypes)
         problems = []
         if plan.R % tr or plan.C % tc:
-            problems.append(f"does not divide the kernel's [{plan.R},{plan.C}] view")
+            problems.append("does not divide it")
         if tc != plan.C and not col_split_ok:
             problems.append(f"splits rows of {plan.C}, but the kernel reduces over whole rows")
         if tc != plan.C and (tc * itemsize) % m.align_bytes:
@@ -493,9 +493,8 @@ def choose_row_tile(lw: Lowering, plan: RowPlan, name: str) -> tuple[int, int]:
         if problems:
             fit = _best_row_tile(lw, plan)
             raise TileError(
-                f"vector tile {list(user)} for kernel {name} over "
-                + " and ".join(problems)
-                + f" (kernel view [{plan.R},{plan.C}])",
+                f"vector tile {list(user)} for kernel @{name} (a [{plan.R},{plan.C}] view) "
+                + " and ".join(problems),
                 op="set_vec_tile_shapes",
                 hint=f"a tile that fits: pto.set_vec_tile_shapes({fit[0]}, {fit[1]})",
             )

@@ -1,0 +1,174 @@
+"""Row kernels (elementwise, last-axis reductions, norms): golden Tile IR, tile shapes, errors,
+and the Block IR and ISA they become."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.isa import parse
+
+
+def strip(text: str) -> str:
+    """The IR text without source-location comments (they name this file's lines)."""
+    return re.sub(r"\s+#.*", "", text)
+
+
+X = pto.random.normal(0, (64, 128), pto.float16)
+W = pto.random.normal(1, (128,), pto.float16)
+
+SOFTMAX = """\
+tile_func @softmax {
+  .tensor x f16[64,128] in
+  .tensor out f16[64,128] out
+  kernel @softmax grid(r=4) vec_tile(rows=16, cols=128) {
+    .aiv
+      %x1: UB f16[16,128] = tload %x[%r*16 : +16, 0 : +128]
+      %t2: UB f16[16,1] = trowmax %x1
+      %t3: UB f16[16,128] = tsub %x1, %t2
+      %t4: UB f16[16,128] = texp %t3
+      %t5: UB f16[16,1] = trowsum %t4
+      %t6: UB f16[16,128] = tdiv %t4, %t5
+      tstore %out[%r*16 : +16, 0 : +128], %t6
+  }
+  return %out
+}"""
+
+RMS_NORM = """\
+tile_func @rms {
+  .tensor x f16[64,128] in
+  .tensor w f16[1,128] in
+  .tensor out f16[64,128] out
+  kernel @rms_norm grid(r=4) vec_tile(rows=16, cols=128) {
+    .aiv
+      pre {
+        %x2: UB f16[1,128] = tload %w[0 : +1, 0 : +128]
+      }
+      %x1: UB f16[16,128] = tload %x[%r*16 : +16, 0 : +128]
+      %t3: UB f16[16,128] = tmul %x1, %x1
+      %t4: UB f32[16,128] = tcvt %t3
+      %t5: UB f32[16,1] = trowsum %t4
+      %t6: UB f32[16,1] = tdivs %t5, 128.0
+      %t7: UB f16[16,1] = tcvt %t6
+      %t8: UB f16[16,1] = tadds %t7, 1.0132789611816406e-06
+      %t9: UB f16[16,1] = trsqrt %t8
+      %t10: UB f16[16,128] = tmul %x1, %t9
+      %t11: UB f16[16,128] = tmul %t10, %x2
+      tstore %out[%r*16 : +16, 0 : +128], %t11
+  }
+  return %out
+}"""
+
+
+def softmax(x: Any) -> Any:
+    return pto.softmax(x, -1)
+
+
+def rms(x: Any, w: Any) -> Any:
+    return pto.rms_norm(x, w)
+
+
+def test_golden_softmax_tile_ir() -> None:
+    low = pto.jit(softmax, machine="tiny", tile=dict(vec=(16, 128))).lower(X)
+    assert strip(str(low.tile_ir)) == SOFTMAX
+
+
+def test_golden_rms_norm_tile_ir() -> None:
+    low = pto.jit(rms, machine="tiny", tile=dict(vec=(16, 128))).lower(X, W)
+    assert strip(str(low.tile_ir)) == RMS_NORM
+
+
+def test_every_level_prints_and_the_isa_round_trips() -> None:
+    low = pto.jit(rms, machine="tiny").lower(X, W)
+    low.tile_ir.verify()
+    text = str(low.isa)
+    assert str(parse(text)) == text
+    block = str(low.block_ir)
+    # buffers are allocated, the input tile alternates between two slots, pipes are ordered
+    assert "x2 by %p_g] %x1" in block
+    assert "WAIT_FLAG MTE2, V" in block and "SET_FLAG V, MTE3" in block
+
+
+def test_tile_shapes_change_the_tile_ir_and_the_profile() -> None:
+    texts, cycles = set(), set()
+    for vec in ((4, 128), (16, 128), (32, 128)):
+        with pto.tile_shapes(vec=vec):
+            f = pto.jit(softmax, machine="tiny")
+            texts.add(strip(str(f.lower(X).tile_ir)))
+            cycles.add(f.profile(X, numerics=False).cycles)
+    assert len(texts) == 3 and len(cycles) == 3
+
+
+def test_set_vec_tile_shapes_is_global_until_reset() -> None:
+    try:
+        pto.set_vec_tile_shapes(8, 128)
+        assert "vec_tile(rows=8, cols=128)" in str(
+            pto.jit(softmax, machine="tiny").lower(X).tile_ir
+        )
+    finally:
+        pto.reset_tile_shapes()
+    assert "rows=8," not in str(pto.jit(softmax, machine="tiny").lower(X).tile_ir)
+
+
+def test_elementwise_kernels_may_split_rows_into_column_tiles() -> None:
+    x = pto.random.normal(0, (8, 4096), pto.float32)
+    f = pto.jit(lambda x: pto.exp(x) * 2, machine="tiny", tile=dict(vec=(8, 512)))
+    assert "grid(r=1, c=8)" in str(f.lower(x).tile_ir)
+    np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(pto.exp(x) * 2))
+
+
+@pytest.mark.parametrize(
+    ("vec", "shape", "message"),
+    [
+        ((7, 128), (64, 128), r"vector tile \[7, 128\] for kernel @softmax.*does not divide"),
+        ((8, 64), (64, 128), r"splits rows of 128, but the kernel reduces over whole rows"),
+        ((64, 8192), (64, 32768), r"needs 8388608 bytes of UB; tiny has 196608"),
+    ],
+)
+def test_bad_vec_tiles_say_why_and_suggest_one_that_fits(
+    vec: tuple[int, int], shape: tuple[int, int], message: str
+) -> None:
+    x = pto.ones(shape, pto.float32)
+    fn = softmax if shape[1] == 128 else pto.exp
+    with pytest.raises(pto.TileError, match=message) as info:
+        pto.jit(fn, machine="tiny", tile=dict(vec=vec))(x)
+    text = str(info.value)
+    assert "hint: a tile that fits: pto.set_vec_tile_shapes(" in text
+    assert "test_row_kernels.py" in text  # the user's line
+
+
+def test_misaligned_column_tile_is_refused() -> None:
+    with pytest.raises(pto.TileError, match=r"4 columns = 16 bytes, not a multiple of 32"):
+        pto.jit(pto.exp, machine="tiny", tile=dict(vec=(8, 4)))(pto.ones((64, 128)))
+
+
+def test_bad_tile_settings_are_refused_early() -> None:
+    with pytest.raises(pto.TileError, match="positive integers"):
+        pto.set_vec_tile_shapes(0, 8)
+    with pytest.raises(pto.TileError, match="not a multiple of the L0 size"):
+        pto.set_cube_tile_shapes([128, 200], [64, 256], [256, 256])
+    with pytest.raises(pto.TileError, match="unknown tile setting"):
+        pto.jit(softmax, tile=dict(rows=8)).lower(X)
+
+
+def test_automatic_tiles_keep_every_vector_core_busy() -> None:
+    x = pto.ones((4096, 256), pto.float16)
+    low = pto.jit(softmax, machine="ascend910b").lower(x)
+    (k,) = low.tile_ir.kernels
+    assert k.points >= 48
+    prof = pto.jit(softmax, machine="ascend910b").profile(x, numerics=False)
+    busy = [v for (core, pipe), v in prof.busy.items() if pipe == "V"]
+    assert len(busy) == 48 and min(busy) > 0
+
+
+def test_reshapes_are_views_not_copies() -> None:
+    x = pto.random.normal(0, (16, 64))
+    f = pto.jit(lambda x: (x.reshape(4, 256) * 2).reshape(16, 64) + 1, machine="tiny")
+    low = f.lower(x)
+    # the two reshapes move no data: two kernels (mul, add), no copy between them
+    assert [k.name for k in low.tile_ir.kernels] == ["mul", "add"]
+    np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(x) * 2 + 1)
