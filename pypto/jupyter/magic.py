@@ -4,7 +4,7 @@ The cell's inputs are the tensors and arrays it reads from the namespace before 
 its outputs are the names it assigns at top level. They are bound back into the namespace.
 
     %load_ext pypto
-    %%pypto --show graph --check
+    %%pypto --show graph,tile --check
     h = pto.gelu(x @ w)
     y = pto.softmax(h)
 """
@@ -87,7 +87,8 @@ def cell_signature(source: str, ns: dict[str, Any]) -> tuple[list[str], list[str
 
 @dataclass
 class CellReport:
-    """What a ``%%pypto`` cell did: its graph, outputs and (with --check) the JAX comparison."""
+    """What a ``%%pypto`` cell did: its levels, outputs, the NPU profile and (with --check) the
+    JAX comparison."""
 
     name: str
     inputs: list[str]
@@ -96,34 +97,46 @@ class CellReport:
     backend: str
     check: Any = None
     shows: list[str] = field(default_factory=list)
+    profile: Any = None
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        import html
+
         text = [
             f"%%pypto {self.name}: inputs {self.inputs} → outputs {self.outputs} "
             f"on backend {self.backend!r}, {len(self.lowered.tensor_ir.eqns)} ops in "
             f"{len(self.lowered.tensor_ir.groups)} kernels"
         ]
-        parts = [f"<b>{text[0]}</b>"]
-        if self.backend == "interpret":
-            note = (
-                "the NPU backend (tile, block and ISA levels) is not built yet; the cell ran "
-                "on the interpreter"
+        parts = [f"<b>{html.escape(text[0])}</b>"]
+        p = self.profile
+        if p is not None:
+            line = (
+                f"{p.machine.name}: {p.cycles:,.0f} cycles ({p.seconds * 1e6:,.1f} µs), "
+                f"efficiency {p.efficiency:.2f} of the roofline ({p.bound}-bound)"
             )
-            text.append(note)
-            parts.append(f"<div><i>{note}</i></div>")
+            text.append(line)
+            parts.append(f"<div>{html.escape(line)}</div>")
         for s in self.shows:
-            if s == "tensor":
-                text.append(str(self.lowered.tensor_ir))
-                parts.append(self.lowered.tensor_ir._repr_html_())
-            elif s == "graph":
+            if s == "graph":
                 from pypto.viz import graph
 
                 b = graph(self.lowered)._repr_mimebundle_()
                 parts.append(b.get("image/svg+xml") or b["text/html"])
-            else:
-                msg = f"--show {s}: needs the NPU backend, which is not built yet"
-                text.append(msg)
-                parts.append(f"<div><i>{msg}</i></div>")
+                continue
+            if s in ("tensor", "tile", "block", "isa"):
+                if s != "tensor" and self.backend != "npu":
+                    msg = f"--show {s}: the cell ran on the interpreter (drop --interpret)"
+                    text.append(msg)
+                    parts.append(f"<div><i>{html.escape(msg)}</i></div>")
+                    continue
+                attr = {"tensor": "tensor_ir", "tile": "tile_ir", "block": "block_ir"}
+                ir = getattr(self.lowered, attr.get(s, s))
+                text.append(str(ir))
+                parts.append(f"<pre class='pypto-ir'>{html.escape(str(ir))}</pre>")
+                continue
+            msg = f"--show {s}: the {s} view is not built yet"
+            text.append(msg)
+            parts.append(f"<div><i>{html.escape(msg)}</i></div>")
         if self.check is not None:
             text.append(str(self.check))
             parts.append(self.check._repr_html_())
@@ -146,14 +159,22 @@ def run_cell(line: str, cell: str, ns: dict[str, Any]) -> CellReport:
     name = f"cell{next(_counter)}"
     filename = f"<pypto-{name}>"
     fn = _cell_function(name, cell, inputs, outputs, filename, ns)
-    backend = "interpret"
+    backend = "interpret" if args.interpret else "npu"
     jitted = jit(fn, machine=args.machine, backend=backend)
     values = [ns[i] for i in inputs]
-    out = jitted(*values)
+    lowered = jitted.lower(*values)
+    prof = None
+    if backend == "npu" and lowered.tile_ir.kernels:
+        prof = jitted.profile(*values)
+        from pypto.graph import pytree
+
+        out = pytree.unflatten(lowered.out_tree, prof.outputs)
+    else:
+        out = jitted(*values)
     ns.update(out)
-    report = CellReport(name, inputs, outputs, jitted.lower(*values), backend, shows=args.show)
+    report = CellReport(name, inputs, outputs, lowered, backend, shows=args.show, profile=prof)
     if args.check:
-        report.check = check(fn, *values, verbose=False)
+        report.check = check(fn, *values, verbose=False, machine=args.machine)
     return report
 
 

@@ -1,6 +1,7 @@
-"""Differential fuzzing: random well-typed programs run eagerly, through the interpreter and in
-JAX. Eager and interpret share the op table's numpy implementations, so they must agree bit for
-bit; JAX must agree within the tolerance table."""
+"""Differential fuzzing: random well-typed programs run eagerly, through the interpreter, compiled
+for the simulated NPU and in JAX. Eager and interpret share the op table's numpy
+implementations, so they must agree bit for bit; the NPU (whose reductions may sum in another
+order) and JAX must agree within the tolerance table."""
 
 from __future__ import annotations
 
@@ -104,19 +105,23 @@ def test_random_programs_agree_eager_interpret_jax(prog: Any) -> None:
     fn = build(steps)
     tensors = [pto.tensor(a) for a in inputs]
     eager = fn(*tensors)
-    staged = pto.jit(fn)(*tensors)
-    unfused = pto.jit(fn, fuse=False)(*tensors)
+    staged = pto.jit(fn, backend="interpret")(*tensors)
+    unfused = pto.jit(fn, backend="interpret", fuse=False)(*tensors)
+    npu = pto.jit(fn, machine="tiny")(*tensors)
     ref = pto.to_jax(fn)(*inputs)
     func, _, _ = trace(fn, tensors)
     assert_round_trip(func)
     assert_round_trip(pto.jit(fn).lower(*tensors).tensor_ir)
     ks = sum_lengths(func)
-    for i, (e, s, u, r, k) in enumerate(zip(eager, staged, unfused, ref, ks, strict=True)):
+    names = [(UNARY if t == "u" else BINARY)[o][0] for t, o, _, _ in steps]
+    for i, (e, s, u, n, r, k) in enumerate(
+        zip(eager, staged, unfused, npu, ref, ks, strict=True)
+    ):
         np.testing.assert_array_equal(np.asarray(e), np.asarray(s), err_msg=f"interpret out {i}")
         np.testing.assert_array_equal(np.asarray(e), np.asarray(u), err_msg=f"unfused out {i}")
-        assert e.dtype == s.dtype and e.shape == s.shape
+        assert e.dtype == s.dtype == n.dtype and e.shape == s.shape == n.shape
+        c = compare(f"npu out[{i}]", n, np.asarray(e), k=k * (len(steps) + 1))
+        assert c.ok, f"{c}\nprogram: {names}"
         # Rounding differences compound along the chain; allow for its length.
         c = compare(f"out[{i}]", e, np.asarray(r), k=k * (len(steps) + 1))
-        assert c.ok, (
-            f"{c}\nprogram: {[(UNARY if t == 'u' else BINARY)[o][0] for t, o, _, _ in steps]}"
-        )
+        assert c.ok, f"{c}\nprogram: {names}"

@@ -26,7 +26,9 @@ def test_signature_reads_inputs_before_assignment_and_assigned_outputs() -> None
 def test_cell_runs_binds_outputs_and_reports(shell: InteractiveShell) -> None:
     shell.user_ns.update(pto=pto, x=pto.random.normal(0, (4, 8)), w=np.ones((8, 3), np.float32))
     report = shell.run_cell_magic(
-        "pypto", "--show tensor,graph --check", "h = x @ w\ny = pto.softmax(h)"
+        "pypto",
+        "--show tensor,graph,tile,isa --check --machine tiny",
+        "h = x @ w\ny = pto.softmax(h)",
     )
     ns = shell.user_ns
     np.testing.assert_array_equal(ns["y"].numpy(), pto.softmax(ns["x"] @ ns["w"]).numpy())
@@ -34,7 +36,8 @@ def test_cell_runs_binds_outputs_and_reports(shell: InteractiveShell) -> None:
     text = bundle["text/plain"]
     assert "inputs ['x', 'w']" in text and "outputs ['h', 'y']" in text
     assert "func @cell" in text and "all outputs match JAX" in text
-    assert "not built yet" in text  # honest about the backend it ran on
+    assert "on backend 'npu'" in text and "tiny: " in text and "of the roofline" in text
+    assert "kernel @" in text and ".program cell" in text  # the Tile IR and the ISA
     assert "<svg" in bundle["text/html"] or "graphviz" in bundle["text/html"]
 
 
