@@ -68,6 +68,7 @@ class Lowered:
     snapshots: tuple[Snapshot, ...] = field(default=())
     machine: Any = "ascend910b"
     tile: Any = None
+    fuse: bool = True
     _levels: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def _build_levels(self) -> None:
@@ -79,7 +80,7 @@ class Lowered:
 
         m = get_machine(self.machine)
         cfg = config.current().merged(config.parse(self.tile))
-        tf = lower_func(self.tensor_ir, m, cfg)
+        tf = lower_func(self.tensor_ir, m, cfg, fuse=self.fuse)
         bf = schedule(tf, m)
         prog = codegen(bf)
         if verify_default():
@@ -343,7 +344,16 @@ class Jitted:
         pipeline = passes.DEFAULT if self.fuse else passes.UNFUSED
         opt, snaps = PassManager(pipeline, snapshots=snapshots).run(func)
         lw = Lowered(
-            func, opt, in_tree, out_tree, stat, self.backend, tuple(snaps), self.machine, self.tile
+            func,
+            opt,
+            in_tree,
+            out_tree,
+            stat,
+            self.backend,
+            tuple(snaps),
+            self.machine,
+            self.tile,
+            self.fuse,
         )
         if self.backend == "npu" and not _empty(opt):
             lw._build_levels()

@@ -580,8 +580,15 @@ def _groups(f: Func) -> list[tuple[str, list[Eqn]]]:
     return out
 
 
-def lower_func(f: Func, machine: Machine, cfg: TileConfig | None = None) -> TileFunc:
-    """The Tile IR of a (fused) Tensor IR function."""
+def lower_func(
+    f: Func, machine: Machine, cfg: TileConfig | None = None, *, fuse: bool = True
+) -> TileFunc:
+    """The Tile IR of a (fused) Tensor IR function.
+
+    With ``fuse``, consecutive groups that fit one row kernel together (a residual add before a
+    norm, independent elementwise groups over the same rows) become one kernel, so their
+    intermediates stay in UB; ``fuse=False`` keeps one kernel per group (the baseline).
+    """
     lw = Lowering(f, machine, cfg or TileConfig())
     outs = {o for o in f.outputs if isinstance(o, Var)}
     # a buffer is an output when any reshape view of it is
@@ -599,22 +606,47 @@ def lower_func(f: Func, machine: Machine, cfg: TileConfig | None = None) -> Tile
         a = np.asarray(arr).reshape(-1, arr.shape[-1] if arr.ndim else 1)
         lw.views[name] = (a.shape[0], a.shape[1])
         lw.consts.append((name, a))
+    pending: list[tuple[str, list[Eqn]]] = []
+
+    def flush() -> None:
+        if pending:
+            eqns = [e for _, es in pending for e in es]
+            plan = plan_row(lw, eqns, _used_outside(f, eqns))
+            assert plan is not None
+            name = "_".join(dict.fromkeys(n for n, _ in pending))
+            lower_row_kernel(lw, plan, lw.fresh(name), eqns[-1].loc)
+            pending.clear()
+
     for gname, eqns in _groups(f):
-        loc = eqns[-1].loc
-        used = _used_outside(f, eqns)
         if all(e.op == "reshape" for e in eqns):
+            flush()
             for e in eqns:
                 _reshape(lw, e)
             continue
-        plan = plan_row(lw, eqns, used)
-        if plan is not None:
-            lower_row_kernel(lw, plan, lw.fresh(gname), loc)
+        if fuse and pending:
+            merged = [e for _, es in pending for e in es] + eqns
+            plan = plan_row(lw, merged, _used_outside(f, merged))
+            if plan is not None and _fits(lw, plan):
+                pending.append((gname, eqns))
+                continue
+        flush()
+        if plan_row(lw, eqns, _used_outside(f, eqns)) is not None:
+            pending.append((gname, eqns))
             continue
         if len(eqns) > 1:
             lower_split(lw, eqns)
             continue
         lower_single(lw, eqns[0])
+    flush()
     return lw.result()
+
+
+def _fits(lw: Lowering, plan: RowPlan) -> bool:
+    try:
+        choose_row_tile(lw, plan, "merged")
+    except TileError:
+        return False
+    return True
 
 
 def lower_split(lw: Lowering, eqns: Sequence[Eqn]) -> None:

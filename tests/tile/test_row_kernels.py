@@ -172,3 +172,19 @@ def test_reshapes_are_views_not_copies() -> None:
     # the two reshapes move no data: two kernels (mul, add), no copy between them
     assert [k.name for k in low.tile_ir.kernels] == ["mul", "add"]
     np.testing.assert_array_equal(np.asarray(f(x)), np.asarray(x) * 2 + 1)
+
+
+def test_groups_that_share_rows_merge_into_one_kernel_unless_unfused() -> None:
+    def f(x: Any, w: Any, r: Any) -> Any:
+        return pto.rms_norm(x + r, w)
+
+    r = pto.random.normal(2, (64, 128), pto.float16)
+    fused = pto.jit(f, machine="tiny")
+    assert [k.name for k in fused.lower(X, W, r).tile_ir.kernels] == ["add_rms_norm"]
+    unfused = pto.jit(f, machine="tiny", fuse=False).lower(X, W, r).tile_ir.kernels
+    assert len(unfused) == 10  # one kernel per equation: the baseline
+    np.testing.assert_array_equal(np.asarray(fused(X, W, r)), np.asarray(f(X, W, r)))
+    assert (
+        fused.profile(X, W, r, numerics=False).cycles
+        < pto.jit(f, machine="tiny", fuse=False).profile(X, W, r, numerics=False).cycles
+    )
