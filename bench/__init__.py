@@ -20,7 +20,12 @@ from typing import Any
 Row = dict[str, Any]
 """One result: JSON-serialisable values keyed by name (the table's columns pick from them)."""
 
-GROUP_MODULES: tuple[str, ...] = ("bench.eager_overhead", "bench.graph_compile", "bench.npu_sim")
+GROUP_MODULES: tuple[str, ...] = (
+    "bench.eager_overhead",
+    "bench.graph_compile",
+    "bench.npu_sim",
+    "bench.lowering",
+)
 """The modules that define benchmark groups, in the order the runner runs them."""
 
 

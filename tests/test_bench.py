@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,6 +23,7 @@ import bench  # noqa: E402
 from bench import Column, Group, Settings  # noqa: E402
 from bench import __main__ as runner  # noqa: E402
 from bench.eager_overhead import shape_text  # noqa: E402
+from bench.lowering import error_line, profile_row  # noqa: E402
 from bench.timing import Candidate, interleaved  # noqa: E402
 
 EAGER_HEADERS = [
@@ -84,7 +86,8 @@ def test_tiny_group_through_the_runner(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_registry() -> None:
     registry = bench.groups()
-    assert "eager_overhead" in registry
+    assert set(registry) >= {"eager_overhead", "graph_compile", "npu_sim", "lowering"}
+    assert "bench.lowering" in bench.GROUP_MODULES
     group = registry["eager_overhead"]
     assert [c.header for c in group.columns] == EAGER_HEADERS
     with pytest.raises(ValueError, match="twice"):
@@ -120,3 +123,69 @@ def test_eager_overhead_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 def test_unknown_group(capsys: pytest.CaptureFixture[str]) -> None:
     assert runner.main(["--only", "no_such_group", "--no-write"]) == 2
     assert "no_such_group" in capsys.readouterr().err
+
+
+LOWERING_HEADERS = [
+    "benchmark",
+    "shape",
+    "result",
+    "target",
+    "met",
+    "simulated",
+    "roofline",
+    "bound",
+    "pipes busy",
+    "compile",
+    "sim wall",
+]
+LOWERING_ROWS = [
+    "fp16 GEMM",
+    "fp16 GEMM, awkward",
+    "elementwise gelu(x·1.5+0.5)·x",
+    "softmax (last axis)",
+    "layer_norm",
+    "rms_norm",
+    "causal attention",
+    "decoder block forward",
+    "decoder block forward, fuse=False",
+    "fusion speed-up (fuse=False / fused cycles)",
+    "decoder block: compile, all four levels",
+    "decoder block: compile, all four levels",
+    "decoder block: compile time ratio",
+    "decoder block: ISA static size (instructions)",
+]
+
+
+def test_lowering_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every row prints, whether its lowering exists yet or not (then: its error, not met)."""
+    assert runner.main(["--only", "lowering", "--quick", "--out", str(tmp_path)]) == 0
+    table = _table(capsys.readouterr().out, "lowering")
+    assert table[0] == LOWERING_HEADERS
+    body = table[2:]
+    assert [r[0] for r in body] == LOWERING_ROWS
+    assert all(len(r) == len(LOWERING_HEADERS) and r[4] in ("yes", "no", "") for r in body)
+    rows = json.loads((tmp_path / "lowering.json").read_text())["rows"]
+    assert len(rows) == len(LOWERING_ROWS)
+    for row in rows:
+        if "error" in row:
+            assert row["met"] is not True and "\n" not in row["error"]
+            assert row["result"] == row["error"]
+        elif row["kind"] in ("efficiency", "baseline"):
+            assert 0 < row["efficiency"] <= 1 + 1e-9
+            assert row["cycles"] >= row["roofline_cycles"] > 0
+            assert row["sim_wall_s"] > 0 and row["compile_s"] > 0
+            assert set(row["utilization"]) >= {"MTE2", "MTE3"}
+    judged = [r for r in rows if r["met"] is not None]
+    assert len(judged) == len(rows) - 1  # the fuse=False baseline has no target of its own
+    softmax = next(r for r in rows if r["benchmark"] == "softmax (last axis)")
+    assert softmax.get("error") is None and isinstance(softmax["met"], bool)
+
+
+def test_lowering_row_reports_errors() -> None:
+    def broken(x: Any) -> Any:
+        raise NotImplementedError("not lowered yet\nsecond line")
+
+    row, prof = profile_row("broken", "2", broken, (np.zeros(2, np.float16),), 0.5)
+    assert prof is None and row["met"] is False
+    assert row["error"] == "NotImplementedError: not lowered yet"
+    assert error_line(ValueError()) == "ValueError"
