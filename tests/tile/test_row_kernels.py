@@ -188,3 +188,19 @@ def test_groups_that_share_rows_merge_into_one_kernel_unless_unfused() -> None:
         fused.profile(X, W, r, numerics=False).cycles
         < pto.jit(f, machine="tiny", fuse=False).profile(X, W, r, numerics=False).cycles
     )
+
+
+def test_independent_kernels_overlap_and_dependent_ones_meet_at_a_barrier() -> None:
+    def f(x: Any, y: Any) -> Any:
+        a = pto.softmax(x, -1)  # kernel 1
+        b = pto.exp(y) * 2  # kernel 2: independent of kernel 1
+        return a, b, pto.exp(a.reshape(128, 64))  # kernel 3 reads kernel 1's output
+
+    x = pto.random.normal(0, (64, 128))
+    y = pto.random.normal(1, (32, 64))
+    low = pto.jit(f, machine="tiny").lower(x, y)
+    seps = [i.op for i in low.isa.core("aiv").instructions() if i.op.endswith("BARRIER")]
+    assert seps[0] == "PIPE_BARRIER" and "BARRIER" in seps[1:]
+    outs = pto.jit(f, machine="tiny")(x, y)
+    for o, r in zip(outs, f(x, y), strict=True):
+        np.testing.assert_allclose(np.asarray(o), np.asarray(r), rtol=1e-6)
