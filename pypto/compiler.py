@@ -85,6 +85,7 @@ class Lowered:
         prog = codegen(bf)
         if verify_default():
             tf.verify()
+            bf.verify(m)
             prog.verify(m)
         self._levels.update(machine=m, tile_ir=tf, block_ir=bf, isa=prog)
 

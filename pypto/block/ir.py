@@ -12,8 +12,12 @@ of a function into one PTO program, separated by GM barriers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pypto.isa.ir import Expr, Instr, TensorDecl
+
+if TYPE_CHECKING:
+    from pypto.npu.machine import Machine
 
 __all__ = ["BInstr", "BItem", "BLoop", "BlockFunc", "BlockKernel", "Buf"]
 
@@ -130,8 +134,8 @@ class BlockFunc:
 
         return f"<pre class='pypto-ir'>{html.escape(str(self))}</pre>"
 
-    def verify(self) -> BlockFunc:
+    def verify(self, machine: Machine | None = None) -> BlockFunc:
         from pypto.block.verify import verify
 
-        verify(self)
+        verify(self, machine)
         return self

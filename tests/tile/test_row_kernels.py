@@ -204,3 +204,23 @@ def test_independent_kernels_overlap_and_dependent_ones_meet_at_a_barrier() -> N
     outs = pto.jit(f, machine="tiny")(x, y)
     for o, r in zip(outs, f(x, y), strict=True):
         np.testing.assert_allclose(np.asarray(o), np.asarray(r), rtol=1e-6)
+
+
+def test_block_verifier_catches_unbalanced_flags_and_overflowing_buffers() -> None:
+    from dataclasses import replace
+
+    from pypto.block.ir import BInstr
+    from pypto.block.verify import BlockIRError
+    from pypto.isa import parse_instr
+
+    low = pto.jit(softmax, machine="tiny").lower(X)
+    bf, m = low.block_ir, pto.npu.machine("tiny")
+    bf.verify(m)
+    (k,) = bf.kernels
+    ((core, body),) = k.programs
+    extra = BInstr(parse_instr("SET_FLAG MTE2, V, 0"))
+    broken = replace(bf, kernels=(replace(k, programs=((core, (*body, extra)),)),))
+    with pytest.raises(BlockIRError, match="set more often than waited"):
+        broken.verify(m)
+    with pytest.raises(BlockIRError, match="past UB"):
+        bf.verify(m.replace(ub_bytes=16 * 1024, name="small"))
