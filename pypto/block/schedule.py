@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pypto.block.crosscore import add_cross_flags
 from pypto.block.ir import BInstr, BItem, BlockFunc, BlockKernel, BLoop, Buf
 from pypto.block.sync import insert_sync
 from pypto.core.errors import TileError
@@ -132,7 +133,7 @@ def _align(n: int, a: int) -> int:
 
 
 def _allocate(
-    k: Kernel, sec: Section, m: Machine, double: bool
+    k: Kernel, sec: Section, m: Machine, double: bool, single: frozenset[Space] = frozenset()
 ) -> tuple[dict[str, Buf], dict[Space, int]]:
     vars_, end = _collect(sec)
     caps = {
@@ -144,7 +145,7 @@ def _allocate(
     placed: dict[Space, list[tuple[int, int, int, int]]] = {}  # (addr, size, first, last)
     for v in sorted(vars_.values(), key=lambda v: (not v.io, v.first)):
         loop = _common_loop(v)
-        slots = 2 if (double and v.io and loop and not v.in_pre) else 1
+        slots = 2 if (double and v.io and loop and not v.in_pre and v.space not in single) else 1
         parity = "p_" + "_".join(loop) if slots == 2 else None
         size = _align(v.nbytes, m.align_bytes) * slots
         first, last = (0, end) if v.io else (v.first, v.last)
@@ -218,9 +219,20 @@ class _Emitter:
 
 
 def _section(k: Kernel, sec: Section, m: Machine) -> tuple[tuple[BItem, ...], tuple[Buf, ...]]:
-    try:
-        bufs, _ = _allocate(k, sec, m, double=True)
-    except _NoFit:
+    # double buffers where they fit: a space that overflows falls back to single buffers alone
+    # (a 128 KiB accumulator fills L0C once while L1 and L0A/L0B still ping-pong)
+    single: set[Space] = set()
+    found: dict[str, Buf] | None = None
+    while found is None:
+        try:
+            found, _ = _allocate(k, sec, m, double=True, single=frozenset(single))
+        except _NoFit as nf:
+            if nf.space in single:
+                break
+            single.add(nf.space)
+    if found is not None:
+        bufs = found
+    else:
         try:
             bufs, _ = _allocate(k, sec, m, double=False)
         except _NoFit as nf:
@@ -272,7 +284,8 @@ def _section(k: Kernel, sec: Section, m: Machine) -> tuple[tuple[BItem, ...], tu
     init = [BInstr(Instr("SMOV", (Reg(c), Expr()))) for c in sorted(set(em.parities.values()))]
     grid = BLoop("g", start, Expr.of(k.points), step, tuple(decomp + head + body + tail), "p_g")
     items: list[BItem] = [*setup, *init, *pre, grid, *post]
-    return tuple(insert_sync(items, bufs, m)), tuple(bufs.values())
+    synced = add_cross_flags(k, sec.core, insert_sync(items, bufs, m), m)
+    return tuple(synced), tuple(bufs.values())
 
 
 def schedule(f: TileFunc, m: Machine) -> BlockFunc:

@@ -116,7 +116,7 @@ def _specs() -> dict[str, OpSpec]:
             "move",
             "sub-tile at (row, col) of a tile: L1 → L0A/L0B (MTE1), UB → UB (V)",
         ),
-        OpSpec("TMATMUL", "TTT", "cube", "L0C ← L0A @ L0B (f16/bf16 → f32, int8 → int32)"),
+        OpSpec("TMATMUL", "TTT", "cube", "L0C ← L0A @ L0B (f16/bf16/f32 → f32, int8 → int32)"),
         OpSpec("TMATMUL_ACC", "TTT", "cube", "L0C += L0A @ L0B"),
         *(OpSpec(k, "TT", "vector", f"elementwise {v}") for k, v in UNARY.items()),
         *(OpSpec(k, "TTT", "vector", f"elementwise {v}") for k, v in BINARY.items()),

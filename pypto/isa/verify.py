@@ -57,6 +57,8 @@ _MATMUL_TYPES: dict[tuple[dt.DType, dt.DType], dt.DType] = {
     (dt.float16, dt.float16): dt.float32,
     (dt.bfloat16, dt.bfloat16): dt.float32,
     (dt.int8, dt.int8): dt.int32,
+    # fp32 operands pass through the cube at half the fp16 rate (the fp32 fractal is 16x8)
+    (dt.float32, dt.float32): dt.float32,
 }
 
 
@@ -367,7 +369,7 @@ def _verify_cube(c: _Ctx, ins: Instr) -> None:
     if out is None:
         raise c.fail(
             f"the cube cannot multiply {x.dtype.short} by {y.dtype.short}",
-            hint="f16@f16 and bf16@bf16 accumulate in f32; i8@i8 in i32",
+            hint="f16@f16, bf16@bf16 and f32@f32 accumulate in f32; i8@i8 in i32",
         )
     if dst.dtype is not out:
         raise c.fail(

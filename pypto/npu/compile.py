@@ -130,6 +130,14 @@ def _exprs(ins: Instr) -> list[tuple[Expr, str, Any]]:
     return out
 
 
+def _cube_depth(d: dt.DType, m: Machine) -> int:
+    """K depth of one cube issue: int8 32, fp16/bf16 16, fp32 half of fp16 (the fp32 fractal
+    is 16x8: the chip's cube runs fp32 at half the fp16 rate)."""
+    if d is dt.int8:
+        return m.cube_k_i8
+    return m.cube_k_f16 // 2 if d is dt.float32 else m.cube_k_f16
+
+
 def _duration(ins: Instr, m: Machine, p: Pipe) -> float:
     op = ins.op
     tiles = _tile_args(ins)
@@ -137,7 +145,7 @@ def _duration(ins: Instr, m: Machine, p: Pipe) -> float:
         return 1.0
     if op in ("TMATMUL", "TMATMUL_ACC"):
         _, a, b = tiles
-        k0 = m.cube_k_i8 if a.dtype is dt.int8 else m.cube_k_f16
+        k0 = _cube_depth(a.dtype, m)
         fr = math.ceil(a.rows / m.cube_m) * math.ceil(a.cols / k0) * math.ceil(b.cols / m.cube_n)
         return float(m.cube_latency + fr)
     if p is Pipe.MTE1:
@@ -525,7 +533,7 @@ def compile_program(prog: Program, machine: Machine) -> Compiled:
             fl, cc = 0.0, 0.0
             if ins.op in ("TMATMUL", "TMATMUL_ACC"):
                 _, a, b = _tile_args(ins)
-                k0 = m.cube_k_i8 if a.dtype is dt.int8 else m.cube_k_f16
+                k0 = _cube_depth(a.dtype, m)
                 fl = 2.0 * a.rows * a.cols * b.cols
                 cc = a.rows * a.cols * b.cols / (m.cube_m * m.cube_n * k0)
             cp.flops.append(fl)

@@ -35,6 +35,7 @@ from pypto.isa.opcodes import OPCODES
 __all__ = [
     "For",
     "Kernel",
+    "Ring",
     "SOp",
     "Section",
     "Stmt",
@@ -189,6 +190,23 @@ class Section:
     post: tuple[Stmt, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Ring:
+    """A GM workspace through which one core type of a cluster kernel hands tiles to the
+    other: ``slots`` copies, the live one picked by the register ``slot`` (the grid point's
+    iteration count modulo ``slots``). The Block level orders the hand-off with cross-core
+    flags (:mod:`pypto.block.crosscore`)."""
+
+    tensor: str
+    src: str  # the writing core type: "aic" or "aiv"
+    slot: str
+    slots: int = 2
+
+    def __str__(self) -> str:
+        dst = "aiv" if self.src == "aic" else "aic"
+        return f"ring %{self.tensor} {self.src}->{dst} x{self.slots} by %{self.slot}"
+
+
 @dataclass(frozen=True)
 class Kernel:
     """One fused group as a grid of tiles.
@@ -209,6 +227,7 @@ class Kernel:
     dist: str = "aiv"
     loc: SourceLoc | None = None
     flops: int = 0
+    rings: tuple[Ring, ...] = ()
 
     @property
     def points(self) -> int:
@@ -241,6 +260,7 @@ class Kernel:
 
     def __str__(self) -> str:
         lines = [self.header() + " {" + _loc(self.loc)]
+        lines.extend(f"  {r}" for r in self.rings)
         for sec in self.sections:
             lines.append(f"  .{sec.core}")
             if sec.pre:

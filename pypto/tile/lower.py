@@ -34,7 +34,7 @@ from pypto.ops.table import OPS, register_rule, require_rule
 from pypto.tile.config import TileConfig
 from pypto.tile.ir import Kernel, Section, SOp, Stmt, TileFunc, TileVar, TLoad, TOp, TStore
 
-__all__ = ["KernelRule", "Lowering", "RowBuilder", "RowRule", "lower_func"]
+__all__ = ["GROUP_RULES", "KernelRule", "Lowering", "RowBuilder", "RowRule", "lower_func"]
 
 # Every primitive lowers to tiles: the op-table coverage test names any op without a rule.
 require_rule("tile", lambda op: not op.is_composite)
@@ -649,9 +649,18 @@ def _fits(lw: Lowering, plan: RowPlan) -> bool:
     return True
 
 
+GROUP_RULES: list[Callable[[Lowering, list[Eqn]], bool]] = []
+"""Lowerings of whole groups that are not row kernels (a matmul with its epilogue, attention):
+each returns whether it took the group (registered by :mod:`pypto.tile.matmul` and
+:mod:`pypto.tile.attention`)."""
+
+
 def lower_split(lw: Lowering, eqns: Sequence[Eqn]) -> None:
-    """A group that is not one row kernel: every equation on its own (kernel rules may still
-    take several equations, e.g. a matmul with its epilogue, in later versions)."""
+    """A group that is not one row kernel: one kernel by a group rule that takes it, else
+    every equation on its own."""
+    for rule in GROUP_RULES:
+        if rule(lw, list(eqns)):
+            return
     for e in eqns:
         lower_single(lw, e)
 

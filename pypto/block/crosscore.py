@@ -1,0 +1,108 @@
+"""Cross-core synchronisation: ``XSET_FLAG``/``XWAIT_FLAG`` around the GM workspace rings of a
+cluster kernel (MPMD hand-offs between the cube core and its vector cores, no global barrier).
+
+A :class:`~pypto.tile.ir.Ring` is a GM workspace with ``slots`` copies; on every grid point the
+writing core fills the copy ``%slot`` and the reading cores empty it. Two flags per slot order
+them, as in ``tests/npu/programs/matmul_relu.pto``:
+
+* **full** (writer → readers): set on the store pipe after the writer's last store of the slot,
+  waited on the load pipe before the reader's first load of it;
+* **free** (readers → writer): set on the load pipe after the reader's last load, waited on the
+  store pipe before the writer's first store. Each reader sets every slot free once before the
+  grid, and the writer drains those tokens after it, so every set meets exactly one wait and
+  the next kernel starts with no flag pending.
+
+The cube core talks to each vector core of its cluster (``aiv0``, ``aiv1``); a vector core
+talks to ``aic``. Ring ``i`` uses flag ids ``base_i .. base_i + slots - 1`` (bases in ring
+order), so rings in both directions never share an id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pypto.block.ir import BInstr, BItem, BLoop
+from pypto.core.errors import TileError
+from pypto.isa.ir import Expr, GmRef, Instr, Pipe
+from pypto.isa.opcodes import pipe_of
+from pypto.npu.machine import Machine
+from pypto.tile.ir import Kernel, Ring
+
+__all__ = ["add_cross_flags"]
+
+
+def _peers(core: str, m: Machine) -> list[str]:
+    return [f"aiv{i}" for i in range(m.aiv_per_cluster)] if core == "aic" else ["aic"]
+
+
+def _touches(it: BItem, ring: Ring, op: str) -> bool:
+    if isinstance(it, BLoop):
+        return any(_touches(x, ring, op) for x in it.body)
+    ins = it.instr
+    if ins.op != op:
+        return False
+    g = ins.args[0] if op == "TSTORE" else ins.args[1]
+    return isinstance(g, GmRef) and g.tensor == ring.tensor
+
+
+def _pipe(items: tuple[BItem, ...] | list[BItem], op: str, ring: Ring) -> Pipe:
+    for it in items:
+        if isinstance(it, BLoop):
+            if _touches(it, ring, op):
+                return _pipe(it.body, op, ring)
+        elif _touches(it, ring, op):
+            return pipe_of(it.instr)
+    raise AssertionError(f"no {op} of ring %{ring.tensor}")
+
+
+def _flag(op: str, pipe: Pipe, peer: str, ev: Expr) -> BInstr:
+    return BInstr(Instr(op, (pipe, peer, ev)))
+
+
+def _wrap(
+    items: list[BItem], ring: Ring, op: str, pipe: Pipe, peers: list[str], ev: Expr
+) -> list[BItem]:
+    """Wait before the first access of the ring in ``items`` and set after the last one, in
+    the innermost item list that holds them all."""
+    hits = [i for i, it in enumerate(items) if _touches(it, ring, op)]
+    if not hits:
+        return items
+    if len(hits) == 1 and isinstance(items[hits[0]], BLoop):
+        loop = items[hits[0]]
+        assert isinstance(loop, BLoop)
+        body = _wrap(list(loop.body), ring, op, pipe, peers, ev)
+        return [*items[: hits[0]], replace(loop, body=tuple(body)), *items[hits[0] + 1 :]]
+    first, last = hits[0], hits[-1]
+    return [
+        *items[:first],
+        *(_flag("XWAIT_FLAG", pipe, p, ev) for p in peers),
+        *items[first : last + 1],
+        *(_flag("XSET_FLAG", pipe, p, ev) for p in peers),
+        *items[last + 1 :],
+    ]
+
+
+def add_cross_flags(k: Kernel, core: str, items: list[BItem], m: Machine) -> list[BItem]:
+    """``items`` (one section's scheduled program) with the flags of ``k``'s rings."""
+    base = 0
+    peers = _peers(core, m)
+    for ring in k.rings:
+        if base + ring.slots > m.cross_flag_ids:
+            raise TileError(
+                f"kernel @{k.name} hands tiles over through rings needing more than "
+                f"{m.cross_flag_ids} cross-core flag ids",
+                op="lower",
+                loc=k.loc,
+            )
+        ev = Expr.reg(ring.slot) + base
+        writer = core == ring.src
+        op = "TSTORE" if writer else "TLOAD"
+        pipe = _pipe(items, op, ring)
+        items = _wrap(items, ring, op, pipe, peers, ev)
+        ids = [Expr.of(base + s) for s in range(ring.slots)]
+        if writer:
+            items = [*items, *(_flag("XWAIT_FLAG", pipe, p, e) for e in ids for p in peers)]
+        else:
+            items = [*(_flag("XSET_FLAG", pipe, p, e) for e in ids for p in peers), *items]
+        base += ring.slots
+    return items

@@ -1,0 +1,645 @@
+"""Matmul on the cube cores, with its epilogue fused on the vector cores of each cluster.
+
+A matmul ``[.., M, K] @ [.., K, N]`` becomes a cluster kernel over output tiles ``[m1, n1]``
+(batch dims first in the grid; with a 2-D right operand the left operand's batch dims fold
+into M). The cube core loads ``[m1, k1]`` and ``[k1, n1]`` blocks to L1, cuts them into
+``[m0, k0]``/``[k0, n0]`` steps in L0A/L0B and accumulates in L0C (f32; int32 for int8), the
+first step with ``TMATMUL``, the rest with ``TMATMUL_ACC``. Then either
+
+* the fixpipe stores the accumulator to the result, cast once to its dtype (f16/bf16/f32 with
+  no epilogue), or
+* it hands the tile to the cluster's two vector cores through a GM workspace ring (each takes
+  its ``%sub``-th half of the rows) which apply the fused epilogue — bias, activation, cast,
+  residual: the row-kernel rules of :mod:`pypto.tile.rules` — and store. int8 results take
+  this path too: the fixpipe cannot narrow int32, the vector unit does (wrapping, as numpy).
+
+float32 operands run on the cube at half the fp16 rate (the chip's fp32 fractal is 16x8);
+int32 has no cube path and runs on the vector cores as multiply-adds of columns by rows.
+
+Tile sizes: ``pto.set_cube_tile_shapes([m0, m1], [k0, k1], [n0, n1])`` (checked: they divide
+the axes, fit L0A/L0B/L1 double-buffered and L0C, 32-byte aligned), or chosen by a small cost
+model (cube, MTE1, MTE2 and fixpipe time per tile times the waves over the cube cores) among the
+divisors of M, K and N — so awkward sizes (1000 x 3000 x 700) get equal tiles that divide them.
+
+Efficiency (roofline cycles / simulated cycles), timing only — on ``ascend910b`` use
+4096 x 4096 x 4096 for the headline number:
+
+    >>> import numpy as np, pypto as pto
+    >>> a = np.zeros((256, 512), np.float16)
+    >>> f = pto.jit(lambda x, y: x @ y, machine="tiny")
+    >>> f.profile(a, a.T.copy(), numerics=False).efficiency > 0.5
+    True
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pypto import dtypes as dt
+from pypto.core.errors import SourceLoc, TileError
+from pypto.graph.ir import Eqn, Var
+from pypto.isa.ir import Expr, Space
+from pypto.isa.verify import cast_ok, matmul_result
+from pypto.npu.machine import Machine
+from pypto.ops.table import OPS, register_rule
+from pypto.tile.ir import For, Kernel, Ring, Section, SOp, Stmt, TileVar, TLoad, TOp, TStore
+from pypto.tile.lower import (
+    GROUP_RULES,
+    KernelRule,
+    Lowering,
+    RowBuilder,
+    RowPlan,
+    RowRule,
+    _used_outside,
+    divisors,
+    plan_row,
+    relayout,
+    ub_bytes_needed,
+    window,
+)
+
+__all__ = ["CubeTiles", "Geom", "choose_cube_tiles", "cube_tiles", "geometry", "lower_matmul"]
+
+
+@dataclass(frozen=True)
+class Geom:
+    """A matmul's iteration space: grid batch dims with each operand's batch strides (0 where
+    it broadcasts), and the 2-D views ``A [a_rows, K]``, ``B [b_rows, N]``, ``C [c_rows, N]``."""
+
+    batch: tuple[int, ...]
+    a_strides: tuple[int, ...]
+    b_strides: tuple[int, ...]
+    c_strides: tuple[int, ...]
+    M: int
+    K: int
+    N: int
+
+    @property
+    def points(self) -> int:
+        return math.prod(self.batch)
+
+    def rows(self, strides: tuple[int, ...], scale: int) -> Expr:
+        """The row offset of the grid point's batch in a view with ``scale`` rows per batch."""
+        e = Expr()
+        for i, s in enumerate(strides):
+            if s:
+                e = e + Expr.reg(f"b{i}") * (s * scale)
+        return e
+
+
+def geometry(a: tuple[int, ...], b: tuple[int, ...]) -> Geom:
+    """The :class:`Geom` of ``a @ b`` (numpy matmul shapes)."""
+    ash = (1, *a) if len(a) == 1 else a
+    bsh = (*b, 1) if len(b) == 1 else b
+    K, N = ash[-1], bsh[-1]
+    if len(bsh) == 2:  # one right operand for every row: fold the batch into M
+        return Geom((), (), (), (), math.prod(ash[:-1]), K, N)
+    nd = max(len(ash), len(bsh)) - 2
+    ab = (1,) * (nd - len(ash) + 2) + ash[:-2]
+    bb = (1,) * (nd - len(bsh) + 2) + bsh[:-2]
+    ob = tuple(max(x, y) for x, y in zip(ab, bb, strict=True))
+
+    def strides(shape: tuple[int, ...]) -> list[int]:
+        out, s = [], 1
+        for d, o in zip(reversed(shape), reversed(ob), strict=True):
+            out.append(s if d == o else 0)
+            s *= d
+        return out[::-1]
+
+    keep = [i for i, o in enumerate(ob) if o > 1]
+    sa, sb, sc = strides(ab), strides(bb), strides(ob)
+    return Geom(
+        tuple(ob[i] for i in keep),
+        tuple(sa[i] for i in keep),
+        tuple(sb[i] for i in keep),
+        tuple(sc[i] for i in keep),
+        ash[-2],
+        K,
+        N,
+    )
+
+
+@dataclass(frozen=True)
+class CubeTiles:
+    """L0 and L1 tile sizes of m, k and n (each L1 size a multiple of its L0 size)."""
+
+    m0: int
+    m1: int
+    k0: int
+    k1: int
+    n0: int
+    n1: int
+
+    def text(self) -> tuple[tuple[str, int], ...]:
+        return (
+            ("m", self.m1),
+            ("k", self.k1),
+            ("n", self.n1),
+            ("m0", self.m0),
+            ("k0", self.k0),
+            ("n0", self.n0),
+        )
+
+
+def _acc_dtype(d: dt.DType) -> dt.DType | None:
+    return matmul_result(d, d)
+
+
+def _needs(t: CubeTiles, d: dt.DType, m: Machine) -> list[tuple[str, int, int, str]]:
+    """(buffer, bytes needed, capacity, what) for the cube buffers of tiles ``t``."""
+    s = d.itemsize
+    acc = 4
+    return [
+        ("L0A", 2 * t.m0 * t.k0 * s, m.l0a_bytes, f"two {t.m0}x{t.k0} {d.short} tiles"),
+        ("L0B", 2 * t.k0 * t.n0 * s, m.l0b_bytes, f"two {t.k0}x{t.n0} {d.short} tiles"),
+        ("L0C", t.m1 * t.n1 * acc, m.l0c_bytes, f"a {t.m1}x{t.n1} accumulator"),
+        (
+            "L1",
+            2 * (t.m1 * t.k1 + t.k1 * t.n1) * s,
+            m.l1_bytes,
+            f"two {t.m1}x{t.k1} and two {t.k1}x{t.n1} {d.short} blocks",
+        ),
+    ]
+
+
+def _estimate(
+    t: CubeTiles, g: Geom, d: dt.DType, m: Machine, vec: Callable[[int, int], float] | None
+) -> tuple[float, float]:
+    """Cycles of the whole matmul under a simple model: per output tile the slowest of cube,
+    MTE1, MTE2 (L2 bandwidth shared by the active cores) and the epilogue, plus what does
+    not overlap (the fixpipe when L0C holds one accumulator), times the waves; and the
+    cube and DMA work of one tile (to break ties)."""
+    s = d.itemsize
+    depth = {dt.int8: m.cube_k_i8, dt.float32: m.cube_k_f16 // 2}.get(d, m.cube_k_f16)
+    points = g.points * (g.M // t.m1) * (g.N // t.n1)
+    active = min(points, m.clusters)
+    waves = -(-points // m.clusters)
+    steps = (g.K // t.k0) * (t.m1 // t.m0) * (t.n1 // t.n0)
+    frac = math.ceil(t.m0 / m.cube_m) * math.ceil(t.k0 / depth) * math.ceil(t.n0 / m.cube_n)
+    cube = steps * (m.cube_latency + frac)
+    mte1 = (g.K // t.k0) * (
+        (t.m1 // t.m0) * (m.local_latency + t.m0 * t.k0 * s / m.l1_l0a)
+        + (t.n1 // t.n0) * (m.local_latency + t.k0 * t.n0 * s / m.l1_l0b)
+    )
+    bw = min(m.l2_read, m.l2_bytes_per_cycle / active)
+    mte2 = (g.K // t.k1) * (2 * m.dma_latency + (t.m1 + t.n1) * t.k1 * s / bw)
+    fix = m.dma_latency + t.m1 * t.n1 * 4 / m.l2_write
+    single_acc = 2 * t.m1 * t.n1 * 4 > m.l0c_bytes
+    epi = vec(t.m1, t.n1) if vec is not None else 0.0
+    tile = max(cube, mte1, mte2, epi) + (fix if single_acc else 0.0)
+    return waves * tile + m.dma_latency * 4 + fix, cube + mte1 + mte2
+
+
+def choose_cube_tiles(
+    g: Geom, d: dt.DType, m: Machine, epilogue: Callable[[int, int], tuple[bool, float]] | None
+) -> CubeTiles:
+    """The cheapest tiles under :func:`_estimate` among divisors of M, K and N that fit the
+    buffers (double-buffered L0A/L0B/L1; with an epilogue, even m1 and its UB need)."""
+    cands_m = [x for x in divisors(g.M) if x <= 512]
+    cands_n = [x for x in divisors(g.N) if x <= 1024]
+    cands_k = [x for x in divisors(g.K) if x <= 1024]
+    best: tuple[tuple[int, float], CubeTiles] | None = None
+    for m0 in cands_m:
+        for n0 in cands_n:
+            if m0 * n0 * 4 > m.l0c_bytes:
+                continue
+            vec = None
+            if epilogue is not None:
+                if g.M > 1 and m0 % 2:
+                    continue
+                ok, _ = epilogue(m0, n0)
+                if not ok:
+                    continue
+
+                def vec(a: int, b: int) -> float:
+                    return epilogue(a, b)[1]
+
+            for k0 in cands_k:
+                t0 = CubeTiles(m0, m0, k0, k0, n0, n0)
+                if any(need > cap for sp, need, cap, _ in _needs(t0, d, m) if sp != "L1"):
+                    continue
+                for j in divisors(g.K // k0):
+                    t = CubeTiles(m0, m0, k0, k0 * j, n0, n0)
+                    if _needs(t, d, m)[3][1] > m.l1_bytes or k0 * j > 4096:
+                        break
+                    # ties (an epilogue sets the pace) go to the least cube and DMA work
+                    total, work = _estimate(t, g, d, m, vec)
+                    key = (round(total), work)
+                    if best is None or key < best[0]:
+                        best = (key, t)
+    if best is None:
+        raise TileError(
+            f"no cube tiles fit a [{g.M},{g.K}] @ [{g.K},{g.N}] {d.short} matmul on {m.name}",
+            op="matmul",
+        )
+    return best[1]
+
+
+def _check_user(
+    user: tuple[tuple[int, int], tuple[int, int], tuple[int, int]],
+    g: Geom,
+    d: dt.DType,
+    m: Machine,
+    fit: Callable[[], CubeTiles],
+    epilogue: Callable[[int, int], tuple[bool, float]] | None,
+) -> CubeTiles:
+    (m0, m1), (k0, k1), (n0, n1) = user
+    # tiles larger than an axis shrink to it (a small matmul under a global setting)
+    m0, m1 = min(m0, g.M), min(m1, g.M)
+    k0, k1 = min(k0, g.K), min(k1, g.K)
+    n0, n1 = min(n0, g.N), min(n1, g.N)
+    t = CubeTiles(m0, m1, k0, k1, n0, n1)
+    problems = []
+    for axis, size, l0, l1 in (("m", g.M, m0, m1), ("k", g.K, k0, k1), ("n", g.N, n0, n1)):
+        if size % l1 or l1 % l0:
+            problems.append(f"{axis}=[{l0}, {l1}] does not divide {axis} = {size}")
+    for axis, size, l0 in (("k", g.K, k0), ("n", g.N, n0)):
+        if l0 < size and (l0 * d.itemsize) % m.align_bytes:
+            problems.append(
+                f"{axis}0 = {l0} {d.short} elements = {l0 * d.itemsize} bytes is not a "
+                f"multiple of {m.align_bytes}"
+            )
+    for sp, need, cap, what in _needs(t, d, m):
+        if need > cap:
+            problems.append(f"{sp} needs {need} bytes ({what}); {m.name} has {cap}")
+    if epilogue is not None and not problems:
+        if m1 % 2 and g.M > 1:
+            problems.append(f"m1 = {m1} is odd: the two vector cores each take half its rows")
+        elif not epilogue(m1, n1)[0]:
+            problems.append(
+                f"the epilogue's [{max(1, m1 // 2)},{n1}] tiles do not fit UB ({m.ub_bytes} bytes)"
+            )
+    if problems:
+        f = fit()
+        raise TileError(
+            f"cube tiles m=[{m0}, {m1}] k=[{k0}, {k1}] n=[{n0}, {n1}] for a "
+            f"[{g.M},{g.K}] @ [{g.K},{g.N}] {d.short} matmul: " + "; ".join(problems),
+            op="set_cube_tile_shapes",
+            hint=f"tiles that fit: pto.set_cube_tile_shapes([{f.m0}, {f.m1}], "
+            f"[{f.k0}, {f.k1}], [{f.n0}, {f.n1}])",
+        )
+    return t
+
+
+def cube_tiles(
+    lw: Lowering,
+    g: Geom,
+    d: dt.DType,
+    epilogue: Callable[[int, int], tuple[bool, float]] | None = None,
+) -> CubeTiles:
+    """The user's cube tiles, checked, or the automatic choice."""
+
+    def auto() -> CubeTiles:
+        return choose_cube_tiles(g, d, lw.machine, epilogue)
+
+    if lw.cfg.cube is not None:
+        return _check_user(lw.cfg.cube, g, d, lw.machine, auto, epilogue)
+    return auto()
+
+
+# ---------------------------------------------------------------- GM operands
+def _operand(
+    lw: Lowering, v: Var, view: tuple[int, int], tile: tuple[int, int], row: Expr, col: Expr
+) -> tuple[str, Expr, Expr]:
+    """The buffer of ``v`` seen as ``view`` and the window of a ``tile`` at (row, col); a copy
+    in that layout when its buffer is laid out otherwise."""
+    buf = lw.buffer(v)
+    lay = lw.view(buf, view)
+    w = window(lay, view[1], tile, row, col)
+    if w is None or w[0] != tile:
+        buf = relayout(lw, buf, view, None)
+        w = window(lw.views[buf], view[1], tile, row, col)
+        assert w is not None
+    return buf, w[1], w[2]
+
+
+# ---------------------------------------------------------------- the cube section
+def _slot_ops(g: Geom, mt: int, nt: int) -> list[Stmt]:
+    """``%slot``: the grid point's iteration count on its cluster, modulo 2 (the ring copy)."""
+    lin = Expr.reg("m") * nt + Expr.reg("n")
+    inner = mt * nt
+    for i in reversed(range(len(g.batch))):
+        lin = lin + Expr.reg(f"b{i}") * inner
+        inner *= g.batch[i]
+    return [
+        SOp("SMOV", "lin", (lin,)),
+        SOp("SDIV", "it", (Expr.reg("lin"), Expr.reg("nblk"))),
+        SOp("SMOD", "slot", (Expr.reg("it"), Expr.of(2))),
+    ]
+
+
+@dataclass
+class _Cube:
+    """Emits the cube section of one matmul: K loops into accumulators ``acc[i][j]``."""
+
+    g: Geom
+    t: CubeTiles
+    d: dt.DType
+    loc: SourceLoc | None
+
+    def body(
+        self, a: tuple[str, Expr, Expr], b: tuple[str, Expr, Expr]
+    ) -> tuple[list[Stmt], list[list[TileVar]]]:
+        t, d = self.t, self.d
+        acc_dt = _acc_dtype(d)
+        assert acc_dt is not None
+        KB, KK = self.g.K // t.k1, t.k1 // t.k0
+        im, jn = t.m1 // t.m0, t.n1 // t.n0
+        a1 = TileVar("a1", Space.L1, d, (t.m1, t.k1))
+        b1 = TileVar("b1", Space.L1, d, (t.k1, t.n1))
+        a0 = [TileVar(f"a0_{i}", Space.L0A, d, (t.m0, t.k0)) for i in range(im)]
+        b0 = [TileVar(f"b0_{j}", Space.L0B, d, (t.k0, t.n0)) for j in range(jn)]
+        acc = [
+            [TileVar(f"acc_{i}_{j}", Space.L0C, acc_dt, (t.m0, t.n0)) for j in range(jn)]
+            for i in range(im)
+        ]
+        kb, kk = Expr.reg("kb"), Expr.reg("kk")
+        loads: list[Stmt] = [
+            TLoad(a1, a[0], a[1], a[2] + kb * t.k1, self.loc),
+            TLoad(b1, b[0], b[1] + kb * t.k1, b[2], self.loc),
+        ]
+        cuts: list[Stmt] = [
+            TOp("TEXTRACT", a0[i], (a1, Expr.of(i * t.m0), kk * t.k0)) for i in range(im)
+        ]
+        cuts += [TOp("TEXTRACT", b0[j], (b1, kk * t.k0, Expr.of(j * t.n0))) for j in range(jn)]
+
+        def mms(op: str) -> tuple[Stmt, ...]:
+            return tuple(
+                TOp(op, acc[i][j], (a0[i], b0[j]), self.loc) for i in range(im) for j in range(jn)
+            )
+
+        step: list[Stmt]
+        if KB * KK == 1:
+            step = [*cuts, *mms("TMATMUL")]
+        else:
+            # the first K step starts the accumulator, the others add to it: 0/1-trip loops
+            # on %z = min(step index, 1) pick the instruction
+            step = [
+                *cuts,
+                SOp("SMIN", "z", (kb * KK + kk, Expr.of(1))),
+                For("i0", Expr.reg("z"), Expr.of(1), 1, mms("TMATMUL")),
+                For("i1", Expr(), Expr.reg("z"), 1, mms("TMATMUL_ACC")),
+            ]
+        inner = For("kk", Expr(), Expr.of(KK), 1, tuple(step))
+        return [For("kb", Expr(), Expr.of(KB), 1, (*loads, inner))], acc
+
+
+def _views(e: Eqn, g: Geom) -> tuple[Var, Var, tuple[int, int], tuple[int, int], tuple[int, int]]:
+    a, b = e.inputs
+    assert isinstance(a, Var) and isinstance(b, Var)
+    ba = math.prod(a.aval.shape[:-2]) if a.aval.ndim > 2 and g.batch else 1
+    bb = math.prod(b.aval.shape[:-2]) if b.aval.ndim > 2 else 1
+    rows_a = g.M * ba if g.batch else g.M
+    return a, b, (rows_a, g.K), (bb * g.K, g.N), (g.points * g.M, g.N)
+
+
+def _grid(g: Geom, t: CubeTiles) -> tuple[tuple[str, int], ...]:
+    dims = [(f"b{i}", n) for i, n in enumerate(g.batch)]
+    return (*dims, ("m", g.M // t.m1), ("n", g.N // t.n1))
+
+
+def _cube_operands(
+    lw: Lowering, e: Eqn, g: Geom, t: CubeTiles
+) -> tuple[tuple[str, Expr, Expr], tuple[str, Expr, Expr], Expr]:
+    a, b, va, vb, _ = _views(e, g)
+    a_row = g.rows(g.a_strides, g.M) + Expr.reg("m") * t.m1
+    b_row = g.rows(g.b_strides, g.K)
+    n_col = Expr.reg("n") * t.n1
+    ga = _operand(lw, a, va, (t.m1, t.k1), a_row, Expr())
+    gb = _operand(lw, b, vb, (t.k1, t.n1), b_row, n_col)
+    c_row = g.rows(g.c_strides, g.M) + Expr.reg("m") * t.m1
+    return ga, gb, c_row
+
+
+def _epilogue_need(
+    lw: Lowering, plan: RowPlan | None, ws: dt.DType
+) -> Callable[[int, int], tuple[bool, float]]:
+    """Whether an [m1, n1] output tile's epilogue fits UB, and its vector cycles per tile."""
+    m = lw.machine
+    ops = len(plan.eqns) if plan is not None else 1
+
+    def need(m1: int, n1: int) -> tuple[bool, float]:
+        h = max(1, m1 // 2)
+        nb = 2 * h * n1 * ws.itemsize
+        if plan is not None:
+            nb += ub_bytes_needed(plan, h, n1)
+        else:
+            nb += 2 * h * n1 * 4
+        cycles = (ops + 1) * (m.vector_latency + h * n1 * 4 / m.vector_bytes)
+        return nb <= m.ub_bytes * 3 // 4, cycles
+
+    return need
+
+
+def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> bool:
+    """Lower ``e`` (a matmul) with the elementwise ``epilogue`` equations that follow it, as
+    one cluster kernel; False when the epilogue does not fit a row kernel."""
+    a, b = e.inputs
+    assert isinstance(a, Var) and isinstance(b, Var)
+    d = a.aval.dtype
+    out = e.out
+    g = geometry(a.aval.shape, b.aval.shape)
+    acc_dt = _acc_dtype(d)
+    if acc_dt is None:  # int32: no cube path
+        if epilogue:
+            return False
+        _vector_matmul(lw, e, g)
+        return True
+    plan: RowPlan | None = None
+    group = [e, *(epilogue or [])]
+    used = _used_outside(lw.func, group)
+    if epilogue:
+        if b.aval.ndim == 1:
+            return False
+        plan = plan_row(lw, epilogue, used)
+        if plan is None or plan.reduces or plan.kinds.get(out) != "full":
+            return False
+    handoff = plan is not None or not cast_ok(acc_dt, out.aval.dtype)
+    ws_dt = out.aval.dtype if cast_ok(acc_dt, out.aval.dtype) else acc_dt
+    need = _epilogue_need(lw, plan, ws_dt) if handoff else None
+    t = cube_tiles(lw, g, d, need)
+    if handoff and t.m1 % 2 and g.M > 1:
+        return False
+    ga, gb, c_row = _cube_operands(lw, e, g, t)
+    cube = _Cube(g, t, d, e.loc)
+    body, acc = cube.body(ga, gb)
+    name = lw.fresh(_group_name(lw, e) if epilogue else "matmul")
+    mt, nt = g.M // t.m1, g.N // t.n1
+    n_col = Expr.reg("n") * t.n1
+    sections: list[Section]
+    rings: tuple[Ring, ...] = ()
+    if not handoff:
+        c = lw.buffer(out)
+        lw.view(c, (g.points * g.M, g.N))
+        stores: list[Stmt] = [
+            TStore(c, c_row + i * t.m0, n_col + j * t.n0, acc[i][j], e.loc)
+            for i in range(len(acc))
+            for j in range(len(acc[0]))
+        ]
+        sections = [Section("aic", tuple(body + stores))]
+    else:
+        m = lw.machine
+        ws = lw.new_buffer("ws", ws_dt, m.clusters * 2 * t.m1 * t.n1)
+        lw.views[ws] = (m.clusters * 2 * t.m1, t.n1)
+        ring_row = Expr.reg("blk") * (2 * t.m1) + Expr.reg("slot") * t.m1
+        slot = _slot_ops(g, mt, nt)
+        stores = [
+            TStore(ws, ring_row + i * t.m0, Expr.of(j * t.n0), acc[i][j], e.loc)
+            for i in range(len(acc))
+            for j in range(len(acc[0]))
+        ]
+        aiv = _vector_epilogue(lw, e, plan, t, g, ws, ws_dt, ring_row, c_row, used)
+        sections = [Section("aic", tuple(slot + body + stores)), aiv]
+        rings = (Ring(ws, "aic", "slot"),)
+    lw.add_kernel(
+        Kernel(
+            name,
+            "matmul",
+            _grid(g, t),
+            tuple(sections),
+            t.text(),
+            "cube_tile",
+            "cluster",
+            e.loc,
+            2 * g.points * g.M * g.N * g.K,
+            rings,
+        )
+    )
+    return True
+
+
+def _group_name(lw: Lowering, e: Eqn) -> str:
+    return dict(lw.func.groups).get(e.group or "", "matmul")
+
+
+def _vector_epilogue(
+    lw: Lowering,
+    e: Eqn,
+    plan: RowPlan | None,
+    t: CubeTiles,
+    g: Geom,
+    ws: str,
+    ws_dt: dt.DType,
+    ring_row: Expr,
+    c_row: Expr,
+    used: set[Var],
+) -> Section:
+    """The vector cores' part: take half of the tile's rows from the ring, finish the result
+    (cast to the matmul's dtype, then the epilogue's rules) and store."""
+    out = e.out
+    h = t.m1 // 2 if g.M > 1 else 1
+    sub = Expr.reg("sub") * h if g.M > 1 else Expr()
+    n_col = Expr.reg("n") * t.n1 if g.N // t.n1 > 1 else Expr()
+    mt, nt = g.M // t.m1, g.N // t.n1
+    x = TileVar("mm", Space.UB, ws_dt, (h, t.n1))
+    head: list[Stmt] = [*_slot_ops(g, mt, nt), TLoad(x, ws, ring_row + sub, Expr(), e.loc)]
+    y = x
+    if ws_dt is not out.aval.dtype:
+        y = TileVar("mmc", Space.UB, out.aval.dtype, (h, t.n1))
+        head.append(TOp("TCVT", y, (x,), e.loc))
+    if plan is None:
+        c = lw.buffer(out)
+        lw.view(c, (g.points * g.M, g.N))
+        st = TStore(c, c_row + sub, n_col, y, e.loc)
+        return Section("aiv", (*head, st))
+    rb = RowBuilder(lw, plan, h, t.n1)
+    rb.row = c_row + sub
+    rb.col = n_col
+    rb.loc = e.loc
+    rb.tiles[out] = y
+    for v in plan.inputs:
+        if v is not out:
+            rb.tiles[v] = rb.load(v)
+    for q in plan.eqns:
+        rb.loc = q.loc or e.loc
+        rule = OPS[q.op].rules["tile"]
+        assert isinstance(rule, RowRule)
+        args = [rb.tiles[a] if isinstance(a, Var) else a for a in q.inputs]
+        rb.tiles[q.out] = rule.fn(rb, q, args)
+    if out in used:
+        rb.store(out, y)
+    for v in plan.outputs:
+        rb.store(v, rb.tiles[v])
+    return Section("aiv", (*head, *rb.body), tuple(rb.pre), tuple(rb.post))
+
+
+# ---------------------------------------------------------------- int32: vector multiply-adds
+def _vector_matmul(lw: Lowering, e: Eqn, g: Geom) -> None:
+    """``C = A @ B`` on the vector cores: per ``[tr, tc]`` tile of C, ``acc += A[:, k] * B[k, :]``
+    (a column by a row, broadcast) over K, in blocks of ``kt`` columns of A and rows of B."""
+    m = lw.machine
+    d = e.out.aval.dtype
+    s = d.itemsize
+    tc = max(x for x in divisors(g.N) if x * s <= 4096)
+    kt = max(x for x in divisors(g.K) if x <= 64)
+    rows = [
+        x for x in divisors(g.M) if (3 * x * tc + 2 * x * kt + 2 * kt * tc) * s <= m.ub_bytes // 2
+    ]
+    points = g.points * (g.N // tc)
+    tr = max(rows, key=lambda x: (min(points * (g.M // x), lw.workers()), x))
+    t = CubeTiles(tr, tr, kt, kt, tc, tc)
+    a, b, va, vb, _ = _views(e, g)
+    a_row = g.rows(g.a_strides, g.M) + Expr.reg("m") * tr
+    b_row = g.rows(g.b_strides, g.K)
+    n_col = Expr.reg("n") * tc
+    kb = Expr.reg("kb")
+    ga = _operand(lw, a, va, (tr, kt), a_row, Expr())
+    gb = _operand(lw, b, vb, (kt, tc), b_row, n_col)
+    c = lw.buffer(e.out)
+    lw.view(c, (g.points * g.M, g.N))
+    acc = TileVar("acc", Space.UB, d, (tr, tc))
+    at = TileVar("a", Space.UB, d, (tr, kt))
+    bt = TileVar("b", Space.UB, d, (kt, tc))
+    col = TileVar("ak", Space.UB, d, (tr, 1))
+    row = TileVar("bk", Space.UB, d, (1, tc))
+    prod = TileVar("p", Space.UB, d, (tr, tc))
+    kk = Expr.reg("kk")
+    inner = (
+        TOp("TEXTRACT", col, (at, Expr(), kk), e.loc),
+        TOp("TEXTRACT", row, (bt, kk, Expr()), e.loc),
+        TOp("TMUL", prod, (col, row), e.loc),
+        TOp("TADD", acc, (acc, prod), e.loc),
+    )
+    body: tuple[Stmt, ...] = (
+        TOp("TEXPANDS", acc, (0.0,), e.loc),
+        For(
+            "kb",
+            Expr(),
+            Expr.of(g.K // kt),
+            1,
+            (
+                TLoad(at, ga[0], ga[1], ga[2] + kb * kt, e.loc),
+                TLoad(bt, gb[0], gb[1] + kb * kt, gb[2], e.loc),
+                For("kk", Expr(), Expr.of(kt), 1, inner),
+            ),
+        ),
+        TStore(c, g.rows(g.c_strides, g.M) + Expr.reg("m") * tr, n_col, acc, e.loc),
+    )
+    lw.add_kernel(
+        Kernel(
+            lw.fresh("matmul"),
+            "matmul",
+            _grid(g, t),
+            (Section("aiv", body),),
+            (("rows", tr), ("cols", tc), ("k", kt)),
+            loc=e.loc,
+            flops=2 * g.points * g.M * g.N * g.K,
+        )
+    )
+
+
+def _matmul_rule(lw: Lowering, e: Eqn) -> None:
+    lower_matmul(lw, e)
+
+
+def _group_rule(lw: Lowering, eqns: list[Eqn]) -> bool:
+    """A matmul followed by its elementwise epilogue: one cluster kernel."""
+    if eqns[0].op != "matmul" or any(q.op == "matmul" for q in eqns[1:]):
+        return False
+    return lower_matmul(lw, eqns[0], eqns[1:])
+
+
+register_rule("tile", "matmul")(KernelRule(_matmul_rule))
+GROUP_RULES.append(_group_rule)
