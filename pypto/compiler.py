@@ -123,7 +123,24 @@ class Lowered:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        return self.tensor_ir._repr_html_()
+        from pypto.core.display import pre, section
+
+        parts = [section("Tensor IR", pre(str(self.tensor_ir)), open_=True)]
+        if self.backend == "npu" or self._levels:
+            try:
+                levels = [
+                    ("Tile IR", self.tile_ir),
+                    ("Block IR", self.block_ir),
+                    ("PTO ISA", self.isa),
+                ]
+            except PyptoError as e:  # a level that cannot be built says why
+                parts.append(section("lower levels", pre(str(e))))
+            else:
+                parts.extend(section(name, pre(str(ir))) for name, ir in levels)
+        return "".join(parts)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": str(self), "text/html": self._repr_html_()}
 
 
 @dataclass(frozen=True)

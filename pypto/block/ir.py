@@ -12,7 +12,7 @@ of a function into one PTO program, separated by GM barriers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pypto.isa.ir import Expr, Instr, TensorDecl
 
@@ -130,9 +130,12 @@ class BlockFunc:
         return str(self)
 
     def _repr_html_(self) -> str:
-        import html
+        from pypto.core.display import pre
 
-        return f"<pre class='pypto-ir'>{html.escape(str(self))}</pre>"
+        return pre(str(self))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": str(self), "text/html": self._repr_html_()}
 
     def verify(self, machine: Machine | None = None) -> BlockFunc:
         from pypto.block.verify import verify

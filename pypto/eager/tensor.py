@@ -85,6 +85,9 @@ class Tensor(TensorSurface):
     def _repr_html_(self) -> str:
         return tensor_html(self._a, self.dtype)
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": repr(self), "text/html": self._repr_html_()}
+
 
 def _wrap(a: Any) -> Tensor:
     t = _new(Tensor)

@@ -86,9 +86,12 @@ class Func:
         return str(self)
 
     def _repr_html_(self) -> str:
-        import html
+        from pypto.core.display import pre
 
-        return f"<pre class='pypto-ir'>{html.escape(str(self))}</pre>"
+        return pre(str(self))
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": str(self), "text/html": self._repr_html_()}
 
     def replace(self, **kw: Any) -> Func:
         from dataclasses import replace

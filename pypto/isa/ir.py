@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pypto import dtypes as dt
 from pypto.core.errors import PyptoError
@@ -412,3 +412,9 @@ class Program:
         from pypto.isa.printer import format_program
 
         return format_program(self)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from pypto.core.display import pre
+
+        text = str(self)
+        return {"text/plain": text, "text/html": pre(text)}

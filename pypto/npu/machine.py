@@ -182,6 +182,25 @@ class Machine:
                 )
         return dataclasses.replace(self, **changes)
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from pypto.core.display import table
+
+        rows = [
+            ("cores", f"{self.n_aic} AIC (cube) + {self.n_aiv} AIV (vector)"),
+            ("clock", f"{self.clock_ghz} GHz"),
+            ("cube peak fp16", f"{self.cube_tflops_f16:,.0f} TFLOPS"),
+            ("vector", f"{self.vector_bytes} B/cycle per core"),
+            (
+                "L1 / L0A / L0B / L0C",
+                f"{self.l1_bytes // KiB} / {self.l0a_bytes // KiB} / "
+                f"{self.l0b_bytes // KiB} / {self.l0c_bytes // KiB} KiB",
+            ),
+            ("UB", f"{self.ub_bytes // KiB} KiB per AIV"),
+            ("L2", f"{self.l2_bytes // MiB} MiB, {self.l2_gbps:,.0f} GB/s"),
+            ("HBM", f"{self.hbm_gbps:,.0f} GB/s"),
+        ]
+        return {"text/plain": self.describe(), "text/html": table(rows, f"machine {self.name}")}
+
     def describe(self) -> str:
         """A short human-readable summary."""
         return (

@@ -444,3 +444,19 @@ class Profile:
 
     def __str__(self) -> str:
         return self.summary()
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        from pypto.core.display import bar, table
+
+        rows = [
+            ("cycles", f"{self.cycles:,.0f} ({self.seconds * 1e6:,.2f} µs)"),
+            ("roofline", f"{self.roofline_cycles:,.0f} cycles, {self.bound}-bound"),
+            ("efficiency", bar(self.efficiency)),
+            ("FLOPs", f"{self.flops / 1e9:,.3f} G ({self.tflops:,.1f} TFLOPS)"),
+            ("HBM traffic", f"{self.hbm_bytes / 1e6:,.3f} MB"),
+            ("L2 hit rate", f"{self.l2_hit_rate:.1%}"),
+            ("instructions", f"{self.instructions:,}"),
+        ]
+        rows += [(f"{p} busy", bar(u)) for p, u in sorted(self.utilization.items())]
+        title = f"Profile of {self.program} on {self.machine.name}"
+        return {"text/plain": self.summary(), "text/html": table(rows, title)}

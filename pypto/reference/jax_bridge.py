@@ -122,6 +122,9 @@ class CheckReport:
             f"{rows}</table>"
         )
 
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/plain": str(self), "text/html": self._repr_html_()}
+
 
 def check(
     fn: Callable[..., Any],
