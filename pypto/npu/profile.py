@@ -36,7 +36,7 @@ from pypto.npu.machine import Machine
 if TYPE_CHECKING:
     from pypto.npu.compile import Compiled
 
-__all__ = ["Profile", "RunRequest", "TraceEvent"]
+__all__ = ["Flow", "GmWindow", "Profile", "RunRequest", "TraceEvent"]
 
 _PIPES = ("S", "MTE1", "MTE2", "MTE3", "M", "V", "FIX")
 _NP = len(_PIPES)
@@ -75,6 +75,28 @@ class TraceEvent(NamedTuple):
     text: str
     loc: str | None
     """the user's source location, where the code generator recorded it"""
+
+
+class Flow(NamedTuple):
+    """A flag: the SET_FLAG (or XSET_FLAG) and the wait it released, by core, pipe and cycle."""
+
+    src_core: str
+    src_pipe: str
+    set_time: float
+    dst_core: str
+    dst_pipe: str
+    wait_time: float
+
+
+class GmWindow(NamedTuple):
+    """The GM window one traced TLOAD/TSTORE moved, in its tensor's 2-D view, with the
+    registers of the instruction's GM operand evaluated as they were at run time."""
+
+    event: TraceEvent
+    row: int
+    col: int
+    rows: int
+    cols: int
 
 
 @dataclass(frozen=True)
@@ -271,6 +293,62 @@ class Profile:
                 for g, s, a, b in zip(gp.tolist(), sid.tolist(), start, end)
             ]
         return self._cache["events"]
+
+    @property
+    def flows(self) -> list[Flow]:
+        """Every flag that released a wait, in the order the waits were released."""
+        if not self._trace:
+            return []
+        names = self.cores
+        return [
+            Flow(names[sg // _NP], _PIPES[sg % _NP], st, names[wg // _NP], _PIPES[wg % _NP], wt)
+            for sg, _ss, st, wg, _ws, wt in self._trace[1]
+        ]
+
+    def windows(self, tensor: str, op: str = "TSTORE") -> list[GmWindow]:
+        """The windows of GM tensor ``tensor`` that the traced ``op`` (``"TSTORE"`` or
+        ``"TLOAD"``) instructions moved, by start time.
+
+        The trace keeps each instruction's evaluated operands, so this reads them back
+        rather than making the simulator record more.
+
+        >>> from pypto.npu import simulate
+        >>> prof = simulate('''
+        ... .program fill
+        ... .tensor y f32[16,64] out
+        ... .core aiv
+        ...   TEXPANDS UB[0x0]:f32[8,64], 1.5
+        ...   SET_FLAG V, MTE3, 0
+        ...   WAIT_FLAG V, MTE3, 0
+        ...   TSTORE y[%sub*8, 0], UB[0x0]:f32[8,64]
+        ... ''', "tiny")
+        >>> sorted((w.event.core, w.row, w.col, w.rows, w.cols) for w in prof.windows("y"))
+        [('aiv0', 0, 0, 8, 64), ('aiv1', 8, 0, 8, 64)]
+        """
+        if op not in ("TLOAD", "TSTORE"):
+            raise ValueError(f"windows() reads TLOAD or TSTORE instructions, not {op!r}")
+        if not self._trace:
+            return []
+        cp = self._compiled()
+        prog = cp.program
+        ti = prog.tensors.index(prog.tensor(tensor))
+        wanted = [
+            s
+            for s, ins in enumerate(cp.instrs)
+            if ins.op == op and (d := cp.dma[s]) is not None and d.tensor == ti
+        ]
+        _, sid, _, _, order = self._arrays()
+        tr, events = self._trace[0], self.events
+        out: list[GmWindow] = []
+        for i in np.flatnonzero(np.isin(sid, wanted)).tolist():
+            info = cp.dma[int(sid[i])]
+            assert info is not None
+            item = tr[order[i]][1]
+            r, c = item[info.gm_slot], item[info.gm_slot + 1]
+            out.append(
+                GmWindow(events[i], int(r), int(c), info.rows, info.row_bytes // info.itemsize)
+            )
+        return out
 
     @property
     def occupancy(self) -> dict[tuple[str, str], tuple[np.ndarray, np.ndarray]]:
