@@ -3,7 +3,7 @@
 Importing this package registers the tile rules of every op into the op table.
 """
 
-from pypto.tile import matmul, rules  # noqa: F401  (registration)
+from pypto.tile import attention, layout, matmul, reduce, rules  # noqa: F401  (registration)
 from pypto.tile.config import (
     TileConfig,
     current,

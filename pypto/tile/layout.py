@@ -1,0 +1,557 @@
+"""Tile rules of the layout primitives: every one a pattern of DMA windows, without arithmetic.
+
+Each op is written as one or more **strided copies**: a box of indices (the *domain*) and, for
+the destination and the source, which domain dim drives each tensor axis with what step and
+offset. Transpose permutes the dims, slice steps and offsets the source, broadcast_to leaves a
+source axis undriven, concat and pad offset (and, for interior padding, step) the destination.
+:func:`copy` turns a strided copy into kernels, choosing per copy the cheapest shape of tile:
+
+* ``straight`` — the last axis runs along the last axis on both sides: ``[rows, cols]`` windows
+  moved GM → UB → GM; a source row broadcast down the tile is loaded once as ``[1, cols]`` and
+  spread with ``TCOLEXPAND``; a constant source (the zeros of pad) is a ``TEXPANDS`` tile;
+* ``rowexpand`` — the source's last axis is a broadcast size-1 axis: ``[rows, 1]`` loaded and
+  spread with ``TROWEXPAND``;
+* ``transpose`` — the last axes trade places: a ``[b, a]`` window, ``TTRANS`` to ``[a, b]``;
+* ``stepped`` — a positive step on the source's last axis: the ``[rows, step*cols]`` window
+  seen as ``[rows*cols, step]`` gives up its first column with one ``TEXTRACT``;
+* ``element`` — anything else (reversed last axes, interior padding of the last axis): one
+  element per DMA. Correct, and slow: only the unusual cases land here.
+
+Buffers are read and written through their 2-D views; a layout op's output is laid out as
+``[prod(shape[:-1]), shape[-1]]`` of the (merged) shape the kernel sees, and a source whose view
+cannot hold a window as one rectangle is first copied into that layout (``relayout``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core.errors import SourceLoc, TileError
+from pypto.graph.ir import Eqn, Lit, Var
+from pypto.isa.ir import Expr, Space
+from pypto.ops.table import register_rule
+from pypto.tile.ir import Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore
+from pypto.tile.lower import KernelRule, Lowering, relayout, window
+
+__all__ = ["Access", "alias", "copy", "transpose_into"]
+
+TILE_BYTES = 32 * 1024
+"""bytes of one copy tile: DMA runs near its full rate from about 16 KiB, and a tile with its
+double buffer and a transposed twin stays well inside UB"""
+MIN_RUN_BYTES = 512
+"""bytes per row of a transposed tile's load: one L2 line, so a miss wastes nothing"""
+
+Axis = tuple[int | None, int, int]
+"""how a tensor axis is indexed: (domain dim driving it or None, step, offset)"""
+
+
+@dataclass(frozen=True)
+class Access:
+    """One side of a strided copy: a buffer seen with ``shape`` (its natural 2-D view is
+    ``[prod(shape[:-1]), shape[-1]]``) and, per axis, the domain dim, step and offset.
+    ``buf=None`` is a constant source (every element ``fill``)."""
+
+    buf: str | None
+    dtype: dt.DType
+    shape: tuple[int, ...]
+    axes: tuple[Axis, ...]
+    fill: float = 0.0
+
+    @staticmethod
+    def dense(buf: str | None, dtype: dt.DType, shape: tuple[int, ...]) -> Access:
+        """Axis ``a`` driven by domain dim ``a``, step 1, offset 0."""
+        return Access(buf, dtype, shape, tuple((a, 1, 0) for a in range(len(shape))))
+
+    @property
+    def cols(self) -> int:
+        return self.shape[-1]
+
+    @property
+    def view(self) -> tuple[int, int]:
+        return (math.prod(self.shape[:-1]), self.shape[-1])
+
+    def row_stride(self, a: int) -> int:
+        return math.prod(self.shape[a + 1 : -1])
+
+    def row_step(self, d: int) -> int:
+        """How far one step of domain dim ``d`` moves in rows of the natural view."""
+        n = len(self.shape)
+        return sum(
+            s * self.row_stride(a)
+            for a, (dd, s, _) in enumerate(self.axes)
+            if dd == d and a < n - 1
+        )
+
+    def last(self) -> Axis:
+        return self.axes[-1]
+
+    def row(self, idx: list[Expr]) -> Expr:
+        e = Expr()
+        for a, (d, s, off) in enumerate(self.axes[:-1]):
+            i = Expr.of(off) if d is None else idx[d] * s + off
+            e = e + i * self.row_stride(a)
+        return e
+
+    def col(self, idx: list[Expr]) -> Expr:
+        d, s, off = self.axes[-1]
+        return Expr.of(off) if d is None else idx[d] * s + off
+
+
+def _norm(acc: Access) -> Access:
+    """A 0-d side as a 1-element 1-d one."""
+    if acc.shape:
+        return acc
+    return replace(acc, shape=(1,), axes=((None, 0, 0),))
+
+
+@dataclass(frozen=True)
+class _Plan:
+    mode: str
+    dc: int | None = None  # the dim along the destination's columns
+    dr: int | None = None  # the dim along the destination's rows (None: one row)
+
+
+def _drives(acc: Access, d: int) -> list[int]:
+    return [a for a, (dd, _, _) in enumerate(acc.axes) if dd == d]
+
+
+def _plan(dst: Access, src: Access, extents: tuple[int, ...]) -> _Plan:
+    ndst = len(dst.shape)
+    dc, dstep, _ = dst.last()
+    if dc is None or dstep != 1:
+        return _Plan("element")
+    lsrc = len(src.shape)
+
+    def row_dim(ok_src: tuple[int, ...], exclude: int) -> int | None:
+        best = None
+        for d in range(len(extents)):
+            if d == exclude or extents[d] == 1 or dst.row_step(d) != 1 or ndst < 2:
+                continue
+            if src.buf is not None and src.row_step(d) not in ok_src:
+                continue
+            if src.buf is not None and (lsrc - 1) in _drives(src, d):
+                continue
+            if best is None or extents[d] > extents[best]:
+                best = d
+        return best
+
+    if src.buf is None:
+        return _Plan("straight", dc, row_dim((0, 1), dc))
+    sd, sstep, _ = src.last()
+    if sd == dc and sstep == 1 and src.row_step(dc) == 0:
+        return _Plan("straight", dc, row_dim((0, 1), dc))
+    if sd is None and src.row_step(dc) == 0:
+        return _Plan("rowexpand", dc, row_dim((0, 1), dc))
+    if sd == dc and sstep >= 2 and src.row_step(dc) == 0:
+        return _Plan("stepped", dc, row_dim((1,), dc))
+    if (
+        sd is not None
+        and sd != dc
+        and sstep == 1
+        and src.row_step(dc) == 1
+        and dst.row_step(sd) == 1
+        and len(_drives(src, dc)) == 1
+        and len(_drives(dst, sd)) == 1
+    ):
+        return _Plan("transpose", dc, sd)
+    return _Plan("element")
+
+
+def _pick(extent: int, cap: int) -> int:
+    """A tile length along a dim: the whole dim when it fits, else a divisor near ``cap`` (no
+    remainder strip), else ``cap`` (with one)."""
+    cap = max(1, cap)
+    if extent <= cap:
+        return extent
+    for t in range(cap, cap // 2, -1):
+        if extent % t == 0:
+            return t
+    return cap
+
+
+def _split(start: int, extent: int, t: int) -> list[tuple[int, int, int]]:
+    """(start, extent, tile) of the main part (whole tiles) and of the remainder."""
+    main = extent - extent % t
+    out = [(start, main, t)] if main else []
+    if extent % t:
+        out.append((start + main, extent % t, extent % t))
+    return out
+
+
+class _Emit:
+    """Builds the kernels of one strided copy over sub-boxes of its domain."""
+
+    def __init__(self, lw: Lowering, name: str, loc: SourceLoc | None) -> None:
+        self.lw, self.name, self.loc = lw, name, loc
+
+    # ---- windows over the buffers' views
+    def _load(self, acc: Access, tile: TileVar, row: Expr, col: Expr) -> TLoad | None:
+        assert acc.buf is not None
+        lay = self.lw.view(acc.buf, acc.view)
+        w = window(lay, acc.cols, tile.shape, row, col)
+        if w is None:
+            return None
+        shape, r, c = w
+        return TLoad(TileVar(tile.name, tile.space, tile.dtype, shape), acc.buf, r, c, self.loc)
+
+    def _store(self, acc: Access, tile: TileVar, row: Expr, col: Expr) -> TStore | None:
+        assert acc.buf is not None
+        lay = self.lw.view(acc.buf, acc.view)
+        w = window(lay, acc.cols, tile.shape, row, col)
+        if w is None:
+            return None
+        shape, r, c = w
+        return TStore(acc.buf, r, c, TileVar(tile.name, tile.space, tile.dtype, shape), self.loc)
+
+    def kernel(
+        self,
+        dst: Access,
+        src: Access,
+        plan: _Plan,
+        box: list[tuple[int, int, int]],
+    ) -> bool:
+        """One kernel over ``box`` (per dim: start, extent, tile length); False when a window
+        is not one rectangle of its buffer's view."""
+        idx: list[Expr] = []
+        grid: list[tuple[str, int]] = []
+        for d, (start, extent, t) in enumerate(box):
+            n = extent // t
+            if n > 1:
+                reg = f"d{d}"
+                grid.append((reg, n))
+                idx.append(Expr.reg(reg) * t + start)
+            else:
+                idx.append(Expr.of(start))
+        pre: list[Stmt] = []
+        body: list[Stmt] = []
+        d_t = dst.dtype
+        tr = box[plan.dr][2] if plan.dr is not None else 1
+        tc = box[plan.dc][2] if plan.dc is not None else 1
+        out = TileVar("y", Space.UB, d_t, (tr, tc))
+        if plan.mode == "transpose":
+            assert plan.dc is not None and plan.dr is not None
+            x = TileVar("x", Space.UB, d_t, (tc, tr))
+            ld = self._load(src, x, src.row(idx), src.col(idx))
+            if ld is None:
+                return False
+            body += [ld, TOp("TTRANS", out, (x,), self.loc)]
+        elif src.buf is None:
+            pre.append(TOp("TEXPANDS", out, (float(src.fill),), self.loc))
+        elif plan.mode in ("straight", "element"):
+            bcast = plan.dr is not None and src.row_step(plan.dr) == 0 and tr > 1
+            x = TileVar("x", Space.UB, d_t, (1, tc)) if bcast else out
+            ld = self._load(src, x, src.row(idx), src.col(idx))
+            if ld is None:
+                return False
+            body.append(ld)
+            if bcast:
+                body.append(TOp("TCOLEXPAND", out, (x,), self.loc))
+        elif plan.mode == "rowexpand":
+            bcast = plan.dr is not None and src.row_step(plan.dr) == 0 and tr > 1
+            x = TileVar("x", Space.UB, d_t, (1 if bcast else tr, 1))
+            ld = self._load(src, x, src.row(idx), src.col(idx))
+            if ld is None:
+                return False
+            body.append(ld)
+            if bcast:
+                x1 = TileVar("x1", Space.UB, d_t, (1, tc))
+                body += [
+                    TOp("TROWEXPAND", x1, (x,), self.loc),
+                    TOp("TCOLEXPAND", out, (x1,), self.loc),
+                ]
+            else:
+                body.append(TOp("TROWEXPAND", out, (x,), self.loc))
+        else:
+            assert plan.mode == "stepped"
+            step = src.last()[1]
+            x = TileVar("x", Space.UB, d_t, (tr, step * tc))
+            ld = self._load(src, x, src.row(idx), src.col(idx))
+            if ld is None:
+                return False
+            # the window's bytes seen as [rows*cols, step]: column 0 holds the kept elements
+            strided = TileVar("x", Space.UB, d_t, (tr * tc, step))
+            picked = TileVar("y", Space.UB, d_t, (tr * tc, 1))
+            body += [ld, TOp("TEXTRACT", picked, (strided, Expr(), Expr()), self.loc)]
+        st = self._store(dst, out, dst.row(idx), dst.col(idx))
+        if st is None:
+            return False
+        body.append(st)
+        self.lw.add_kernel(
+            Kernel(
+                self.lw.fresh(self.name),
+                "layout",
+                tuple(grid) or (("d", 1),),
+                (Section("aiv", tuple(body), tuple(pre)),),
+                (("rows", tr), ("cols", tc)),
+                loc=self.loc,
+            )
+        )
+        return True
+
+
+def copy(
+    lw: Lowering,
+    name: str,
+    dst: Access,
+    src: Access,
+    extents: tuple[int, ...],
+    loc: SourceLoc | None,
+) -> None:
+    """Kernels that copy ``src`` into ``dst`` over the domain box ``extents``."""
+    if math.prod(extents) == 0:
+        return
+    dst, src = _norm(dst), _norm(src)
+    if not extents:
+        extents = (1,)
+    plan = _plan(dst, src, extents)
+    isz = dst.dtype.itemsize
+    cap = TILE_BYTES // isz
+    tiles = [1] * len(extents)
+    regions: dict[int, list[tuple[int, int, int]]] = {}
+    if plan.mode == "transpose":
+        assert plan.dc is not None and plan.dr is not None
+        ta = _pick(extents[plan.dr], max(MIN_RUN_BYTES // isz, 64))
+        tb = _pick(extents[plan.dc], cap // ta)
+        tiles[plan.dr], tiles[plan.dc] = ta, tb
+    elif plan.mode == "stepped":
+        dc, dr = plan.dc, plan.dr
+        assert dc is not None
+        step, off = src.last()[1], src.last()[2]
+        # whole tiles whose [step*cols] window stays inside the source row; the rest by element
+        fit = min(extents[dc], (src.cols - off) // step)
+        tc = _pick(fit, cap // step)
+        main = fit // tc * tc if tc else 0
+        if main == 0:
+            plan = _Plan("element")
+        else:
+            tiles[dc] = tc
+            regions[dc] = [(0, main, tc)] + (
+                [(main, extents[dc] - main, 1)] if main < extents[dc] else []
+            )
+            if dr is not None:
+                tiles[dr] = _pick(extents[dr], max(1, cap // (tc * step)))
+    if plan.mode in ("straight", "rowexpand"):
+        assert plan.dc is not None
+        tiles[plan.dc] = _pick(extents[plan.dc], cap)
+        if plan.dr is not None:
+            tiles[plan.dr] = _pick(extents[plan.dr], cap // tiles[plan.dc])
+    for d, e in enumerate(extents):
+        if d not in regions:
+            regions[d] = _split(0, e, tiles[d])
+    em = _Emit(lw, name, loc)
+    boxes: list[list[tuple[int, int, int]]] = [[]]
+    for d in range(len(extents)):
+        boxes = [[*b, r] for b in boxes for r in regions[d]]
+    for box in boxes:
+        p = plan
+        if plan.mode == "stepped" and plan.dc is not None and box[plan.dc][2] == 1:
+            p = _Plan("element")
+        if p.mode == "element":
+            box = [(start, extent, 1) for start, extent, _ in box]
+        if not em.kernel(dst, src, p, box):
+            # a view that does not hold the window: copy the buffer into the natural layout
+            if src.buf is not None and lw.views.get(src.buf) != src.view:
+                src = replace(src, buf=relayout(lw, src.buf, src.view, loc))
+            if not em.kernel(dst, src, p, box):
+                raise TileError(
+                    f"{name}: no window of the destination's layout "
+                    f"{lw.views.get(dst.buf or '')} holds a tile of {list(dst.shape)}",
+                    op=name,
+                    loc=loc,
+                )
+
+
+def alias(lw: Lowering, e: Eqn, src: Var) -> None:
+    """``e.out`` is ``src``'s buffer (same bytes, same order): a view, no kernel."""
+    buf = lw.buffer(src)
+    lw.var_buf[e.out] = buf
+    d, size, role = lw.buffers[buf]
+    if e.out in lw.outputs_of and role == "tmp":
+        lw.buffers[buf] = (d, size, "out")
+
+
+def _out(lw: Lowering, e: Eqn, shape: tuple[int, ...]) -> Access:
+    """The destination side: ``e.out``'s buffer laid out naturally for ``shape``."""
+    buf = lw.buffer(e.out)
+    sh = shape or (1,)
+    lw.view(buf, (math.prod(sh[:-1]), sh[-1]))
+    return Access.dense(buf, e.out.aval.dtype, shape)
+
+
+def _source(lw: Lowering, x: Var | Lit, dtype: dt.DType) -> Access:
+    if isinstance(x, Lit):
+        return Access(None, dtype, (), (), float(np.asarray(x.value).item()))
+    return Access.dense(lw.buffer(x), dtype, x.aval.shape)
+
+
+# ---------------------------------------------------------------- the rules
+def _reshape(lw: Lowering, e: Eqn) -> None:
+    x = e.inputs[0]
+    if isinstance(x, Var):
+        alias(lw, e, x)
+    else:
+        lw.var_buf[e.out] = lw.const_buffer("lit", np.asarray(x.value).reshape(1, 1))
+
+
+def _merge_perm(
+    shape: tuple[int, ...], perm: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Drop size-1 axes and merge source axes that stay adjacent: the same transpose on the
+    fewest axes (``(shape, perm)`` of the merged source)."""
+    order = [a for a in perm if shape[a] != 1]
+    groups: list[list[int]] = []
+    for a in order:
+        if groups and groups[-1][-1] + 1 == a:
+            groups[-1].append(a)
+        else:
+            groups.append([a])
+    firsts = sorted(g[0] for g in groups)
+    merged = tuple(math.prod(shape[a] for a in g) for g in sorted(groups, key=lambda g: g[0]))
+    new_perm = tuple(firsts.index(g[0]) for g in groups)
+    return merged, new_perm
+
+
+def transpose_into(
+    lw: Lowering,
+    name: str,
+    xbuf: str,
+    dtype: dt.DType,
+    shape: tuple[int, ...],
+    perm: tuple[int, ...],
+    dst: str,
+    loc: SourceLoc | None,
+) -> None:
+    """Kernels writing ``transpose(x, perm)`` into buffer ``dst`` (laid out for the merged
+    result): a two-axis swap is one ``TTRANS`` copy; a permutation that keeps the last axis is
+    a row copy; any other one is a swap followed by a row permutation."""
+    s, p = _merge_perm(shape, perm)
+    n = len(s)
+    out_shape = tuple(s[a] for a in p)
+    if n <= 1 or p == tuple(range(n)):
+        src = Access.dense(xbuf, dtype, s or (1,))
+        copy(lw, name, Access.dense(dst, dtype, s or (1,)), src, s or (1,), loc)
+        return
+    if p[-1] == n - 1 or _swap_last(p):
+        lw.view(dst, (math.prod(out_shape[:-1]), out_shape[-1]))
+        src = Access(xbuf, dtype, s, tuple((p.index(a), 1, 0) for a in range(n)))
+        copy(lw, name, Access.dense(dst, dtype, out_shape), src, out_shape, loc)
+        return
+    # move the source axis that ends last to the end with one swap of two axis groups,
+    # then permute the rest with the last axis fixed
+    q = p[-1]
+    lead = 0
+    while p[lead] == lead:
+        lead += 1
+    b = math.prod(s[:lead])
+    x_ = math.prod(s[lead : q + 1])
+    y_ = math.prod(s[q + 1 :])
+    # the swap leaves the axes as [s[:lead], s[q+1:], s[lead:q+1]]
+    mid = (*s[:lead], *s[q + 1 :], *s[lead : q + 1])
+    axes_of = [*range(lead), *range(q + 1, n), *range(lead, q + 1)]
+    perm2 = tuple(axes_of.index(a) for a in p)
+    if _merge_perm(mid, perm2)[1] == tuple(range(len(_merge_perm(mid, perm2)[1]))):
+        transpose_into(lw, name, xbuf, dtype, (b, x_, y_), (0, 2, 1), dst, loc)
+        return
+    tmp = lw.new_buffer("tr", dtype, math.prod(s))
+    lw.views[tmp] = (b * y_, x_)
+    transpose_into(lw, name, xbuf, dtype, (b, x_, y_), (0, 2, 1), tmp, loc)
+    transpose_into(lw, name, tmp, dtype, mid, perm2, dst, loc)
+
+
+def _swap_last(p: tuple[int, ...]) -> bool:
+    """``p`` fixes its leading axes and swaps the last two (a batched 2-D transpose)."""
+    n = len(p)
+    return p[-1] == n - 2 and p[-2] == n - 1 and p[: n - 2] == tuple(range(n - 2))
+
+
+def _transpose(lw: Lowering, e: Eqn) -> None:
+    x = e.inputs[0]
+    assert isinstance(x, Var)
+    perm = tuple(e.kwargs["perm"])
+    _s, p = _merge_perm(x.aval.shape, perm)
+    if p == tuple(range(len(p))):
+        alias(lw, e, x)  # only size-1 axes move: the bytes keep their order
+        return
+    out = lw.buffer(e.out)
+    transpose_into(lw, "transpose", lw.buffer(x), x.aval.dtype, x.aval.shape, perm, out, e.loc)
+
+
+def _broadcast_to(lw: Lowering, e: Eqn) -> None:
+    x = e.inputs[0]
+    shape = tuple(e.kwargs["shape"])
+    d = e.out.aval.dtype
+    if isinstance(x, Var) and x.aval.size == math.prod(shape):
+        alias(lw, e, x)  # only size-1 axes are added
+        return
+    dst = _out(lw, e, shape)
+    src = _source(lw, x, d)
+    if src.buf is not None:
+        k = len(shape) - len(src.shape)
+        src = replace(
+            src,
+            axes=tuple(
+                (None, 0, 0) if n == 1 and shape[a + k] != 1 else (a + k, 1, 0)
+                for a, n in enumerate(src.shape)
+            ),
+        )
+    copy(lw, "broadcast", dst, src, shape, e.loc)
+
+
+def _concat(lw: Lowering, e: Eqn) -> None:
+    axis = e.kwargs["axis"]
+    shape = e.out.aval.shape
+    axis %= len(shape)
+    d = e.out.aval.dtype
+    dst = _out(lw, e, shape)
+    off = 0
+    for x in e.inputs:
+        assert isinstance(x, Var)
+        n = x.aval.shape[axis]
+        place = replace(dst, axes=tuple((a, 1, off if a == axis else 0) for a in range(len(shape))))
+        copy(lw, "concat", place, Access.dense(lw.buffer(x), d, x.aval.shape), x.aval.shape, e.loc)
+        off += n
+
+
+def _slice(lw: Lowering, e: Eqn) -> None:
+    x = e.inputs[0]
+    assert isinstance(x, Var)
+    index = e.kwargs["index"]
+    shape = e.out.aval.shape
+    dst = _out(lw, e, shape)
+    src = Access(
+        lw.buffer(x),
+        x.aval.dtype,
+        x.aval.shape,
+        tuple((a, step, start) for a, (start, _, step) in enumerate(index)),
+    )
+    copy(lw, "slice", dst, src, shape, e.loc)
+
+
+def _pad(lw: Lowering, e: Eqn) -> None:
+    x = e.inputs[0]
+    config = e.kwargs["config"]
+    shape = e.out.aval.shape
+    d = e.out.aval.dtype
+    dst = _out(lw, e, shape)
+    copy(lw, "pad_zero", dst, Access(None, d, (), ()), shape, e.loc)
+    src = _source(lw, x, d)
+    if src.buf is None:
+        src = replace(src, shape=(1,) * len(shape), axes=tuple((None, 0, 0) for _ in shape))
+    place = replace(dst, axes=tuple((a, mid + 1, lo) for a, (lo, _, mid) in enumerate(config)))
+    xs = x.aval.shape
+    copy(lw, "pad", place, src, xs, e.loc)
+
+
+for _name, _fn in (
+    ("reshape", _reshape),
+    ("transpose", _transpose),
+    ("broadcast_to", _broadcast_to),
+    ("concat", _concat),
+    ("slice", _slice),
+    ("pad", _pad),
+):
+    register_rule("tile", _name)(KernelRule(_fn))
