@@ -6,7 +6,8 @@ writing core fills the copy ``%slot`` and the reading cores empty it. Two flags 
 them, as in ``tests/npu/programs/matmul_relu.pto``:
 
 * **full** (writer → readers): set on the store pipe after the writer's last store of the slot,
-  waited on the load pipe before the reader's first load of it;
+  waited on the load pipe before the reader's first load of it (the accesses one item list
+  makes directly are one use of a slot; each loop body holding accesses is another);
 * **free** (readers → writer): set on the load pipe after the reader's last load, waited on the
   store pipe before the writer's first store. Each reader sets every slot free once before the
   grid, and the writer drains those tokens after it, so every set meets exactly one wait and
@@ -62,16 +63,18 @@ def _flag(op: str, pipe: Pipe, peer: str, ev: Expr) -> BInstr:
 def _wrap(
     items: list[BItem], ring: Ring, op: str, pipe: Pipe, peers: list[str], ev: Expr
 ) -> list[BItem]:
-    """Wait before the first access of the ring in ``items`` and set after the last one, in
-    the innermost item list that holds them all."""
-    hits = [i for i, it in enumerate(items) if _touches(it, ring, op)]
+    """Wait before the first and set after the last of the ring accesses that ``items`` makes
+    itself (one use of a slot: e.g. the stores of one tile's accumulators); loops holding
+    accesses get their own flags inside."""
+    items = [
+        replace(it, body=tuple(_wrap(list(it.body), ring, op, pipe, peers, ev)))
+        if isinstance(it, BLoop) and _touches(it, ring, op)
+        else it
+        for it in items
+    ]
+    hits = [i for i, it in enumerate(items) if isinstance(it, BInstr) and _touches(it, ring, op)]
     if not hits:
         return items
-    if len(hits) == 1 and isinstance(items[hits[0]], BLoop):
-        loop = items[hits[0]]
-        assert isinstance(loop, BLoop)
-        body = _wrap(list(loop.body), ring, op, pipe, peers, ev)
-        return [*items[: hits[0]], replace(loop, body=tuple(body)), *items[hits[0] + 1 :]]
     first, last = hits[0], hits[-1]
     return [
         *items[:first],
