@@ -1,0 +1,163 @@
+"""Attention on the NPU path as flash attention: one cluster kernel, the score matrix never in
+GM; causal, masked, rectangular and batched cases against JAX within the tolerance table; the
+golden Tile IR; jit(grad(causal attention)) against jax.grad."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.graph.tracer import trace
+from pypto.reference import compare
+from pypto.reference.jax_bridge import sum_lengths
+
+MACHINES = ("tiny", "ascend910b")
+F = (pto.float32, pto.float16, pto.bfloat16)
+
+
+def arr(shape: tuple[int, ...], d: pto.DType, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.normal(0.0, 1.0, shape).astype(np.float32).astype(d.np)
+
+
+def check(fn: Any, *args: np.ndarray, machine: str = "tiny") -> Any:
+    tensors = [pto.tensor(a) for a in args]
+    f = pto.jit(fn, machine=machine)
+    out = f(*tensors)
+    ref = np.asarray(pto.to_jax(fn)(*args))
+    func, _, _ = trace(fn, tensors)
+    (k,) = sum_lengths(func)
+    assert out.shape == ref.shape
+    c = compare("attention", out, ref, k=k)
+    assert c.ok, str(c)
+    return f.lower(*tensors)
+
+
+def sdpa(causal: bool) -> Any:
+    def fn(q: Any, k: Any, v: Any) -> Any:
+        return pto.scaled_dot_product_attention(q, k, v, causal=causal)
+
+    return fn
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_sdpa(d: pto.DType, causal: bool, machine: str) -> None:
+    q, k, v = (arr((2, 2, 64, 32), d, s) for s in range(3))
+    low = check(sdpa(causal), q, k, v, machine=machine)
+    att = [k for k in low.tile_ir.kernels if k.kind == "attention"]
+    assert len(att) == 1 and att[0].dist == "cluster"
+    # the scores stay on chip: besides the rings' slots the only workspace is kᵀ
+    rings = {r.tensor for r in att[0].rings}
+    others = [b for b in low.tile_ir.buffers if b.role == "tmp" and b.name not in rings]
+    assert [b.size for b in others] == [k.size]
+
+
+def test_rectangular_and_masked() -> None:
+    d = pto.float16
+    q, k, v = arr((2, 128, 32), d), arr((2, 96, 32), d, 1), arr((2, 96, 48), d, 2)
+    mask = np.random.default_rng(3).random((128, 96)) > 0.3
+    check(sdpa(False), q, k, v)
+    check(lambda q, k, v, m: pto.scaled_dot_product_attention(q, k, v, m), q, k, v, mask)
+
+
+def test_long_causal_several_kv_tiles() -> None:
+    q = arr((1, 256, 64), pto.float16)
+    low = check(lambda q: pto.scaled_dot_product_attention(q, q, q, causal=True), q)
+    (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
+    assert dict(att.grid)["q"] > 1
+
+
+def test_matmul_softmax_matmul_is_attention() -> None:
+    q, k, v = (arr((2, 64, 32), pto.float16, s) for s in range(3))
+
+    def fn(q: Any, k: Any, v: Any) -> Any:
+        return pto.softmax((q @ k.transpose((0, 2, 1))) * 0.125, -1) @ v
+
+    low = check(fn, q, k, v)
+    assert [k.kind for k in low.tile_ir.kernels][-1] == "attention"
+
+
+GOLDEN = """\
+kernel @attention grid(q=1) attn_tile(bq=32, bk=32) on cluster {
+  ring %ws_s aic->aiv x2 by %slot
+  ring %ws_p aiv->aic x2 by %slot
+  ring %ws_o aic->aiv x2 by %slot
+  .aic
+    pre {
+      %cnt = smov 0
+    }
+    %q0: L0A f16[32,16] = tload %q[%q*32 : +32, 0 : +16]
+    for %j in 0..%q+1 {
+      %slot = smod %cnt, 2
+      %k0: L0B f16[16,32] = tload %t[0 : +16, %j*32 : +32]
+      %s: L0C f32[32,32] = tmatmul %q0, %k0
+      tstore %ws_s[%blk*64+%slot*32 : +32, 0 : +32], %s
+      %p0: L0A f16[32,32] = tload %ws_p[%blk*64+%slot*32 : +32, 0 : +32]
+      %v0: L0B f16[32,16] = tload %q[%j*32 : +32, 0 : +16]
+      %o: L0C f32[32,16] = tmatmul %p0, %v0
+      tstore %ws_o[%blk*64+%slot*32 : +32, 0 : +16], %o
+      %cnt = sadd %cnt, 1
+    }
+  .aiv
+    pre {
+      %cnt = smov 0
+      %ninf: UB f32[1,32] = texpands -inf
+    }
+    %m: UB f32[16,1] = texpands -1e+30
+    %l: UB f32[16,1] = texpands 0.0
+    %acc: UB f32[16,16] = texpands 0.0
+    for %j in 0..%q+1 {
+      %slot = smod %cnt, 2
+      %x: UB f32[16,32] = tload %ws_s[%blk*64+%slot*32+%sub*16 : +16, 0 : +32]
+      %x: UB f32[16,32] = tmuls %x, 0.25
+      %dg = smov %j-%q+1
+      %dg = smax %dg, 0
+      %mask: UB bool[16,32] = tload %band[%dg*32+%sub*16 : +16, 0 : +32]
+      %x: UB f32[16,32] = tsel %mask, %x, %ninf
+      %mj: UB f32[16,1] = trowmax %x
+      %mn: UB f32[16,1] = tmax %m, %mj
+      %alpha: UB f32[16,1] = tsub %m, %mn
+      %alpha: UB f32[16,1] = texp %alpha
+      %m: UB f32[16,1] = tmov %mn
+      %p: UB f32[16,32] = tsub %x, %mn
+      %p: UB f32[16,32] = texp %p
+      %rs: UB f32[16,1] = trowsum %p
+      %l: UB f32[16,1] = tmul %l, %alpha
+      %l: UB f32[16,1] = tadd %l, %rs
+      %pc: UB f16[16,32] = tcvt %p
+      tstore %ws_p[%blk*64+%slot*32+%sub*16 : +16, 0 : +32], %pc
+      %ot: UB f32[16,16] = tload %ws_o[%blk*64+%slot*32+%sub*16 : +16, 0 : +16]
+      %acc: UB f32[16,16] = tmul %acc, %alpha
+      %acc: UB f32[16,16] = tadd %acc, %ot
+      %cnt = sadd %cnt, 1
+    }
+    %res: UB f32[16,16] = tdiv %acc, %l
+    %y: UB f16[16,16] = tcvt %res
+    tstore %out[%q*32+%sub*16 : +16, 0 : +16], %y
+}"""
+
+
+def test_golden_attention() -> None:
+    q = arr((32, 16), pto.float16)
+    f = pto.jit(lambda q: pto.scaled_dot_product_attention(q, q, q, causal=True), machine="tiny")
+    k = f.lower(q).tile_ir.kernels[-1]
+    text = "\n".join(ln.split("  #")[0] for ln in str(k).splitlines())
+    assert text == textwrap.dedent(GOLDEN)
+
+
+def test_grad_of_causal_attention_on_npu_equals_jax() -> None:
+    def loss(q: Any, k: Any, v: Any) -> Any:
+        return (pto.scaled_dot_product_attention(q, k, v, causal=True) ** 2).sum()
+
+    args = tuple(arr((2, 32, 16), pto.float32, s) for s in range(3))
+    got = pto.jit(pto.grad(loss, argnums=(0, 1, 2)), machine="tiny")(*args)
+    want = jax.grad(pto.to_jax(loss), argnums=(0, 1, 2))(*args)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)

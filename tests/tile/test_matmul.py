@@ -1,0 +1,244 @@
+"""Matmul on the NPU path: every dtype, 2-D and batched, awkward sizes, fused epilogues on the
+vector cores of the cluster, cube tile settings and their errors — against JAX within the
+tolerance table (bit for bit against the interpreter where the summation order agrees)."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any
+
+import jax
+import numpy as np
+import pytest
+
+import pypto as pto
+from pypto.graph.tracer import trace
+from pypto.reference import compare
+from pypto.reference.jax_bridge import sum_lengths
+
+MACHINES = ("tiny", "ascend910b")
+F = (pto.float32, pto.float16, pto.bfloat16)
+
+
+def arr(shape: tuple[int, ...], d: pto.DType, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if d in (pto.int8, pto.int32):
+        return rng.integers(-100, 100, shape).astype(d.np)
+    return rng.normal(0.0, 1.0, shape).astype(np.float32).astype(d.np)
+
+
+def check(fn: Any, *args: np.ndarray, machine: str = "tiny") -> pto.Tensor:
+    """The NPU result of ``fn`` equals JAX's within the tolerance table."""
+    tensors = [pto.tensor(a) for a in args]
+    out = pto.jit(fn, machine=machine)(*tensors)
+    ref = np.asarray(pto.to_jax(fn)(*args))
+    func, _, _ = trace(fn, tensors)
+    (k,) = sum_lengths(func)
+    assert out.shape == ref.shape
+    c = compare("matmul", out, ref, k=k)
+    assert c.ok, str(c)
+    return out
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("d", [*F, pto.int8, pto.int32], ids=lambda d: d.name)
+def test_2d_every_dtype(d: pto.DType, machine: str) -> None:
+    check(lambda a, b: a @ b, arr((48, 64), d), arr((64, 80), d, 1), machine=machine)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("d", [*F, pto.int8, pto.int32], ids=lambda d: d.name)
+def test_batched_every_dtype(d: pto.DType, machine: str) -> None:
+    check(lambda a, b: a @ b, arr((2, 3, 32, 48), d), arr((2, 3, 48, 16), d, 1), machine=machine)
+
+
+@pytest.mark.parametrize(
+    ("sa", "sb"),
+    [
+        ((2, 1, 32, 48), (3, 48, 16)),  # batch dims broadcast both ways
+        ((4, 32, 48), (48, 16)),  # a 2-D right operand: the batch folds into M
+        ((48,), (48, 16)),  # vector @ matrix
+        ((32, 48), (48,)),  # matrix @ vector
+        ((48,), (3, 48, 16)),  # vector @ batched
+    ],
+    ids=["broadcast", "fold", "vecmat", "matvec", "vec-batched"],
+)
+def test_shapes(sa: tuple[int, ...], sb: tuple[int, ...]) -> None:
+    check(lambda a, b: a @ b, arr(sa, pto.float16), arr(sb, pto.float16, 1))
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_awkward_sizes(machine: str) -> None:
+    # no power of two divides 100 x 300 x 70 beyond 4: the tiles are equal divisors
+    check(lambda a, b: a @ b, arr((100, 300), pto.float16), arr((300, 70), pto.float16, 1))
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_epilogue_bias_gelu(d: pto.DType, machine: str) -> None:
+    def fn(x: Any, w: Any, b: Any) -> Any:
+        return pto.gelu(x @ w + b)
+
+    args = (arr((64, 32), d), arr((32, 96), d, 1), arr((96,), d, 2))
+    out = check(fn, *args, machine=machine)
+    # the epilogue rounds where eager mode does, so the NPU equals the interpreter
+    want = pto.jit(fn, backend="interpret")(*(pto.tensor(a) for a in args))
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(want))
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_epilogue_residual_and_cast(machine: str) -> None:
+    d = pto.bfloat16
+    check(
+        lambda x, w, r: ((x @ w) + r).astype(pto.float32) * 2.0,
+        arr((2, 32, 48), d),
+        arr((48, 64), d, 1),
+        arr((2, 32, 64), d, 2),
+        machine=machine,
+    )
+
+
+def test_epilogue_is_one_cluster_kernel() -> None:
+    x, w, b = arr((64, 32), pto.float16), arr((32, 96), pto.float16, 1), arr((96,), pto.float16)
+    low = pto.jit(lambda x, w, b: pto.relu(x @ w + b), machine="tiny").lower(x, w, b)
+    (k,) = low.tile_ir.kernels
+    assert k.dist == "cluster" and [s.core for s in k.sections] == ["aic", "aiv"]
+    isa = str(low.isa)
+    # MPMD hand-off through the GM ring: cross-core flags, no barrier inside the kernel
+    assert "XSET_FLAG FIX, aiv0" in isa and "XWAIT_FLAG MTE2, aic" in isa
+    assert "BARRIER" not in isa
+
+
+def test_matmul_output_used_by_epilogue_and_returned() -> None:
+    x, w = pto.tensor(arr((32, 32), pto.float16)), pto.tensor(arr((32, 64), pto.float16, 1))
+
+    def fn(x: Any, w: Any) -> Any:
+        y = x @ w
+        return y, pto.tanh(y)
+
+    got = pto.jit(fn, machine="tiny")(x, w)
+    want = pto.jit(fn, backend="interpret")(x, w)
+    for g, v in zip(got, want, strict=True):
+        np.testing.assert_array_equal(np.asarray(g), np.asarray(v))
+
+
+GOLDEN = """\
+kernel @matmul_add_gelu grid(m=1, n=2) cube_tile(m=64, k=32, n=32, m0=64, k0=32, n0=32) on cluster {
+  ring %ws aic->aiv x2 by %slot
+  .aic
+    %lin = smov %m*2+%n
+    %it = sdiv %lin, %nblk
+    %slot = smod %it, 2
+    for %kb in 0..1 {
+      %a1: L1 f16[64,32] = tload %x[%m*64 : +64, %kb*32 : +32]
+      %b1: L1 f16[32,32] = tload %w[%kb*32 : +32, %n*32 : +32]
+      for %kk in 0..1 {
+        %a0_0: L0A f16[64,32] = textract %a1, 0, %kk*32
+        %b0_0: L0B f16[32,32] = textract %b1, %kk*32, 0
+        %acc_0_0: L0C f32[64,32] = tmatmul %a0_0, %b0_0
+      }
+    }
+    tstore %ws[%blk*128+%slot*64 : +64, 0 : +32], %acc_0_0
+  .aiv
+    %lin = smov %m*2+%n
+    %it = sdiv %lin, %nblk
+    %slot = smod %it, 2
+    %mm: UB f16[32,32] = tload %ws[%blk*128+%slot*64+%sub*32 : +32, 0 : +32]
+    %x1: UB f16[1,32] = tload %b[0 : +1, %n*32 : +32]
+    %t2: UB f16[32,32] = tadd %mm, %x1
+    %t3: UB f16[32,32] = tmul %t2, %t2
+    %t4: UB f16[32,32] = tmul %t3, %t2
+    %t5: UB f16[32,32] = tmuls %t4, 0.044708251953125
+    %t6: UB f16[32,32] = tadd %t2, %t5
+    %t7: UB f16[32,32] = tmuls %t6, 0.7978515625
+    %t8: UB f16[32,32] = ttanh %t7
+    %t9: UB f16[32,32] = tadds %t8, 1.0
+    %t10: UB f16[32,32] = tmuls %t9, 0.5
+    %t11: UB f16[32,32] = tmul %t2, %t10
+    tstore %out[%m*64+%sub*32 : +32, %n*32 : +32], %t11
+}"""
+
+
+def _text(k: Any) -> str:
+    return "\n".join(ln.split("  #")[0] for ln in str(k).splitlines())
+
+
+def _mlp_args() -> tuple[np.ndarray, ...]:
+    return arr((64, 32), pto.float16), arr((32, 64), pto.float16, 1), arr((64,), pto.float16, 2)
+
+
+def test_golden_matmul_bias_gelu() -> None:
+    f = pto.jit(lambda x, w, b: pto.gelu(x @ w + b), machine="tiny")
+    with pto.tile_shapes(cube=([64, 64], [32, 32], [32, 32])):
+        low = f.lower(*_mlp_args())
+        (k,) = low.tile_ir.kernels
+    assert _text(k) == textwrap.dedent(GOLDEN)
+
+
+def test_cube_tiles_change_tile_ir_and_cycles() -> None:
+    a, b = arr((128, 256), pto.float16), arr((256, 128), pto.float16, 1)
+    texts, cycles = [], []
+    for cube in (([64, 64], [32, 64], [64, 64]), ([128, 128], [64, 256], [128, 128])):
+        f = pto.jit(lambda x, y: x @ y, machine="tiny", tile=dict(cube=cube))
+        texts.append(str(f.lower(a, b).tile_ir))
+        prof = f.profile(a, b)
+        cycles.append(prof.cycles)
+        np.testing.assert_array_equal(np.asarray(prof.outputs[0]), np.asarray(a @ b))
+    assert texts[0] != texts[1]
+    assert "cube_tile(m=64, k=64, n=64, m0=64, k0=32, n0=64)" in texts[0]
+    assert "cube_tile(m=128, k=256, n=128, m0=128, k0=64, n0=128)" in texts[1]
+    assert cycles[0] != cycles[1]
+
+
+@pytest.mark.parametrize(
+    ("cube", "words"),
+    [
+        (
+            ([128, 128], [512, 512], [128, 128]),
+            ["L0A needs 131072 bytes (two 128x256 f16 tiles)", "tiny has 65536"],
+        ),
+        (([48, 48], [64, 64], [64, 64]), ["m=[48, 48] does not divide m = 128"]),
+        (([64, 64], [8, 64], [64, 64]), ["k0 = 8 f16 elements = 16 bytes", "multiple of 32"]),
+        (([128, 128], [64, 64], [512, 512]), ["L0C needs 262144", "L0B needs"]),
+    ],
+    ids=["l0a", "divide", "align", "l0c"],
+)
+def test_cube_tile_errors(cube: Any, words: list[str]) -> None:
+    a, b = arr((128, 256), pto.float16), arr((256, 512), pto.float16, 1)
+    f = pto.jit(lambda x, y: x @ y, machine="tiny", tile=dict(cube=cube))
+    with pytest.raises(pto.TileError) as ei:
+        f.lower(a, b)
+    msg = str(ei.value)
+    for w in words:
+        assert w in msg, msg
+    assert "tiles that fit: pto.set_cube_tile_shapes(" in msg
+
+
+def test_cube_tile_error_hint_fits() -> None:
+    a, b = arr((128, 256), pto.float16), arr((256, 256), pto.float16, 1)
+    f = pto.jit(
+        lambda x, y: x @ y, machine="tiny", tile=dict(cube=([128, 128], [512, 512], [128, 128]))
+    )
+    with pytest.raises(pto.TileError) as ei:
+        f.lower(a, b)
+    hint = str(ei.value).split("set_cube_tile_shapes(")[1].split(")")[0]
+    fit = eval(f"({hint})")  # the suggested tiles compile and run
+    g = pto.jit(lambda x, y: x @ y, machine="tiny", tile=dict(cube=fit))
+    np.testing.assert_array_equal(np.asarray(g(a, b)), np.asarray(pto.tensor(a) @ pto.tensor(b)))
+
+
+def test_grad_of_mlp_on_npu_equals_jax() -> None:
+    def mlp(x: Any, w1: Any, b1: Any, w2: Any) -> Any:
+        h = pto.gelu(x @ w1 + b1)
+        return ((h @ w2) ** 2).mean()
+
+    args = (
+        arr((16, 32), pto.float32),
+        arr((32, 48), pto.float32, 1) * np.float32(0.2),
+        arr((48,), pto.float32, 2),
+        arr((48, 8), pto.float32, 3) * np.float32(0.2),
+    )
+    got = pto.jit(pto.grad(mlp, argnums=(1, 2, 3)), machine="tiny")(*args)
+    want = jax.grad(pto.to_jax(mlp), argnums=(1, 2, 3))(*args)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-5)
