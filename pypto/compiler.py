@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pypto import dtypes as dt
+from pypto.core import progress
 from pypto.core.errors import PyptoError, TraceError
 from pypto.core.passes import PassManager, Snapshot, verify_default
 from pypto.eager.tensor import Tensor, _wrap
@@ -71,17 +72,21 @@ class Lowered:
     fuse: bool = True
     _levels: dict[str, Any] = field(default_factory=dict, compare=False)
 
-    def _build_levels(self) -> None:
+    def _build_levels(self, step: Callable[[str], None] | None = None) -> None:
         if self._levels:
             return
         from pypto.block import codegen, schedule
         from pypto.npu.machine import machine as get_machine
         from pypto.tile import config, lower_func
 
+        step = step or (lambda name: None)
         m = get_machine(self.machine)
         cfg = config.current().merged(config.parse(self.tile))
+        step("tile")
         tf = lower_func(self.tensor_ir, m, cfg, fuse=self.fuse)
+        step("block")
         bf = schedule(tf, m)
+        step("isa")
         prog = codegen(bf)
         if verify_default():
             tf.verify()
@@ -236,7 +241,8 @@ def simulate_lowered(
             op="profile",
         )
     check = check_simulations()
-    prof = simulate(prog, m, inputs, numerics=numerics, trace=trace or bool(check))
+    with progress.counter(f"simulate {prog.name} on {m.name}", "cycle") as at:
+        prof = simulate(prog, m, inputs, numerics=numerics, trace=trace or bool(check), progress=at)
     if check:
         from pypto.npu import check_invariants
 
@@ -348,18 +354,37 @@ class Jitted:
             return staged(*pytree.unflatten(in_tree, full))
 
         names = self._arg_names(stat)
-        func, out_tree, free = trace(
-            with_scalars,
-            [x for i, x in enumerate(leaves) if i not in scal],
-            name=getattr(self.fn, "__name__", "f"),
-            arg_names=names,
-        )
+        fname = getattr(self.fn, "__name__", "f")
+        levels = ["trace", "tensor passes"]
+        if self.backend == "npu":
+            levels += ["tile", "block", "isa"]
+        with progress.stages(f"compile {fname}", levels) as step:
+            step("trace")
+            func, out_tree, free = trace(
+                with_scalars,
+                [x for i, x in enumerate(leaves) if i not in scal],
+                name=fname,
+                arg_names=names,
+            )
+            return self._finish(func, in_tree, out_tree, free, stat, snapshots, step)
+
+    def _finish(
+        self,
+        func: Func,
+        in_tree: pytree.TreeDef,
+        out_tree: pytree.TreeDef,
+        free: Any,
+        stat: tuple[Any, ...],
+        snapshots: bool,
+        step: Callable[[str], None],
+    ) -> Lowered:
         if free:
             raise TraceError(
                 "a jitted function closes over a traced value of an enclosing transform",
                 op="jit",
                 hint="pass the value as an argument instead",
             )
+        step("tensor passes")
         pipeline = passes.DEFAULT if self.fuse else passes.UNFUSED
         opt, snaps = PassManager(pipeline, snapshots=snapshots).run(func)
         lw = Lowered(
@@ -375,7 +400,7 @@ class Jitted:
             self.fuse,
         )
         if self.backend == "npu" and not _empty(opt):
-            lw._build_levels()
+            lw._build_levels(step)
         return lw
 
     def _arg_names(self, stat: tuple[Any, ...]) -> list[str] | None:

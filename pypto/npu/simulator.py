@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -130,9 +130,11 @@ class _Engine:
         trace: bool,
         blocks: int,
         stop_after: int | None = None,
+        progress: Callable[[float], None] | None = None,
     ) -> None:
         self.cp = cp
         self.stop_after = stop_after
+        self.progress = progress
         self.executed = 0
         self.stopped: tuple[int, int, float] | None = None
         m = self.m = cp.machine
@@ -297,6 +299,8 @@ class _Engine:
         heap = self.heap
         ready = self.ready
         run = self._run
+        progress = self.progress
+        events = 0
         with np.errstate(all="ignore"):
             try:
                 while True:
@@ -304,6 +308,10 @@ class _Engine:
                         run(ready.pop())
                     if not heap:
                         break
+                    if progress is not None:
+                        events += 1
+                        if not events & 4095:
+                            progress(self.now)
                     ev = heapq.heappop(heap)
                     self.now = ev[0]
                     if ev[2] == 0:
@@ -778,6 +786,7 @@ def simulate(
     trace: bool = True,
     blocks: int | None = None,
     stop_after: int | None = None,
+    progress: Callable[[float], None] | None = None,
 ) -> Profile:
     """Run ``program`` (a :class:`~pypto.isa.Program` or its text) on ``machine``.
 
@@ -790,7 +799,8 @@ def simulate(
     ``stop_after=n`` is the stepping debugger: the run stops right after the n-th tile
     instruction (load, store, move or compute, in the simulator's deterministic order) and the
     profile's ``buffers`` hold every buffer and GM tensor at that point (``prof.stopped`` names
-    the instruction). Replaying with a larger ``n`` steps forward.
+    the instruction). Replaying with a larger ``n`` steps forward. ``progress`` is called now
+    and then with the simulated time so far (in cycles), for progress bars on long runs.
 
     >>> import numpy as np
     >>> from pypto.npu import simulate
@@ -838,6 +848,7 @@ def simulate(
         trace=trace,
         blocks=nblk,
         stop_after=stop_after,
+        progress=progress,
     )
     eng.run()
     outputs = None
