@@ -2,7 +2,8 @@
 
 ``graph(ir)`` returns a :class:`GraphView`: it holds a ``graphviz.Digraph`` (``.dot``), shows as
 SVG in notebooks, and falls back to the IR's text with a one-line hint when Graphviz's ``dot``
-program is not installed.
+program is not installed. It draws the Tensor IR (here), the Tile IR
+(:mod:`pypto.viz.tile_graph`) and the Block IR (:mod:`pypto.viz.block_graph`).
 """
 
 from __future__ import annotations
@@ -58,19 +59,48 @@ def _label(*lines: str) -> str:
     return "\n".join(lines)
 
 
-def graph(ir: Any, *, rankdir: str = "TB") -> GraphView:
-    """Draw the Tensor IR: one node per equation (op, type, source line), fusion groups as
-    clusters, parameters and outputs at the edges.
+LEVELS = ("tensor", "tile", "block")
+
+
+def graph(ir: Any, *, level: str = "tensor", rankdir: str = "TB") -> GraphView:
+    """Draw one IR level.
+
+    ``ir`` is a Tensor IR ``Func``, a ``TileFunc``, a ``BlockFunc``, or a ``Lowered`` (then
+    ``level`` picks ``"tensor"``, ``"tile"`` or ``"block"``). The Tensor IR has a node per
+    equation (op, type, source line), fusion groups as clusters, parameters and outputs at the
+    edges; the Tile IR has kernels as clusters with their loop nests, tiles coloured by memory
+    space and GM buffers between kernels; the Block IR has a cluster per kernel and core type,
+    instructions coloured by pipe and the flags as edges between them.
 
     >>> import pypto as pto
     >>> v = graph(pto.make_graph(lambda x: pto.exp(x) + 1)(pto.ones(3)))
     >>> v.dot.source.count("->")  # x → exp → add ← 1, add → out
     4
+    >>> low = pto.jit(lambda x: pto.exp(x), machine="tiny").lower(pto.ones((8, 64)))
+    >>> graph(low, level="block").text.startswith("block_func @")
+    True
     """
-    func = getattr(ir, "tensor_ir", ir)
-    if not isinstance(func, Func):
-        raise TypeError(f"graph() draws a Tensor IR Func or a Lowered, not {type(ir).__name__}")
-    return GraphView(_tensor_ir(func, rankdir), str(func))
+    from pypto.block.ir import BlockFunc
+    from pypto.tile.ir import TileFunc
+
+    if level not in LEVELS:
+        raise ValueError(f"level {level!r}: one of {', '.join(LEVELS)}")
+    if hasattr(ir, "tensor_ir") and not isinstance(ir, Func | TileFunc | BlockFunc):
+        ir = getattr(ir, f"{level}_ir")
+    if isinstance(ir, Func):
+        return GraphView(_tensor_ir(ir, rankdir), str(ir))
+    if isinstance(ir, TileFunc):
+        from pypto.viz.tile_graph import tile_graph
+
+        return GraphView(tile_graph(ir, rankdir), str(ir))
+    if isinstance(ir, BlockFunc):
+        from pypto.viz.block_graph import block_graph
+
+        return GraphView(block_graph(ir, rankdir), str(ir))
+    raise TypeError(
+        "graph() draws a Tensor IR Func, a TileFunc, a BlockFunc or a Lowered, "
+        f"not {type(ir).__name__}"
+    )
 
 
 def _tensor_ir(f: Func, rankdir: str) -> graphviz.Digraph:
