@@ -114,9 +114,7 @@ def test_random_programs_agree_eager_interpret_jax(prog: Any) -> None:
     assert_round_trip(pto.jit(fn).lower(*tensors).tensor_ir)
     ks = sum_lengths(func)
     names = [(UNARY if t == "u" else BINARY)[o][0] for t, o, _, _ in steps]
-    for i, (e, s, u, n, r, k) in enumerate(
-        zip(eager, staged, unfused, npu, ref, ks, strict=True)
-    ):
+    for i, (e, s, u, n, r, k) in enumerate(zip(eager, staged, unfused, npu, ref, ks, strict=True)):
         np.testing.assert_array_equal(np.asarray(e), np.asarray(s), err_msg=f"interpret out {i}")
         np.testing.assert_array_equal(np.asarray(e), np.asarray(u), err_msg=f"unfused out {i}")
         assert e.dtype == s.dtype == n.dtype and e.shape == s.shape == n.shape
