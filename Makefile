@@ -4,7 +4,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: setup system-deps lint test bench demo docs clean
+.PHONY: setup system-deps browser lint test bench demo docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -24,12 +24,22 @@ system-deps:
 
 setup: $(STAMP) system-deps
 
+# The browser tests open pages in Debian's Chromium (never a downloaded browser build).
+browser:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	  else \
+	    echo "note: chromium is missing and cannot be installed without root; browser tests will skip" >&2; \
+	  fi; \
+	fi
+
 lint: setup
 	$(VENV)/bin/ruff check pypto tests bench
 	$(VENV)/bin/ruff format --check pypto tests bench
 	$(VENV)/bin/mypy
 
-test: lint
+test: lint browser
 	$(PY) -m pytest
 
 bench: setup

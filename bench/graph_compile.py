@@ -22,6 +22,7 @@ import numpy as np
 import pypto as pto
 from bench import Column, Group, Row, Settings, register
 from bench.timing import Candidate, interleaved
+from pypto import models
 
 SEQ, HIDDEN, HEADS, FFN = 512, 1024, 8, 2816
 HEAD_DIM = HIDDEN // HEADS
@@ -29,81 +30,20 @@ TIMES = "\N{MULTIPLICATION SIGN}"
 
 
 def rope_tables() -> tuple[np.ndarray, np.ndarray]:
-    inv = 1.0 / (10000 ** (np.arange(0, HEAD_DIM, 2, dtype=np.float32) / HEAD_DIM))
-    ang = np.arange(SEQ, dtype=np.float32)[:, None] * inv[None, :]
-    return np.cos(ang).astype(np.float32), np.sin(ang).astype(np.float32)
+    return models.rope_tables(SEQ, HEAD_DIM)
 
 
 def params(seed: int = 0) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
-
-    def w(*shape: int) -> np.ndarray:
-        return (rng.standard_normal(shape) / math.sqrt(shape[0])).astype(np.float32)
-
-    return {
-        "g1": np.ones(HIDDEN, np.float32),
-        "wq": w(HIDDEN, HIDDEN),
-        "wk": w(HIDDEN, HIDDEN),
-        "wv": w(HIDDEN, HIDDEN),
-        "wo": w(HIDDEN, HIDDEN),
-        "g2": np.ones(HIDDEN, np.float32),
-        "w1": w(HIDDEN, FFN),
-        "w3": w(HIDDEN, FFN),
-        "w2": w(FFN, HIDDEN),
-    }
+    return models.params(HIDDEN, FFN, seed)
 
 
-# ---- the block in pypto ------------------------------------------------------------------
-
-
-def _rope(x: Any, cos: Any, sin: Any) -> Any:
-    half = HEAD_DIM // 2
-    x1, x2 = x[..., :half], x[..., half:]
-    return pto.concat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
-
-
-def decoder(x: Any, p: dict[str, Any], cos: Any, sin: Any) -> Any:
-    h = pto.rms_norm(x, p["g1"])
-
-    def heads(t: Any) -> Any:
-        return t.reshape(SEQ, HEADS, HEAD_DIM).transpose(1, 0, 2)
-
-    q = _rope(heads(h @ p["wq"]), cos, sin)
-    k = _rope(heads(h @ p["wk"]), cos, sin)
-    v = heads(h @ p["wv"])
-    a = pto.scaled_dot_product_attention(q, k, v, causal=True)
-    x = x + a.transpose(1, 0, 2).reshape(SEQ, HIDDEN) @ p["wo"]
-    h = pto.rms_norm(x, p["g2"])
-    return x + (pto.silu(h @ p["w1"]) * (h @ p["w3"])) @ p["w2"]
+# The block itself is shared with the demo: pypto/models.py.
+decoder = models.decoder
+decoder_jax = models.decoder_jax
 
 
 def loss(p: dict[str, Any], x: Any, cos: Any, sin: Any) -> Any:
     return (decoder(x, p, cos, sin) ** 2).mean()
-
-
-# ---- the block in jax.numpy --------------------------------------------------------------
-
-
-def decoder_jax(x: Any, p: dict[str, Any], cos: Any, sin: Any) -> Any:
-    def rms(t: Any, g: Any) -> Any:
-        return t * jax.lax.rsqrt((t * t).mean(-1, keepdims=True) + 1e-6) * g
-
-    def rope(t: Any) -> Any:
-        half = HEAD_DIM // 2
-        t1, t2 = t[..., :half], t[..., half:]
-        return jnp.concatenate([t1 * cos - t2 * sin, t1 * sin + t2 * cos], axis=-1)
-
-    def heads(t: Any) -> Any:
-        return t.reshape(SEQ, HEADS, HEAD_DIM).transpose(1, 0, 2)
-
-    h = rms(x, p["g1"])
-    q, k, v = rope(heads(h @ p["wq"])), rope(heads(h @ p["wk"])), heads(h @ p["wv"])
-    s = q @ k.transpose(0, 2, 1) / math.sqrt(HEAD_DIM)
-    s = jnp.where(np.tril(np.ones((SEQ, SEQ), bool)), s, -jnp.inf)
-    a = jax.nn.softmax(s, axis=-1) @ v
-    x = x + a.transpose(1, 0, 2).reshape(SEQ, HIDDEN) @ p["wo"]
-    h = rms(x, p["g2"])
-    return x + (jax.nn.silu(h @ p["w1"]) * (h @ p["w3"])) @ p["w2"]
 
 
 def loss_jax(p: dict[str, Any], x: Any, cos: Any, sin: Any) -> Any:
