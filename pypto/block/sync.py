@@ -12,7 +12,11 @@ read, write after write). Per straight-line region:
 * **loop-carried** dependencies (this iteration's last access on one pipe, the next
   iteration's first access on another) become a flag that is set ``slots`` times before the
   loop (one per buffer copy: a double buffer lets the producer run one tile ahead), waited
-  and set once per iteration, and drained after the loop.
+  and set once per iteration, and drained after the loop. When every buffer of such a flag
+  ping-pongs with the loop's own slot counter (which runs on from one run of the loop to the
+  next), the tokens are set at the kernel's start and drained at its end instead, and
+  enclosing loops leave those buffers alone: a nested K loop then loads the next tile's first
+  block while the cube finishes this tile.
 
 Flags are counting semaphores, so every set is matched by exactly one wait. Event ids keep
 regions apart: the region's nesting depth for its own pairs, higher ids for carried flags.
@@ -66,6 +70,10 @@ class _Ids:
     limit: int
     depths: int
     carried: dict[tuple[Pipe, Pipe], int] = field(default_factory=dict)
+    # carried flags of double buffers hoisted to the kernel's start and end, and their buffers
+    pre: list[BItem] = field(default_factory=list)
+    post: list[BItem] = field(default_factory=list)
+    hoisted: set[str] = field(default_factory=set)
 
     def carry(self, p: Pipe, q: Pipe) -> int:
         n = self.carried.get((p, q), self.depths)
@@ -91,7 +99,8 @@ def insert_sync(items: list[BItem], bufs: dict[str, Buf], m: Machine) -> list[BI
     """``items`` with the flags that order every pair of pipes sharing a tile buffer."""
     depth = _depth(items)
     ids = _Ids(m.event_ids, depth + 1)
-    return _region(items, bufs, ids, 0)
+    body = _region(items, bufs, ids, 0)
+    return [*ids.pre, *body, *ids.post]
 
 
 def _region(items: list[BItem], bufs: dict[str, Buf], ids: _Ids, depth: int) -> list[BItem]:
@@ -166,9 +175,13 @@ def _first_last(
 
 def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
     body = list(loop.body)
+    inner = _region(body, bufs, ids, depth)
     first, last = _first_last(body)
     carried: dict[tuple[Pipe, Pipe], tuple[int, int, int]] = {}  # -> (src idx, dst idx, tokens)
+    persist: dict[tuple[Pipe, Pipe], list[str]] = {}  # pairs whose buffers all ping-pong here
     for key, ends in last.items():
+        if key in ids.hoisted:
+            continue  # an inner loop's double buffer, ordered across all its runs
         begins = first[key]
         b = bufs.get(key)
         tokens = b.slots if b is not None and b.parity == loop.parity else 1
@@ -185,7 +198,11 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
                     carried[(p, q)] = (i, j, tokens)
                 else:
                     carried[(p, q)] = (max(old[0], i), min(old[1], j), min(old[2], tokens))
-    inner = _region(body, bufs, ids, depth)
+                ok = tokens > 1 and (old is None or (p, q) in persist)
+                if ok:
+                    persist.setdefault((p, q), []).append(key)
+                else:
+                    persist.pop((p, q), None)
     if not carried:
         return BLoop(loop.reg, loop.start, loop.stop, loop.step, tuple(inner), loop.parity)
     # place carried waits/sets around the original items inside the synced body
@@ -196,10 +213,15 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
     post: list[BItem] = []
     for (p, q), (i, j, tokens) in sorted(carried.items()):
         ev = ids.carry(p, q)
-        pre.extend(_set(p, q, ev) for _ in range(tokens))
+        # A double buffer's slot counter runs on across the runs of its loop, so its tokens
+        # are set once per kernel: the next run's first loads overlap this run's last compute.
+        hoist = (p, q) in persist
+        (ids.pre if hoist else pre).extend(_set(p, q, ev) for _ in range(tokens))
         waits.setdefault(pos[j], []).append(_wait(p, q, ev))
         sets.setdefault(pos[i], []).append(_set(p, q, ev))
-        post.extend(_wait(p, q, ev) for _ in range(tokens))
+        (ids.post if hoist else post).extend(_wait(p, q, ev) for _ in range(tokens))
+        if hoist:
+            ids.hoisted.update(persist[(p, q)])
     new: list[BItem] = []
     for k, it in enumerate(inner):
         new.extend(waits.get(k, []))

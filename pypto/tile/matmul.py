@@ -131,8 +131,12 @@ class CubeTiles:
     k1: int
     n0: int
     n1: int
+    reuse: int = 1
+    """output tiles in a row that share one ``[m1, K]`` block of A kept in L1 (chosen
+    automatically when the whole K of A fits, cutting the A traffic by this factor)"""
 
     def text(self) -> tuple[tuple[str, int], ...]:
+        extra = (("reuse", self.reuse),) if self.reuse > 1 else ()
         return (
             ("m", self.m1),
             ("k", self.k1),
@@ -140,11 +144,20 @@ class CubeTiles:
             ("m0", self.m0),
             ("k0", self.k0),
             ("n0", self.n0),
+            *extra,
         )
 
 
 def _acc_dtype(d: dt.DType) -> dt.DType | None:
     return matmul_result(d, d)
+
+
+def _aligned(l0: int, size: int, d: dt.DType, m: Machine) -> bool:
+    """A tile of ``l0`` along a contiguous axis of ``size`` keeps rows 32-byte aligned: it is
+    the whole axis, a multiple of 32 bytes, or the axis itself is not (an awkward axis has no
+    aligned divisor; its equal tiles are padded by the cube to its 16-element fractal)."""
+    s = d.itemsize
+    return l0 == size or (l0 * s) % m.align_bytes == 0 or (size * s) % m.align_bytes != 0
 
 
 def _needs(t: CubeTiles, d: dt.DType, m: Machine) -> list[tuple[str, int, int, str]]:
@@ -173,7 +186,8 @@ def _estimate(
     cube and DMA work of one tile (to break ties)."""
     s = d.itemsize
     depth = {dt.int8: m.cube_k_i8, dt.float32: m.cube_k_f16 // 2}.get(d, m.cube_k_f16)
-    points = g.points * (g.M // t.m1) * (g.N // t.n1)
+    r = t.reuse
+    points = g.points * (g.M // t.m1) * (g.N // t.n1) // r
     active = min(points, m.clusters)
     waves = -(-points // m.clusters)
     steps = (g.K // t.k0) * (t.m1 // t.m0) * (t.n1 // t.n0)
@@ -184,12 +198,16 @@ def _estimate(
         + (t.n1 // t.n0) * (m.local_latency + t.k0 * t.n0 * s / m.l1_l0b)
     )
     bw = min(m.l2_read, m.l2_bytes_per_cycle / active)
-    mte2 = (g.K // t.k1) * (2 * m.dma_latency + (t.m1 + t.n1) * t.k1 * s / bw)
+    if r > 1:  # A once per r tiles
+        mte2 = (g.K // t.k1) * (m.dma_latency + t.n1 * t.k1 * s / bw)
+        mte2 += (m.dma_latency + t.m1 * g.K * s / bw) / r
+    else:
+        mte2 = (g.K // t.k1) * (2 * m.dma_latency + (t.m1 + t.n1) * t.k1 * s / bw)
     fix = m.dma_latency + t.m1 * t.n1 * 4 / m.l2_write
     single_acc = 2 * t.m1 * t.n1 * 4 > m.l0c_bytes
     epi = vec(t.m1, t.n1) if vec is not None else 0.0
     tile = max(cube, mte1, mte2, epi) + (fix if single_acc else 0.0)
-    return waves * tile + m.dma_latency * 4 + fix, cube + mte1 + mte2
+    return waves * r * tile + m.dma_latency * 4 + fix, cube + mte1 + mte2
 
 
 def choose_cube_tiles(
@@ -197,9 +215,10 @@ def choose_cube_tiles(
 ) -> CubeTiles:
     """The cheapest tiles under :func:`_estimate` among divisors of M, K and N that fit the
     buffers (double-buffered L0A/L0B/L1; with an epilogue, even m1 and its UB need)."""
-    cands_m = [x for x in divisors(g.M) if x <= 512]
-    cands_n = [x for x in divisors(g.N) if x <= 1024]
-    cands_k = [x for x in divisors(g.K) if x <= 1024]
+    # tiles under 16 waste the cube's 16-wide fractal unless the axis is that short
+    cands_m = [x for x in divisors(g.M) if min(16, g.M) <= x <= 512]
+    cands_n = [x for x in divisors(g.N) if min(16, g.N) <= x <= 1024 and _aligned(x, g.N, d, m)]
+    cands_k = [x for x in divisors(g.K) if min(16, g.K) <= x <= 1024 and _aligned(x, g.K, d, m)]
     best: tuple[tuple[int, float], CubeTiles] | None = None
     for m0 in cands_m:
         for n0 in cands_n:
@@ -220,15 +239,25 @@ def choose_cube_tiles(
                 t0 = CubeTiles(m0, m0, k0, k0, n0, n0)
                 if any(need > cap for sp, need, cap, _ in _needs(t0, d, m) if sp != "L1"):
                     continue
-                for j in divisors(g.K // k0):
-                    t = CubeTiles(m0, m0, k0, k0 * j, n0, n0)
-                    if _needs(t, d, m)[3][1] > m.l1_bytes or k0 * j > 4096:
-                        break
-                    # ties (an epilogue sets the pace) go to the least cube and DMA work
-                    total, work = _estimate(t, g, d, m, vec)
-                    key = (round(total), work)
-                    if best is None or key < best[0]:
-                        best = (key, t)
+                # L1 blocks: one L0 step, or the most that fit (fewer, longer DMAs)
+                js = [j for j in divisors(g.K // k0) if j == 1 or k0 * j <= 4096]
+                js = [
+                    j
+                    for j in js
+                    if _needs(CubeTiles(m0, m0, k0, k0 * j, n0, n0), d, m)[3][1] <= m.l1_bytes
+                ]
+                for j in sorted({js[0], js[-1]}) if js else []:
+                    reuse = [1]
+                    a_block = 2 * (m0 * g.K + k0 * j * n0) * d.itemsize
+                    if epilogue is None and a_block <= m.l1_bytes:
+                        reuse += [r for r in divisors(g.N // n0) if 1 < r <= 8]
+                    for r in reuse:
+                        tr = CubeTiles(m0, m0, k0, k0 * j, n0, n0, r)
+                        # ties (an epilogue sets the pace) go to the least cube and DMA work
+                        total, work = _estimate(tr, g, d, m, vec)
+                        key = (round(total), work)
+                        if best is None or key < best[0]:
+                            best = (key, tr)
     if best is None:
         raise TileError(
             f"no cube tiles fit a [{g.M},{g.K}] @ [{g.K},{g.N}] {d.short} matmul on {m.name}",
@@ -256,7 +285,7 @@ def _check_user(
         if size % l1 or l1 % l0:
             problems.append(f"{axis}=[{l0}, {l1}] does not divide {axis} = {size}")
     for axis, size, l0 in (("k", g.K, k0), ("n", g.N, n0)):
-        if l0 < size and (l0 * d.itemsize) % m.align_bytes:
+        if not _aligned(l0, size, d, m):
             problems.append(
                 f"{axis}0 = {l0} {d.short} elements = {l0 * d.itemsize} bytes is not a "
                 f"multiple of {m.align_bytes}"
@@ -316,18 +345,48 @@ def _operand(
 
 
 # ---------------------------------------------------------------- the cube section
-def _slot_ops(g: Geom, mt: int, nt: int) -> list[Stmt]:
-    """``%slot``: the grid point's iteration count on its cluster, modulo 2 (the ring copy)."""
-    lin = Expr.reg("m") * nt + Expr.reg("n")
-    inner = mt * nt
-    for i in reversed(range(len(g.batch))):
-        lin = lin + Expr.reg(f"b{i}") * inner
-        inner *= g.batch[i]
-    return [
-        SOp("SMOV", "lin", (lin,)),
-        SOp("SDIV", "it", (Expr.reg("lin"), Expr.reg("nblk"))),
-        SOp("SMOD", "slot", (Expr.reg("it"), Expr.of(2))),
-    ]
+@dataclass(frozen=True)
+class _Order:
+    """The order of a cube kernel's output tiles: row-major ``(m, n)``, or with the grid
+    flattened to ``%t`` and cut into bands of ``group`` tile rows walked column by column, so
+    the tiles one wave runs on the clusters share A and B blocks in L2 (CANN's grouped order)."""
+
+    grid: tuple[tuple[str, int], ...]
+    head: tuple[Stmt, ...]
+    lin: Expr  # the grid point's linear index
+
+    @staticmethod
+    def of(g: Geom, mt: int, nt: int, clusters: int) -> _Order:
+        batch = [(f"b{i}", n) for i, n in enumerate(g.batch)]
+        group = max(x for x in divisors(mt) if x * x <= clusters)
+        lin, inner = Expr.reg("m") * nt + Expr.reg("n"), mt * nt
+        if group == 1 or nt == 1:
+            grid = (*batch, ("m", mt), ("n", nt))
+            head: tuple[Stmt, ...] = ()
+        else:
+            band = group * nt
+            t = Expr.reg("t")
+            grid = (*batch, ("t", mt * nt))
+            head = (
+                SOp("SDIV", "mb", (t, Expr.of(band))),
+                SOp("SMOD", "r", (t, Expr.of(band))),
+                SOp("SMOD", "mi", (Expr.reg("r"), Expr.of(group))),
+                SOp("SDIV", "n", (Expr.reg("r"), Expr.of(group))),
+                SOp("SMOV", "m", (Expr.reg("mb") * group + Expr.reg("mi"),)),
+            )
+            lin = t
+        for i in reversed(range(len(g.batch))):
+            lin = lin + Expr.reg(f"b{i}") * inner
+            inner *= g.batch[i]
+        return _Order(grid, head, lin)
+
+    def slot(self) -> list[Stmt]:
+        """``%slot``: the grid point's iteration count on its cluster, modulo 2 (the ring copy)."""
+        return [
+            SOp("SMOV", "lin", (self.lin,)),
+            SOp("SDIV", "it", (Expr.reg("lin"), Expr.reg("nblk"))),
+            SOp("SMOD", "slot", (Expr.reg("it"), Expr.of(2))),
+        ]
 
 
 @dataclass
@@ -339,29 +398,38 @@ class _Cube:
     d: dt.DType
     loc: SourceLoc | None
 
-    def body(
-        self, a: tuple[str, Expr, Expr], b: tuple[str, Expr, Expr]
-    ) -> tuple[list[Stmt], list[list[TileVar]]]:
-        t, d = self.t, self.d
-        acc_dt = _acc_dtype(d)
+    def accs(self) -> list[list[TileVar]]:
+        """The accumulators of one output tile: ``[m1/m0][n1/n0]`` tiles in L0C."""
+        t = self.t
+        acc_dt = _acc_dtype(self.d)
         assert acc_dt is not None
+        return [
+            [TileVar(f"acc_{i}_{j}", Space.L0C, acc_dt, (t.m0, t.n0)) for j in range(t.n1 // t.n0)]
+            for i in range(t.m1 // t.m0)
+        ]
+
+    def body(
+        self, a: tuple[str, Expr, Expr], b: tuple[str, Expr, Expr], stores: list[Stmt]
+    ) -> list[Stmt]:
+        """The K loops of one grid point followed by ``stores`` (with ``reuse``: an A block
+        loaded once, then a loop ``%nn`` over the output tiles sharing it)."""
+        t, d = self.t, self.d
         KB, KK = self.g.K // t.k1, t.k1 // t.k0
         im, jn = t.m1 // t.m0, t.n1 // t.n0
-        a1 = TileVar("a1", Space.L1, d, (t.m1, t.k1))
+        whole = t.reuse > 1
+        a1 = TileVar("a1", Space.L1, d, (t.m1, self.g.K if whole else t.k1))
         b1 = TileVar("b1", Space.L1, d, (t.k1, t.n1))
         a0 = [TileVar(f"a0_{i}", Space.L0A, d, (t.m0, t.k0)) for i in range(im)]
         b0 = [TileVar(f"b0_{j}", Space.L0B, d, (t.k0, t.n0)) for j in range(jn)]
-        acc = [
-            [TileVar(f"acc_{i}_{j}", Space.L0C, acc_dt, (t.m0, t.n0)) for j in range(jn)]
-            for i in range(im)
-        ]
+        acc = self.accs()
         kb, kk = Expr.reg("kb"), Expr.reg("kk")
-        loads: list[Stmt] = [
-            TLoad(a1, a[0], a[1], a[2] + kb * t.k1, self.loc),
-            TLoad(b1, b[0], b[1] + kb * t.k1, b[2], self.loc),
-        ]
+        a_load = TLoad(a1, a[0], a[1], a[2] if whole else a[2] + kb * t.k1, self.loc)
+        loads: list[Stmt] = [TLoad(b1, b[0], b[1] + kb * t.k1, b[2], self.loc)]
+        if not whole:
+            loads.insert(0, a_load)
+        a_col = kb * t.k1 + kk * t.k0 if whole else kk * t.k0
         cuts: list[Stmt] = [
-            TOp("TEXTRACT", a0[i], (a1, Expr.of(i * t.m0), kk * t.k0)) for i in range(im)
+            TOp("TEXTRACT", a0[i], (a1, Expr.of(i * t.m0), a_col)) for i in range(im)
         ]
         cuts += [TOp("TEXTRACT", b0[j], (b1, kk * t.k0, Expr.of(j * t.n0))) for j in range(jn)]
 
@@ -383,7 +451,10 @@ class _Cube:
                 For("i1", Expr(), Expr.reg("z"), 1, mms("TMATMUL_ACC")),
             ]
         inner = For("kk", Expr(), Expr.of(KK), 1, tuple(step))
-        return [For("kb", Expr(), Expr.of(KB), 1, (*loads, inner))], acc
+        k_loop = For("kb", Expr(), Expr.of(KB), 1, (*loads, inner))
+        if whole:
+            return [a_load, For("nn", Expr(), Expr.of(t.reuse), 1, (k_loop, *stores))]
+        return [k_loop, *stores]
 
 
 def _views(e: Eqn, g: Geom) -> tuple[Var, Var, tuple[int, int], tuple[int, int], tuple[int, int]]:
@@ -400,14 +471,21 @@ def _grid(g: Geom, t: CubeTiles) -> tuple[tuple[str, int], ...]:
     return (*dims, ("m", g.M // t.m1), ("n", g.N // t.n1))
 
 
+def _n_col(t: CubeTiles) -> Expr:
+    """The first column of the grid point's output tile (``%nn``-th of its reuse group)."""
+    if t.reuse > 1:
+        return Expr.reg("n") * (t.reuse * t.n1) + Expr.reg("nn") * t.n1
+    return Expr.reg("n") * t.n1
+
+
 def _cube_operands(
     lw: Lowering, e: Eqn, g: Geom, t: CubeTiles
 ) -> tuple[tuple[str, Expr, Expr], tuple[str, Expr, Expr], Expr]:
     a, b, va, vb, _ = _views(e, g)
     a_row = g.rows(g.a_strides, g.M) + Expr.reg("m") * t.m1
     b_row = g.rows(g.b_strides, g.K)
-    n_col = Expr.reg("n") * t.n1
-    ga = _operand(lw, a, va, (t.m1, t.k1), a_row, Expr())
+    n_col = _n_col(t)
+    ga = _operand(lw, a, va, (t.m1, g.K if t.reuse > 1 else t.k1), a_row, Expr())
     gb = _operand(lw, b, vb, (t.k1, t.n1), b_row, n_col)
     c_row = g.rows(g.c_strides, g.M) + Expr.reg("m") * t.m1
     return ga, gb, c_row
@@ -464,10 +542,10 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         return False
     ga, gb, c_row = _cube_operands(lw, e, g, t)
     cube = _Cube(g, t, d, e.loc)
-    body, acc = cube.body(ga, gb)
+    acc = cube.accs()
     name = lw.fresh(_group_name(lw, e) if epilogue else "matmul")
-    mt, nt = g.M // t.m1, g.N // t.n1
-    n_col = Expr.reg("n") * t.n1
+    order = _Order.of(g, g.M // t.m1, g.N // t.n1 // t.reuse, lw.machine.clusters)
+    n_col = _n_col(t)
     sections: list[Section]
     rings: tuple[Ring, ...] = ()
     if not handoff:
@@ -478,26 +556,26 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
             for i in range(len(acc))
             for j in range(len(acc[0]))
         ]
-        sections = [Section("aic", tuple(body + stores))]
+        sections = [Section("aic", (*order.head, *cube.body(ga, gb, stores)))]
     else:
         m = lw.machine
         ws = lw.new_buffer("ws", ws_dt, m.clusters * 2 * t.m1 * t.n1)
         lw.views[ws] = (m.clusters * 2 * t.m1, t.n1)
         ring_row = Expr.reg("blk") * (2 * t.m1) + Expr.reg("slot") * t.m1
-        slot = _slot_ops(g, mt, nt)
+        slot = order.slot()
         stores = [
             TStore(ws, ring_row + i * t.m0, Expr.of(j * t.n0), acc[i][j], e.loc)
             for i in range(len(acc))
             for j in range(len(acc[0]))
         ]
-        aiv = _vector_epilogue(lw, e, plan, t, g, ws, ws_dt, ring_row, c_row, used)
-        sections = [Section("aic", tuple(slot + body + stores)), aiv]
+        aiv = _vector_epilogue(lw, e, plan, t, g, ws, ws_dt, ring_row, c_row, used, order)
+        sections = [Section("aic", (*order.head, *slot, *cube.body(ga, gb, stores))), aiv]
         rings = (Ring(ws, "aic", "slot"),)
     lw.add_kernel(
         Kernel(
             name,
             "matmul",
-            _grid(g, t),
+            order.grid,
             tuple(sections),
             t.text(),
             "cube_tile",
@@ -525,6 +603,7 @@ def _vector_epilogue(
     ring_row: Expr,
     c_row: Expr,
     used: set[Var],
+    order: _Order,
 ) -> Section:
     """The vector cores' part: take half of the tile's rows from the ring, finish the result
     (cast to the matmul's dtype, then the epilogue's rules) and store."""
@@ -532,9 +611,8 @@ def _vector_epilogue(
     h = t.m1 // 2 if g.M > 1 else 1
     sub = Expr.reg("sub") * h if g.M > 1 else Expr()
     n_col = Expr.reg("n") * t.n1 if g.N // t.n1 > 1 else Expr()
-    mt, nt = g.M // t.m1, g.N // t.n1
     x = TileVar("mm", Space.UB, ws_dt, (h, t.n1))
-    head: list[Stmt] = [*_slot_ops(g, mt, nt), TLoad(x, ws, ring_row + sub, Expr(), e.loc)]
+    head: list[Stmt] = [*order.head, *order.slot(), TLoad(x, ws, ring_row + sub, Expr(), e.loc)]
     y = x
     if ws_dt is not out.aval.dtype:
         y = TileVar("mmc", Space.UB, out.aval.dtype, (h, t.n1))
