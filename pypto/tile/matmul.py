@@ -219,7 +219,7 @@ def choose_cube_tiles(
     cands_m = [x for x in divisors(g.M) if min(16, g.M) <= x <= 512]
     cands_n = [x for x in divisors(g.N) if min(16, g.N) <= x <= 1024 and _aligned(x, g.N, d, m)]
     cands_k = [x for x in divisors(g.K) if min(16, g.K) <= x <= 1024 and _aligned(x, g.K, d, m)]
-    best: tuple[tuple[int, float], CubeTiles] | None = None
+    best: tuple[tuple[int, int, float], CubeTiles] | None = None
     for m0 in cands_m:
         for n0 in cands_n:
             if m0 * n0 * 4 > m.l0c_bytes:
@@ -255,7 +255,8 @@ def choose_cube_tiles(
                         tr = CubeTiles(m0, m0, k0, k0 * j, n0, n0, r)
                         # ties (an epilogue sets the pace) go to the least cube and DMA work
                         total, work = _estimate(tr, g, d, m, vec)
-                        key = (round(total), work)
+                        # then rows of B and C that fill an L2 line (wider n)
+                        key = (round(total), -min(n0 * d.itemsize, m.l2_line_bytes), work)
                         if best is None or key < best[0]:
                             best = (key, tr)
     if best is None:
@@ -356,9 +357,11 @@ class _Order:
     lin: Expr  # the grid point's linear index
 
     @staticmethod
-    def of(g: Geom, mt: int, nt: int, clusters: int) -> _Order:
+    def of(g: Geom, mt: int, nt: int, clusters: int, swizzle: int | None = None) -> _Order:
         batch = [(f"b{i}", n) for i, n in enumerate(g.batch)]
-        group = max(x for x in divisors(mt) if x * x <= clusters)
+        # the user's band height (tile=dict(swizzle=G)), else about √clusters; a divisor of mt
+        most = swizzle if swizzle is not None else math.isqrt(clusters)
+        group = max(x for x in divisors(mt) if x <= most)
         lin, inner = Expr.reg("m") * nt + Expr.reg("n"), mt * nt
         if group == 1 or nt == 1:
             grid = (*batch, ("m", mt), ("n", nt))
@@ -544,7 +547,7 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     cube = _Cube(g, t, d, e.loc)
     acc = cube.accs()
     name = lw.fresh(_group_name(lw, e) if epilogue else "matmul")
-    order = _Order.of(g, g.M // t.m1, g.N // t.n1 // t.reuse, lw.machine.clusters)
+    order = _Order.of(g, g.M // t.m1, g.N // t.n1 // t.reuse, lw.machine.clusters, lw.cfg.swizzle)
     n_col = _n_col(t)
     sections: list[Section]
     rings: tuple[Ring, ...] = ()
