@@ -21,7 +21,7 @@ from pypto.core.passes import PassManager, Snapshot, verify_default
 from pypto.eager.tensor import Tensor, _wrap
 from pypto.graph import interpret, passes, pytree
 from pypto.graph.ir import Func
-from pypto.graph.tracer import Tracer, trace
+from pypto.graph.tracer import Tracer, leaf_names, trace
 from pypto.ops import api
 from pypto.ops.table import Value
 
@@ -85,7 +85,7 @@ class Lowered:
         step("tile")
         tf = lower_func(self.tensor_ir, m, cfg, fuse=self.fuse)
         step("block")
-        bf = schedule(tf, m)
+        bf = schedule(tf, m, double_buffer=cfg.double_buffer is not False)
         step("isa")
         prog = codegen(bf)
         if verify_default():
@@ -353,7 +353,10 @@ class Jitted:
             full = [scal[i] if i in scal else next(it) for i in range(len(leaves))]
             return staged(*pytree.unflatten(in_tree, full))
 
-        names = self._arg_names(stat)
+        # one name per leaf (``p_0``, ``p_1`` ... for a nested argument), scalars dropped
+        names = [
+            n for i, n in enumerate(leaf_names(in_tree, self._arg_names(stat))) if i not in scal
+        ]
         fname = getattr(self.fn, "__name__", "f")
         levels = ["trace", "tensor passes"]
         if self.backend == "npu":
@@ -460,7 +463,9 @@ def jit(
 
     ``backend="npu"`` (the default) compiles through the Tile IR, the Block IR and the PTO
     ISA and runs on the simulated ``machine``; ``backend="interpret"`` runs the Tensor IR on
-    numpy. ``tile=dict(vec=..., cube=...)`` sets tile shapes for this function.
+    numpy. ``tile=dict(vec=..., cube=...)`` sets tile shapes for this function, and
+    ``double_buffer=False`` / ``swizzle=G`` in the same dict the buffering and the order of
+    matmul output tiles (see :mod:`pypto.tile.config`).
 
     >>> import pypto as pto
     >>> f = pto.jit(lambda x: pto.exp(x) + 1)

@@ -172,7 +172,7 @@ def trace(
     The Func's parameters are the flattened leaves of ``args``, then one per free value.
     """
     leaves, in_tree = pytree.flatten(tuple(args))
-    names = _leaf_names(in_tree, arg_names)
+    names = leaf_names(in_tree, arg_names)
     t = GraphTrace()
     tracers = [_arg_value(t, leaf, names[i]) for i, leaf in enumerate(leaves)]
     with dispatch.pushed(t):
@@ -191,7 +191,7 @@ def trace(
     return func, out_tree, [x for _, x in t.free]
 
 
-def _leaf_names(tree: pytree.TreeDef, arg_names: Sequence[str] | None) -> list[str]:
+def leaf_names(tree: pytree.TreeDef, arg_names: Sequence[str] | None) -> list[str]:
     names: list[str] = []
     for i, child in enumerate(tree.children):
         base = arg_names[i] if arg_names is not None and i < len(arg_names) else f"a{i}"

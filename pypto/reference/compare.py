@@ -60,7 +60,10 @@ def compare(name: str, actual: Any, expected: Any, k: int = 1) -> Comparison:
     diff = np.abs(af - ef)[fin]
     scale = float(np.abs(ef[fin]).max()) if diff.size else 0.0
     max_abs = float(diff.max()) if diff.size else 0.0
-    rel = diff / np.maximum(np.abs(ef[fin]), np.finfo(np.float64).tiny)
+    # relative to the reference, but not below the tolerance's absolute floor: an output that
+    # cancels to ~0 is judged against the scale of the tensor, not against zero
+    floor = max(atol * scale, np.finfo(np.float64).tiny)
+    rel = diff / np.maximum(np.abs(ef[fin]), floor)
     max_rel = float(rel.max()) if rel.size else 0.0
     within = bool(np.all(diff <= atol * max(scale, 1e-30) + rtol * np.abs(ef[fin])))
     return Comparison(name, d, a.shape, max_abs, max_rel, rtol, atol, nan_ok and inf_ok and within)
