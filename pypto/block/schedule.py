@@ -12,6 +12,9 @@ For each kernel section (the cube or the vector core's part):
   are tried before giving up with a :class:`~pypto.TileError` that gives bytes needed and
   available;
 * **synchronisation** — :func:`pypto.block.sync.insert_sync`.
+
+``pto.jit(..., tile=dict(double_buffer=False))`` allocates single buffers only (no ping-pong:
+the baseline that shows what double buffering buys).
 """
 
 from __future__ import annotations
@@ -218,12 +221,14 @@ class _Emitter:
         return out
 
 
-def _section(k: Kernel, sec: Section, m: Machine) -> tuple[tuple[BItem, ...], tuple[Buf, ...]]:
+def _section(
+    k: Kernel, sec: Section, m: Machine, double: bool = True
+) -> tuple[tuple[BItem, ...], tuple[Buf, ...]]:
     # double buffers where they fit: a space that overflows falls back to single buffers alone
     # (a 128 KiB accumulator fills L0C once while L1 and L0A/L0B still ping-pong)
     single: set[Space] = set()
     found: dict[str, Buf] | None = None
-    while found is None:
+    while found is None and double:
         try:
             found, _ = _allocate(k, sec, m, double=True, single=frozenset(single))
         except _NoFit as nf:
@@ -288,14 +293,15 @@ def _section(k: Kernel, sec: Section, m: Machine) -> tuple[tuple[BItem, ...], tu
     return tuple(synced), tuple(bufs.values())
 
 
-def schedule(f: TileFunc, m: Machine) -> BlockFunc:
-    """The Block IR of a Tile IR function on machine ``m``."""
+def schedule(f: TileFunc, m: Machine, *, double_buffer: bool = True) -> BlockFunc:
+    """The Block IR of a Tile IR function on machine ``m``; ``double_buffer=False`` allocates
+    single buffers only."""
     kernels = []
     for k in f.kernels:
         progs = []
         allb = []
         for sec in k.sections:
-            body, bufs = _section(k, sec, m)
+            body, bufs = _section(k, sec, m, double_buffer)
             progs.append((sec.core, body))
             allb.append((sec.core, bufs))
         kernels.append(BlockKernel(k.name, tuple(progs), tuple(allb), k.points, k.dist))

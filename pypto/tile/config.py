@@ -4,6 +4,14 @@
 the others its rows (of the kernel's 2-D view). ``cube`` is ``([m0, m1], [k0, k1], [n0, n1])``:
 the L0 and L1 tile sizes of matmuls (each L1 size a multiple of its L0 size).
 
+Two scheduling knobs ride along (per jit only, ``tile=dict(...)``): ``double_buffer=False``
+gives every tile a single buffer (no ping-pong: loads wait for the compute on the previous
+tile), and ``swizzle=G`` sets the band height of a matmul's grouped tile order — output tiles
+walked in bands of ``G`` tile rows, column by column inside a band (the largest divisor of the
+tile rows up to ``G``), so the clusters working at once share operand blocks in L2;
+``swizzle=1`` is row-major order. By default buffers are doubled where they fit and the band
+is about √clusters tall (:mod:`pypto.tile.matmul`).
+
 >>> import pypto as pto
 >>> with pto.tile_shapes(vec=(8, 256)):
 ...     pto.tile.config.current().vec
@@ -38,11 +46,17 @@ class TileConfig:
 
     vec: tuple[int, ...] | None = None
     cube: CubeTiles | None = None
+    double_buffer: bool | None = None
+    swizzle: int | None = None
 
     def merged(self, other: TileConfig) -> TileConfig:
         return TileConfig(
             vec=other.vec if other.vec is not None else self.vec,
             cube=other.cube if other.cube is not None else self.cube,
+            double_buffer=(
+                other.double_buffer if other.double_buffer is not None else self.double_buffer
+            ),
+            swizzle=other.swizzle if other.swizzle is not None else self.swizzle,
         )
 
 
@@ -105,20 +119,37 @@ def reset_tile_shapes() -> None:
 
 
 def parse(tile: Any) -> TileConfig:
-    """A ``tile=`` argument of ``pto.jit``: a TileConfig, a dict with ``vec``/``cube``, or None."""
+    """A ``tile=`` argument of ``pto.jit``: a TileConfig, a dict with ``vec``/``cube`` (and the
+    scheduling knobs ``double_buffer``/``swizzle``), or None.
+
+    >>> parse(dict(vec=(8, 256), double_buffer=False, swizzle=4))
+    TileConfig(vec=(8, 256), cube=None, double_buffer=False, swizzle=4)
+    """
     if tile is None:
         return TileConfig()
     if isinstance(tile, TileConfig):
         return tile
     if isinstance(tile, dict):
-        bad = set(tile) - {"vec", "cube"}
+        bad = set(tile) - {"vec", "cube", "double_buffer", "swizzle"}
         if bad:
             raise TileError(
-                f"unknown tile setting {sorted(bad)}", op="jit", hint="use vec=... and cube=..."
+                f"unknown tile setting {sorted(bad)}",
+                op="jit",
+                hint="use vec=..., cube=..., double_buffer=... and swizzle=...",
             )
         vec = _vec(tuple(tile["vec"])) if tile.get("vec") is not None else None
         cube = _cube(*tile["cube"]) if tile.get("cube") is not None else None
-        return TileConfig(vec, cube)
+        db = tile.get("double_buffer")
+        if db is not None and not isinstance(db, bool):
+            raise TileError(f"double_buffer={db!r} is not True or False", op="jit")
+        sw = tile.get("swizzle")
+        if sw is not None and (isinstance(sw, bool) or not isinstance(sw, int) or sw <= 0):
+            raise TileError(
+                f"swizzle={sw!r} is not a positive integer",
+                op="jit",
+                hint="swizzle=1 is row-major order; swizzle=4 walks bands of 4 tile rows",
+            )
+        return TileConfig(vec, cube, db, sw)
     raise TileError(
         f"tile={tile!r} is not a tile setting",
         op="jit",
