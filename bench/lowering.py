@@ -21,8 +21,11 @@ A row whose lowering or simulation raises shows the error's first line and count
 from __future__ import annotations
 
 import gc
+import multiprocessing as mp
+import os
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -170,44 +173,24 @@ def _us(cycles: float, hz: float) -> float:
     return cycles / hz * 1e6
 
 
-def profile_row(
-    name: str,
-    shape: str,
-    fn: Callable[..., Any],
-    args: tuple[Any, ...],
-    target: float,
-    *,
-    fuse: bool = True,
-) -> tuple[Row, Any]:
-    """One efficiency row (and the Profile, or None when lowering or simulation failed)."""
-    row: Row = {
-        "benchmark": name,
-        "shape": shape,
-        "target": f"≥ {target:g}",
-        "met": False,
-        "kind": "efficiency",
-    }
-    try:
-        gc.collect()
-        t0 = time.perf_counter()
-        f = pto.jit(fn, machine=MACHINE, fuse=fuse)
-        low = f.lower(*args)
-        _ = low.isa
-        t1 = time.perf_counter()
-        row["compile_s"] = t1 - t0
-        row["static_size"] = low.isa.static_size()
-        prof = f.profile(*args, numerics=False, trace=False)
-        row["sim_wall_s"] = time.perf_counter() - t1
-    except Exception as e:  # a lowering not written yet: the table still prints
-        row["error"] = error_line(e)
-        row["result"] = row["error"]
-        return row, None
+def _measure_profile(
+    fn: Callable[..., Any], args: tuple[Any, ...], fuse: bool, useful_flops: float | None
+) -> Row:
+    """Compile (timed once) and simulate (timing only, timed once): the row's measurements."""
+    gc.collect()
+    t0 = time.perf_counter()
+    f = pto.jit(fn, machine=MACHINE, fuse=fuse)
+    low = f.lower(*args)
+    _ = low.isa
+    t1 = time.perf_counter()
+    prof = f.profile(*args, numerics=False, trace=False)
+    wall = time.perf_counter() - t1
     hz = prof.machine.hz
-    eff = prof.efficiency
-    row.update(
-        result=f"{eff:.3f}",
-        efficiency=eff,
-        met=eff >= target,
+    out: Row = dict(
+        compile_s=t1 - t0,
+        static_size=low.isa.static_size(),
+        sim_wall_s=wall,
+        efficiency=prof.efficiency,
         cycles=prof.cycles,
         roofline_cycles=prof.roofline_cycles,
         simulated_us=_us(prof.cycles, hz),
@@ -222,7 +205,83 @@ def profile_row(
         l2_hit_rate=prof.l2_hit_rate,
         instructions=prof.instructions,
     )
-    return row, prof
+    if useful_flops is not None:
+        tflops = useful_flops / prof.seconds / 1e12
+        out["useful_tflops"] = tflops
+        out["cube_peak_fraction"] = tflops / prof.machine.cube_tflops_f16
+    return out
+
+
+def _child(conn: Any, work: Callable[[], Row]) -> None:
+    try:
+        conn.send(("ok", work()))
+    except BaseException as e:
+        conn.send(("error", error_line(e)))
+    finally:
+        conn.close()
+
+
+def run_limited(work: Callable[[], Row], timeout: float | None) -> tuple[str, Any]:
+    """``("ok", row)`` or ``("error", first line)``: ``work()`` in this process, or, with a
+    ``timeout``, in a forked child that is killed (by its pid) when it runs longer."""
+    if timeout is None:
+        try:
+            return "ok", work()
+        except Exception as e:  # a lowering not written yet: the table still prints
+            return "error", error_line(e)
+    ctx = mp.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, work), daemon=True)
+    with warnings.catch_warnings():  # JAX warns that fork and its threads may deadlock
+        warnings.simplefilter("ignore", RuntimeWarning)
+        proc.start()
+    send.close()
+    try:
+        if recv.poll(timeout):
+            status, value = recv.recv()
+            return status, value
+        return "error", f"timed out: still running after {timeout:.0f} s (child killed)"
+    except EOFError:
+        proc.join(5)
+        return "error", f"the measuring process died (exit code {proc.exitcode})"
+    finally:
+        recv.close()
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+
+
+def profile_row(
+    name: str,
+    shape: str,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    target: float,
+    *,
+    fuse: bool = True,
+    useful_flops: float | None = None,
+    timeout: float | None = None,
+) -> Row:
+    """One efficiency row; a failing (or, with ``timeout``, too slow) lowering or simulation
+    gives a row with ``error`` set and ``met`` False.
+
+    ``useful_flops`` (a GEMM's 2mkn) adds the achieved TFLOPS and the fraction of the cube
+    peak counted without padding (the roofline counts the cube work the program issues)."""
+    row: Row = {
+        "benchmark": name,
+        "shape": shape,
+        "target": f"≥ {target:g}",
+        "met": False,
+        "kind": "efficiency",
+    }
+    t0 = time.perf_counter()
+    status, value = run_limited(lambda: _measure_profile(fn, args, fuse, useful_flops), timeout)
+    if status != "ok":
+        row.update(error=value, result=value, wall_s=time.perf_counter() - t0)
+        return row
+    row.update(value)
+    row.update(result=f"{value['efficiency']:.3f}", met=value["efficiency"] >= target)
+    return row
 
 
 def compile_times(
@@ -325,43 +384,83 @@ def _compile_rows(sizes: Sizes) -> Iterator[Row]:
 
 
 def _rows(settings: Settings) -> Iterator[Row]:
+    # pypto's progress bars (stderr, after a second) would interleave with the runner's lines
+    # and cost time inside the measured compiles: off while this group runs.
+    saved = os.environ.get("PYPTO_PROGRESS")
+    os.environ["PYPTO_PROGRESS"] = "0"
+    try:
+        yield from _measure(settings)
+    finally:
+        if saved is None:
+            del os.environ["PYPTO_PROGRESS"]
+        else:
+            os.environ["PYPTO_PROGRESS"] = saved
+
+
+def sim_timeout(settings: Settings) -> float | None:
+    """Seconds one row may take (compile and simulation) before its child process is killed:
+    ``PYPTO_BENCH_TIMEOUT`` (``0``: no limit, in-process), else 1200 s; quick mode runs
+    in-process with no limit."""
+    env = os.environ.get("PYPTO_BENCH_TIMEOUT")
+    if env is not None:
+        return float(env) or None
+    return None if settings.quick else 1200.0
+
+
+def _measure(settings: Settings) -> Iterator[Row]:
     sz = QUICK if settings.quick else FULL
+    limit = sim_timeout(settings)
+
+    def row(
+        name: str,
+        shape: str,
+        fn: Callable[..., Any],
+        args: tuple[Any, ...],
+        target: float,
+        **kw: Any,
+    ) -> Row:
+        return profile_row(name, shape, fn, args, target, timeout=limit, **kw)
+
     n = sz.gemm
-    yield profile_row(
-        "fp16 GEMM", shape_text(n, n, n), gemm, (np.zeros((n, n), F16), np.zeros((n, n), F16)), 0.85
-    )[0]
+    yield row(
+        "fp16 GEMM",
+        shape_text(n, n, n),
+        gemm,
+        (np.zeros((n, n), F16), np.zeros((n, n), F16)),
+        0.85,
+        useful_flops=2.0 * n**3,
+    )
     m, k, n = sz.awkward
-    yield profile_row(
+    yield row(
         "fp16 GEMM, awkward",
         shape_text(m, k, n),
         gemm,
         (np.zeros((m, k), F16), np.zeros((k, n), F16)),
         0.6,
-    )[0]
+        useful_flops=2.0 * m * k * n,
+    )
     r, c = sz.vector
     x = np.zeros((r, c), F16)
     g, b = np.ones(c, F16), np.zeros(c, F16)
     vec_shape = shape_text(r, c)
-    yield profile_row("elementwise gelu(x·1.5+0.5)·x", vec_shape, elementwise, (x,), 0.85)[0]
-    yield profile_row("softmax (last axis)", vec_shape, softmax, (x,), 0.85)[0]
-    yield profile_row("layer_norm", vec_shape, layer_norm, (x, g, b), 0.85)[0]
-    yield profile_row("rms_norm", vec_shape, rms_norm, (x, g), 0.85)[0]
+    yield row("elementwise gelu(x·1.5+0.5)·x", vec_shape, elementwise, (x,), 0.85)
+    yield row("softmax (last axis)", vec_shape, softmax, (x,), 0.85)
+    yield row("layer_norm", vec_shape, layer_norm, (x, g, b), 0.85)
+    yield row("rms_norm", vec_shape, rms_norm, (x, g), 0.85)
     del x
     bb, h, s, d = sz.attention
     q = np.zeros((bb, h, s, d), F16)
-    yield profile_row("causal attention", f"b{bb} h{h} s{s} d{d}", attention, (q, q, q), 0.6)[0]
+    yield row("causal attention", f"b{bb} h{h} s{s} d{d}", attention, (q, q, q), 0.6)
     del q
     seq, hidden, heads, ffn = sz.block
     block = make_block(seq, hidden, heads)
     args = block_args(seq, hidden, heads, ffn)
     bshape = f"seq {seq}, hidden {hidden}, ffn {ffn}"
-    fused_row, fused = profile_row("decoder block forward", bshape, block, args, 0.6)
-    yield fused_row
-    unfused_row, unfused = profile_row(
-        "decoder block forward, fuse=False", bshape, block, args, 0.0, fuse=False
-    )
-    unfused_row.update(target="", met=None, kind="baseline")
-    yield unfused_row
+    fused = row("decoder block forward", bshape, block, args, 0.6)
+    yield fused
+    unfused = row("decoder block forward, fuse=False", bshape, block, args, 0.0, fuse=False)
+    unfused.update(target="", met=None, kind="baseline")
+    yield unfused
     ratio_row: Row = {
         "benchmark": "fusion speed-up (fuse=False / fused cycles)",
         "shape": bshape,
@@ -369,11 +468,11 @@ def _rows(settings: Settings) -> Iterator[Row]:
         "met": False,
         "kind": "fusion",
     }
-    if fused is None or unfused is None:
-        ratio_row["result"] = fused_row.get("error") or unfused_row.get("error")
+    if "error" in fused or "error" in unfused:
+        ratio_row["result"] = fused.get("error") or unfused.get("error")
         ratio_row["error"] = ratio_row["result"]
     else:
-        speedup = unfused.cycles / fused.cycles
+        speedup = unfused["cycles"] / fused["cycles"]
         ratio_row.update(result=f"{speedup:.2f}{TIMES}", ratio=speedup, met=speedup >= 2.0)
     yield ratio_row
     yield from _compile_rows(sz)
@@ -419,4 +518,11 @@ register(
     )
 )
 
-__all__ = ["block_args", "compile_times", "error_line", "make_block", "profile_row"]
+__all__ = [
+    "block_args",
+    "compile_times",
+    "error_line",
+    "make_block",
+    "profile_row",
+    "run_limited",
+]
