@@ -9,7 +9,8 @@ import pypto as pto
 
 
 def test_every_view_is_exported() -> None:
-    for name in ("graph", "isa", "timeline", "memory", "tiles", "roofline"):
+    views = ("graph", "isa", "timeline", "memory", "tiles", "roofline")
+    for name in (*views, "steps", "passes", "explore", "tune", "tune_once"):
         assert callable(getattr(pto.viz, name)) and name in pto.viz.__all__
 
 

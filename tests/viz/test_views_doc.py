@@ -14,7 +14,7 @@ DOC = Path(__file__).parent.parent.parent / "docs" / "views.md"
 def test_the_examples_run() -> None:
     ns: dict[str, object] = {}
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.S)
-    assert len(blocks) == 7
+    assert len(blocks) == 11
     for code in blocks:
         exec(compile(code, str(DOC), "exec"), ns)
 
