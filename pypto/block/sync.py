@@ -13,8 +13,8 @@ read, write after write). Per straight-line region:
   iteration's first access on another) become a flag that is set ``slots`` times before the
   loop (one per buffer copy: a double buffer lets the producer run one tile ahead), waited
   and set once per iteration, and drained after the loop. When every buffer of such a flag
-  ping-pongs with the loop's own slot counter (which runs on from one run of the loop to the
-  next), the tokens are set at the kernel's start and drained at its end instead, and
+  lives inside the loop (a double buffer's slot counter runs on from one run of the loop to
+  the next), the tokens are set at the kernel's start and drained at its end instead, and
   enclosing loops leave those buffers alone: a nested K loop then loads the next tile's first
   block while the cube finishes this tile.
 
@@ -74,6 +74,7 @@ class _Ids:
     pre: list[BItem] = field(default_factory=list)
     post: list[BItem] = field(default_factory=list)
     hoisted: set[str] = field(default_factory=set)
+    home: dict[str, int] = field(default_factory=dict)  # buffer -> id of its innermost loop
 
     def carry(self, p: Pipe, q: Pipe) -> int:
         n = self.carried.get((p, q), self.depths)
@@ -99,8 +100,32 @@ def insert_sync(items: list[BItem], bufs: dict[str, Buf], m: Machine) -> list[BI
     """``items`` with the flags that order every pair of pipes sharing a tile buffer."""
     depth = _depth(items)
     ids = _Ids(m.event_ids, depth + 1)
+    ids.home = _homes(items)
     body = _region(items, bufs, ids, 0)
     return [*ids.pre, *body, *ids.post]
+
+
+def _homes(items: list[BItem]) -> dict[str, int]:
+    """For each buffer, the innermost loop (by id) that holds all of its accesses."""
+    paths: dict[str, tuple[int, ...]] = {}
+
+    def walk(its: tuple[BItem, ...] | list[BItem], path: tuple[int, ...]) -> None:
+        for it in its:
+            if isinstance(it, BLoop):
+                walk(it.body, (*path, id(it)))
+                continue
+            for key in (*it.reads, *it.writes):
+                old = paths.get(key)
+                if old is None:
+                    paths[key] = path
+                else:
+                    n = 0
+                    while n < min(len(old), len(path)) and old[n] == path[n]:
+                        n += 1
+                    paths[key] = old[:n]
+
+    walk(items, ())
+    return {k: p[-1] for k, p in paths.items() if p}
 
 
 def _region(items: list[BItem], bufs: dict[str, Buf], ids: _Ids, depth: int) -> list[BItem]:
@@ -198,7 +223,8 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
                     carried[(p, q)] = (i, j, tokens)
                 else:
                     carried[(p, q)] = (max(old[0], i), min(old[1], j), min(old[2], tokens))
-                ok = tokens > 1 and (old is None or (p, q) in persist)
+                # every access inside this loop: its order across runs is the same flag's
+                ok = ids.home.get(key) == id(loop) and (old is None or (p, q) in persist)
                 if ok:
                     persist.setdefault((p, q), []).append(key)
                 else:
@@ -213,8 +239,10 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
     post: list[BItem] = []
     for (p, q), (i, j, tokens) in sorted(carried.items()):
         ev = ids.carry(p, q)
-        # A double buffer's slot counter runs on across the runs of its loop, so its tokens
-        # are set once per kernel: the next run's first loads overlap this run's last compute.
+        # Buffers that live inside this loop (a double buffer's slot counter runs on across
+        # the loop's runs) keep one flag for all runs, its tokens set once per kernel: the
+        # next run's first loads overlap this run's last compute, and enclosing loops add
+        # no flag of their own between unrelated buffers.
         hoist = (p, q) in persist
         (ids.pre if hoist else pre).extend(_set(p, q, ev) for _ in range(tokens))
         waits.setdefault(pos[j], []).append(_wait(p, q, ev))

@@ -148,9 +148,29 @@ def _strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
     return res[::-1]
 
 
+def _ub_bytes(h: int, bk: int, dv: int, s: int) -> int:
+    """UB of the vector cores' tiles: scores (P in place) and mask, the PV tile (double),
+    its f32 copy, the accumulator, the output tile (double) and the row statistics."""
+    return (
+        2 * h * bk * s
+        + 2 * h * bk
+        + 2 * h * dv * s
+        + 2 * h * dv * 4
+        + 2 * h * dv * s
+        + 12 * 32 * (h // 8 + 1)
+        + bk * 4
+    )
+
+
+LAG = 2
+"""K/V tiles between a tile's softmax and the update with its P V product (the rings have
+two slots, enough for this lag: each producer waits only for its consumer's previous use)."""
+
+
 def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int]:
     """(bq, bk): the largest tiles whose cube operands fit L0 (single-buffered) and whose
-    vector tiles fit UB, keeping every cluster busy where the grid allows."""
+    vector tiles fit UB, keeping every cluster busy where the grid allows (causal: bk
+    divides bq, so the diagonal is the last bq/bk K/V tiles of a query tile)."""
     m = lw.machine
     s = p.q.aval.dtype.itemsize
     lq, d = p.q.aval.shape[-2:]
@@ -160,7 +180,7 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int]:
     for bq in divisors(lq):
         if bq > 128 or (bq % 2 and lq > 1):
             continue
-        for bk in [bq] if p.causal else divisors(lk):
+        for bk in divisors(bq) if p.causal else divisors(lk):
             if bk > 256:
                 continue
             h = max(1, bq // 2)
@@ -168,12 +188,18 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int]:
                 (bq * d + bq * bk) * s <= m.l0a_bytes
                 and (d * bk + bk * dv) * s <= m.l0b_bytes
                 and (bq * bk + bq * dv) * 4 <= m.l0c_bytes
-                and (6 * h * bk + 4 * h * dv) * 4 + 2 * h * bk * s <= m.ub_bytes
+                and _ub_bytes(h, bk, dv, s) <= m.ub_bytes
             )
             if not fits:
                 continue
             busy = min(batch * (lq // bq), m.clusters)
-            key = (busy, bq * bk, bq)
+            # every cube operand double-buffered lets the cube run a tile ahead
+            double = (
+                2 * (bq * d + bq * bk) * s <= m.l0a_bytes
+                and 2 * (d * bk + bk * dv) * s <= m.l0b_bytes
+                and 2 * (bq * bk + bq * dv) * 4 <= m.l0c_bytes
+            )
+            key = (busy, bq * bk, double, bq)
             if best is None or key > best[0]:
                 best = (key, bq, bk)
     if best is None:
@@ -227,16 +253,39 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
     v_row = batch_rows(p.v.aval.shape, lk)
     o_row = batch_rows(p.out.aval.shape, lq) + Expr.reg("q") * bq
     rows = m.clusters * 2 * bq
-    ws_s = lw.new_buffer("ws_s", f32, rows * bk)
+    # S and P V cross in the inputs' dtype (the fixpipe rounds them once, as the reference
+    # rounds its logits): half the fixpipe and vector bytes of f32
+    ws_s = lw.new_buffer("ws_s", d_t, rows * bk)
     ws_p = lw.new_buffer("ws_p", d_t, rows * bk)
-    ws_o = lw.new_buffer("ws_o", f32, rows * dv)
+    ws_o = lw.new_buffer("ws_o", d_t, rows * dv)
     lw.views.update({ws_s: (rows, bk), ws_p: (rows, bk), ws_o: (rows, dv)})
-    ring = Expr.reg("blk") * (2 * bq) + Expr.reg("slot") * bq
+
+    def ring(slot: str) -> Expr:
+        return Expr.reg("blk") * (2 * bq) + Expr.reg(slot) * bq
+
     j = Expr.reg("j")
-    stop = Expr.reg("q") + 1 if p.causal else Expr.of(lk // bk)
-    head: list[Stmt] = [SOp("SMOD", "slot", (Expr.reg("cnt"), Expr.of(2)))]
-    tail: list[Stmt] = [SOp("SADD", "cnt", (Expr.reg("cnt"), Expr.of(1)))]
-    count: tuple[Stmt, ...] = (SOp("SMOV", "cnt", (Expr(),)),)
+    r = bq // bk
+    n = Expr.reg("q") * r + r if p.causal else Expr.of(lk // bk)
+    # Software pipeline, LAG K/V tiles deep: iteration j makes S_j (and on the vector cores
+    # P_j) while the P V product of tile j-LAG goes through the cube, so the hand-offs'
+    # latency hides behind the softmax of the tiles in between; 0/1-trip loops on
+    # %hs = [j < n] and %hp = [j >= LAG] pick the stages.
+    stages: list[Stmt] = [
+        SOp("SMIN", "hs", (n - j, Expr.of(1))),
+        SOp("SMAX", "hs", (Expr.reg("hs"), Expr())),
+        SOp("SMAX", "hp", (j - (LAG - 1), Expr())),
+        SOp("SMIN", "hp", (Expr.reg("hp"), Expr.of(1))),
+    ]
+    count: tuple[Stmt, ...] = (
+        SOp("SMOV", "cs", (Expr(),)),
+        SOp("SMOV", "cp", (Expr(),)),
+    )
+
+    def stage(reg: str, cnt: str, slots: tuple[str, ...], body: list[Stmt]) -> For:
+        head = [SOp("SMOD", slots[0], (Expr.reg(cnt), Expr.of(2)))]
+        head += [SOp("SMOV", x, (Expr.reg(slots[0]),)) for x in slots[1:]]
+        tail = SOp("SADD", cnt, (Expr.reg(cnt), Expr.of(1)))
+        return For("i" + reg, Expr(), Expr.reg(reg), 1, (*head, *body, tail))
 
     # the cube core
     q0 = TileVar("q0", Space.L0A, d_t, (bq, d))
@@ -245,95 +294,142 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
     p0 = TileVar("p0", Space.L0A, d_t, (bq, bk))
     v0 = TileVar("v0", Space.L0B, d_t, (bk, dv))
     o0 = TileVar("o", Space.L0C, f32, (bq, dv))
-    cube_loop: tuple[Stmt, ...] = (
-        *head,
-        TLoad(k0, ktb, k_row, j * bk, loc),
-        TOp("TMATMUL", s0, (q0, k0), loc),
-        TStore(ws_s, ring, Expr(), s0, loc),
-        TLoad(p0, ws_p, ring, Expr(), loc),
-        TLoad(v0, vb, v_row + j * bk, Expr(), loc),
-        TOp("TMATMUL", o0, (p0, v0), loc),
-        TStore(ws_o, ring, Expr(), o0, loc),
-        *tail,
+    cube_s = stage(
+        "hs",
+        "cs",
+        ("ss",),
+        [
+            TLoad(k0, ktb, k_row, j * bk, loc),
+            TOp("TMATMUL", s0, (q0, k0), loc),
+            TStore(ws_s, ring("ss"), Expr(), s0, loc),
+        ],
+    )
+    cube_o = stage(
+        "hp",
+        "cp",
+        ("sp", "so"),
+        [
+            TLoad(p0, ws_p, ring("sp"), Expr(), loc),
+            TLoad(v0, vb, v_row + j * bk - LAG * bk, Expr(), loc),
+            TOp("TMATMUL", o0, (p0, v0), loc),
+            TStore(ws_o, ring("so"), Expr(), o0, loc),
+        ],
     )
     aic = Section(
         "aic",
-        (TLoad(q0, qb, q_row, Expr(), loc), For("j", Expr(), stop, 1, cube_loop)),
+        (
+            TLoad(q0, qb, q_row, Expr(), loc),
+            For("j", Expr(), n + LAG, 1, (*stages, cube_s, cube_o)),
+        ),
         count,
     )
 
     # the vector cores: rows %sub*h .. of the query tile
     h = bq // 2 if bq > 1 else 1
     sub = Expr.reg("sub") * h if bq > 1 else Expr()
-    mine = ring + sub
 
     def ub(name: str, dtype: dt.DType, shape: tuple[int, int]) -> TileVar:
         return TileVar(name, Space.UB, dtype, shape)
 
     mx, ls, acc = ub("m", f32, (h, 1)), ub("l", f32, (h, 1)), ub("acc", f32, (h, dv))
-    neg = ub("ninf", f32, (1, bk))
+    al = ub("alpha", f32, (h, 1))
+    # the rescale factors of the last LAG tiles: the update of tile j-LAG uses the oldest
+    hist = [ub(f"alpha{i}", f32, (h, 1)) for i in range(1, LAG + 1)]
+    neg = ub("ninf", d_t, (1, bk))
     pre: list[Stmt] = [*count, TOp("TEXPANDS", neg, (-math.inf,), loc)]
-    x = ub("x", f32, (h, bk))
-    body: list[Stmt] = [*head, TLoad(x, ws_s, mine, Expr(), loc)]
+    x = ub("x", d_t, (h, bk))
+    soft: list[Stmt] = [TLoad(x, ws_s, ring("ss") + sub, Expr(), loc)]
     if p.scale != 1.0:
-        body.append(TOp("TMULS", x, (x, p.scale), loc))
-    mk = ub("mask", dt.bool_, (h, bk))
+        soft.append(TOp("TMULS", x, (x, p.scale), loc))
     if p.causal:
-        # tiles left of the diagonal see everything (rows 0..bq of the band), the diagonal
-        # tile the lower triangle (rows bq..2bq)
-        band = np.concatenate([np.ones((bq, bq), bool), causal_mask(bq, bq)])
-        bb = lw.const_buffer("band", band)
-        body += [
-            SOp("SMOV", "dg", (j - Expr.reg("q") + 1,)),
+        # only the last bq/bk tiles of the row reach past the diagonal: mask those with the
+        # matching columns of a lower-triangular constant
+        tri = lw.const_buffer("tril", causal_mask(bq, bq))
+        mk = ub("mask", dt.bool_, (h, bk))
+        jj = j - Expr.reg("q") * r
+        soft += [
+            SOp("SMOV", "dg", (jj + 1,)),
             SOp("SMAX", "dg", (Expr.reg("dg"), Expr())),
-            TLoad(mk, bb, Expr.reg("dg") * bq + sub, Expr(), loc),
-            TOp("TSEL", x, (mk, x, neg), loc),
+            SOp("SMIN", "dg", (Expr.reg("dg"), Expr.of(1))),
+            For(
+                "idg",
+                Expr(),
+                Expr.reg("dg"),
+                1,
+                (
+                    SOp("SMOV", "jj", (jj,)),
+                    TLoad(mk, tri, sub, Expr.reg("jj") * bk, loc),
+                    TOp("TSEL", x, (mk, x, neg), loc),
+                ),
+            ),
         ]
     for i, mv in enumerate(p.masks):
         mb = gm(mv, lq, lk)
         mrow = batch_rows(mv.aval.shape, lq) + Expr.reg("q") * bq + sub
         mt = ub(f"mask{i}", dt.bool_, (h, bk))
-        body += [TLoad(mt, mb, mrow, j * bk, loc), TOp("TSEL", x, (mt, x, neg), loc)]
-    mj, mn, al = ub("mj", f32, (h, 1)), ub("mn", f32, (h, 1)), ub("alpha", f32, (h, 1))
-    pe, rs = ub("p", f32, (h, bk)), ub("rs", f32, (h, 1))
-    ot = ub("ot", f32, (h, dv))
-    body += [
-        TOp("TROWMAX", mj, (x,), loc),
-        TOp("TMAX", mn, (mx, mj), loc),
+        soft += [TLoad(mt, mb, mrow, j * bk, loc), TOp("TSEL", x, (mt, x, neg), loc)]
+    # P = exp(S - m) in the inputs' dtype (the reference's softmax precision); the row
+    # statistics and the accumulator in f32
+    mj, mn, rs = ub("mj", d_t, (h, 1)), ub("mn", f32, (h, 1)), ub("rs", d_t, (h, 1))
+    mjf, mnx, rsf = mj, mn, rs
+    if d_t is not f32:
+        mjf, mnx, rsf = ub("mjf", f32, (h, 1)), ub("mnx", d_t, (h, 1)), ub("rsf", f32, (h, 1))
+    soft.append(TOp("TROWMAX", mj, (x,), loc))
+    if mjf is not mj:
+        soft.append(TOp("TCVT", mjf, (mj,), loc))
+    soft += [
+        TOp("TMAX", mn, (mx, mjf), loc),
         TOp("TSUB", al, (mx, mn), loc),
         TOp("TEXP", al, (al,), loc),
         TOp("TMOV", mx, (mn,), loc),
-        TOp("TSUB", pe, (x, mn), loc),
-        TOp("TEXP", pe, (pe,), loc),
-        TOp("TROWSUM", rs, (pe,), loc),
+    ]
+    if mnx is not mn:  # the max of values of the dtype is one of them: exact
+        soft.append(TOp("TCVT", mnx, (mn,), loc))
+    soft += [
+        TOp("TSUB", x, (x, mnx), loc),
+        TOp("TEXP", x, (x,), loc),
+        TOp("TROWSUM", rs, (x,), loc),
+    ]
+    if rsf is not rs:
+        soft.append(TOp("TCVT", rsf, (rs,), loc))
+    soft += [
         TOp("TMUL", ls, (ls, al), loc),
-        TOp("TADD", ls, (ls, rs), loc),
+        TOp("TADD", ls, (ls, rsf), loc),
+        TStore(ws_p, ring("sp") + sub, Expr(), x, loc),
     ]
-    pt = pe
+    ot = ub("ot", d_t, (h, dv))
+    update: list[Stmt] = [TLoad(ot, ws_o, ring("so") + sub, Expr(), loc)]
+    otf = ot
     if d_t is not f32:
-        pt = ub("pc", d_t, (h, bk))
-        body.append(TOp("TCVT", pt, (pe,), loc))
-    body += [
-        TStore(ws_p, mine, Expr(), pt, loc),
-        TLoad(ot, ws_o, mine, Expr(), loc),
-        TOp("TMUL", acc, (acc, al), loc),
-        TOp("TADD", acc, (acc, ot), loc),
-        *tail,
+        otf = ub("otf", f32, (h, dv))
+        update.append(TOp("TCVT", otf, (ot,), loc))
+    update += [
+        TOp("TMUL", acc, (acc, hist[-1]), loc),
+        TOp("TADD", acc, (acc, otf), loc),
     ]
-    res = ub("res", f32, (h, dv))
-    fin: list[Stmt] = [TOp("TDIV", res, (acc, ls), loc)]
-    out_t = res
+    body: list[Stmt] = [
+        *stages,
+        *(TOp("TMOV", hist[i], (hist[i - 1],), loc) for i in range(LAG - 1, 0, -1)),
+        TOp("TMOV", hist[0], (al,), loc),
+        stage("hs", "cs", ("ss", "sp"), soft),
+        stage("hp", "cp", ("so",), update),
+    ]
+    fin: list[Stmt] = [TOp("TDIV", acc, (acc, ls), loc)]
+    out_t = acc
     if d_t is not f32:
         out_t = ub("y", d_t, (h, dv))
-        fin.append(TOp("TCVT", out_t, (res,), loc))
+        fin.append(TOp("TCVT", out_t, (acc,), loc))
     fin.append(TStore(ob_, o_row + sub, Expr(), out_t, loc))
-    # the running max starts finite so fully masked rows of a tile give exp(-inf) = 0
+    # the running max starts finite (in the dtype) so fully masked rows of a tile give
+    # exp(-inf) = 0
     start: list[Stmt] = [
-        TOp("TEXPANDS", mx, (-1e30,), loc),
+        TOp("TEXPANDS", mx, (-6e4 if d_t is not f32 else -1e30,), loc),
         TOp("TEXPANDS", ls, (0.0,), loc),
+        TOp("TEXPANDS", al, (1.0,), loc),
+        *(TOp("TEXPANDS", a, (1.0,), loc) for a in hist[:-1]),
         TOp("TEXPANDS", acc, (0.0,), loc),
     ]
-    aiv = Section("aiv", (*start, For("j", Expr(), stop, 1, tuple(body)), *fin), tuple(pre))
+    aiv = Section("aiv", (*start, For("j", Expr(), n + LAG, 1, tuple(body)), *fin), tuple(pre))
     flops = 2 * math.prod(ob) * lq * lk * (d + dv)
     lw.add_kernel(
         Kernel(
@@ -346,7 +442,7 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
             "cluster",
             loc,
             flops // 2 if p.causal else flops,
-            (Ring(ws_s, "aic", "slot"), Ring(ws_p, "aiv", "slot"), Ring(ws_o, "aic", "slot")),
+            (Ring(ws_s, "aic", "ss"), Ring(ws_p, "aiv", "sp"), Ring(ws_o, "aic", "so")),
         )
     )
 

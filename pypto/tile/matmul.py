@@ -21,14 +21,17 @@ the axes, fit L0A/L0B/L1 double-buffered and L0C, 32-byte aligned), or chosen by
 model (cube, MTE1, MTE2 and fixpipe time per tile times the waves over the cube cores) among the
 divisors of M, K and N — so awkward sizes (1000 x 3000 x 700) get equal tiles that divide them.
 
-Efficiency (roofline cycles / simulated cycles), timing only — on ``ascend910b`` use
-4096 x 4096 x 4096 for the headline number:
+The chosen tiles are in the kernel's header; the efficiency (roofline cycles / simulated
+cycles) comes from a timing-only profile — on ``ascend910b`` with 4096 x 4096 x 4096 for the
+headline number (``f.profile(a, b, numerics=False).efficiency``):
 
     >>> import numpy as np, pypto as pto
     >>> a = np.zeros((256, 512), np.float16)
     >>> f = pto.jit(lambda x, y: x @ y, machine="tiny")
-    >>> f.profile(a, a.T.copy(), numerics=False).efficiency > 0.5
-    True
+    >>> print(f.lower(a, a.T.copy()).tile_ir.kernels[0].header())
+    kernel @matmul grid(m=2, n=1) cube_tile(m=128, k=512, n=64, ...) on cluster
+    >>> f.profile(a, a.T.copy(), numerics=False).bound
+    'cube'
 """
 
 from __future__ import annotations

@@ -86,60 +86,95 @@ def test_matmul_softmax_matmul_is_attention() -> None:
 
 GOLDEN = """\
 kernel @attention grid(q=1) attn_tile(bq=32, bk=32) on cluster {
-  ring %ws_s aic->aiv x2 by %slot
-  ring %ws_p aiv->aic x2 by %slot
-  ring %ws_o aic->aiv x2 by %slot
+  ring %ws_s aic->aiv x2 by %ss
+  ring %ws_p aiv->aic x2 by %sp
+  ring %ws_o aic->aiv x2 by %so
   .aic
     pre {
-      %cnt = smov 0
+      %cs = smov 0
+      %cp = smov 0
     }
     %q0: L0A f16[32,16] = tload %q[%q*32 : +32, 0 : +16]
-    for %j in 0..%q+1 {
-      %slot = smod %cnt, 2
-      %k0: L0B f16[16,32] = tload %t[0 : +16, %j*32 : +32]
-      %s: L0C f32[32,32] = tmatmul %q0, %k0
-      tstore %ws_s[%blk*64+%slot*32 : +32, 0 : +32], %s
-      %p0: L0A f16[32,32] = tload %ws_p[%blk*64+%slot*32 : +32, 0 : +32]
-      %v0: L0B f16[32,16] = tload %q[%j*32 : +32, 0 : +16]
-      %o: L0C f32[32,16] = tmatmul %p0, %v0
-      tstore %ws_o[%blk*64+%slot*32 : +32, 0 : +16], %o
-      %cnt = sadd %cnt, 1
+    for %j in 0..%q+3 {
+      %hs = smin %q-%j+1, 1
+      %hs = smax %hs, 0
+      %hp = smax %j-1, 0
+      %hp = smin %hp, 1
+      for %ihs in 0..%hs {
+        %ss = smod %cs, 2
+        %k0: L0B f16[16,32] = tload %t[0 : +16, %j*32 : +32]
+        %s: L0C f32[32,32] = tmatmul %q0, %k0
+        tstore %ws_s[%blk*64+%ss*32 : +32, 0 : +32], %s
+        %cs = sadd %cs, 1
+      }
+      for %ihp in 0..%hp {
+        %sp = smod %cp, 2
+        %so = smov %sp
+        %p0: L0A f16[32,32] = tload %ws_p[%blk*64+%sp*32 : +32, 0 : +32]
+        %v0: L0B f16[32,16] = tload %q[%j*32-64 : +32, 0 : +16]
+        %o: L0C f32[32,16] = tmatmul %p0, %v0
+        tstore %ws_o[%blk*64+%so*32 : +32, 0 : +16], %o
+        %cp = sadd %cp, 1
+      }
     }
   .aiv
     pre {
-      %cnt = smov 0
-      %ninf: UB f32[1,32] = texpands -inf
+      %cs = smov 0
+      %cp = smov 0
+      %ninf: UB f16[1,32] = texpands -inf
     }
-    %m: UB f32[16,1] = texpands -1e+30
+    %m: UB f32[16,1] = texpands -60000.0
     %l: UB f32[16,1] = texpands 0.0
+    %alpha: UB f32[16,1] = texpands 1.0
+    %alpha1: UB f32[16,1] = texpands 1.0
     %acc: UB f32[16,16] = texpands 0.0
-    for %j in 0..%q+1 {
-      %slot = smod %cnt, 2
-      %x: UB f32[16,32] = tload %ws_s[%blk*64+%slot*32+%sub*16 : +16, 0 : +32]
-      %x: UB f32[16,32] = tmuls %x, 0.25
-      %dg = smov %j-%q+1
-      %dg = smax %dg, 0
-      %mask: UB bool[16,32] = tload %band[%dg*32+%sub*16 : +16, 0 : +32]
-      %x: UB f32[16,32] = tsel %mask, %x, %ninf
-      %mj: UB f32[16,1] = trowmax %x
-      %mn: UB f32[16,1] = tmax %m, %mj
-      %alpha: UB f32[16,1] = tsub %m, %mn
-      %alpha: UB f32[16,1] = texp %alpha
-      %m: UB f32[16,1] = tmov %mn
-      %p: UB f32[16,32] = tsub %x, %mn
-      %p: UB f32[16,32] = texp %p
-      %rs: UB f32[16,1] = trowsum %p
-      %l: UB f32[16,1] = tmul %l, %alpha
-      %l: UB f32[16,1] = tadd %l, %rs
-      %pc: UB f16[16,32] = tcvt %p
-      tstore %ws_p[%blk*64+%slot*32+%sub*16 : +16, 0 : +32], %pc
-      %ot: UB f32[16,16] = tload %ws_o[%blk*64+%slot*32+%sub*16 : +16, 0 : +16]
-      %acc: UB f32[16,16] = tmul %acc, %alpha
-      %acc: UB f32[16,16] = tadd %acc, %ot
-      %cnt = sadd %cnt, 1
+    for %j in 0..%q+3 {
+      %hs = smin %q-%j+1, 1
+      %hs = smax %hs, 0
+      %hp = smax %j-1, 0
+      %hp = smin %hp, 1
+      %alpha2: UB f32[16,1] = tmov %alpha1
+      %alpha1: UB f32[16,1] = tmov %alpha
+      for %ihs in 0..%hs {
+        %ss = smod %cs, 2
+        %sp = smov %ss
+        %x: UB f16[16,32] = tload %ws_s[%blk*64+%ss*32+%sub*16 : +16, 0 : +32]
+        %x: UB f16[16,32] = tmuls %x, 0.25
+        %dg = smov %j-%q+1
+        %dg = smax %dg, 0
+        %dg = smin %dg, 1
+        for %idg in 0..%dg {
+          %jj = smov %j-%q
+          %mask: UB bool[16,32] = tload %c[%sub*16 : +16, %jj*32 : +32]
+          %x: UB f16[16,32] = tsel %mask, %x, %ninf
+        }
+        %mj: UB f16[16,1] = trowmax %x
+        %mjf: UB f32[16,1] = tcvt %mj
+        %mn: UB f32[16,1] = tmax %m, %mjf
+        %alpha: UB f32[16,1] = tsub %m, %mn
+        %alpha: UB f32[16,1] = texp %alpha
+        %m: UB f32[16,1] = tmov %mn
+        %mnx: UB f16[16,1] = tcvt %mn
+        %x: UB f16[16,32] = tsub %x, %mnx
+        %x: UB f16[16,32] = texp %x
+        %rs: UB f16[16,1] = trowsum %x
+        %rsf: UB f32[16,1] = tcvt %rs
+        %l: UB f32[16,1] = tmul %l, %alpha
+        %l: UB f32[16,1] = tadd %l, %rsf
+        tstore %ws_p[%blk*64+%sp*32+%sub*16 : +16, 0 : +32], %x
+        %cs = sadd %cs, 1
+      }
+      for %ihp in 0..%hp {
+        %so = smod %cp, 2
+        %ot: UB f16[16,16] = tload %ws_o[%blk*64+%so*32+%sub*16 : +16, 0 : +16]
+        %otf: UB f32[16,16] = tcvt %ot
+        %acc: UB f32[16,16] = tmul %acc, %alpha2
+        %acc: UB f32[16,16] = tadd %acc, %otf
+        %cp = sadd %cp, 1
+      }
     }
-    %res: UB f32[16,16] = tdiv %acc, %l
-    %y: UB f16[16,16] = tcvt %res
+    %acc: UB f32[16,16] = tdiv %acc, %l
+    %y: UB f16[16,16] = tcvt %acc
     tstore %out[%q*32+%sub*16 : +16, 0 : +16], %y
 }"""
 
