@@ -32,10 +32,19 @@ import numpy as np
 from pypto import dtypes as dt
 from pypto.core.errors import SourceLoc, TileError
 from pypto.graph.ir import Eqn, Lit, Var
-from pypto.isa.ir import Expr, Space
-from pypto.ops.table import register_rule
-from pypto.tile.ir import Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore
-from pypto.tile.lower import KernelRule, Lowering, relayout, window
+from pypto.isa.ir import Cond, Expr, Space
+from pypto.ops.table import AVal, register_rule
+from pypto.tile.ir import For, Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore
+from pypto.tile.lower import (
+    KernelRule,
+    Lowering,
+    _kind_of,
+    lower_row_kernel,
+    plan_row,
+    relayout,
+    window,
+)
+from pypto.tile.rules import BINARY_OPS, COMPARE_OPS, UNARY_OPS
 
 __all__ = ["Access", "alias", "copy", "transpose_into"]
 
@@ -483,22 +492,59 @@ def _transpose(lw: Lowering, e: Eqn) -> None:
 def _broadcast_to(lw: Lowering, e: Eqn) -> None:
     x = e.inputs[0]
     shape = tuple(e.kwargs["shape"])
-    d = e.out.aval.dtype
     if isinstance(x, Var) and x.aval.size == math.prod(shape):
         alias(lw, e, x)  # only size-1 axes are added
         return
-    dst = _out(lw, e, shape)
-    src = _source(lw, x, d)
-    if src.buf is not None:
-        k = len(shape) - len(src.shape)
-        src = replace(
-            src,
-            axes=tuple(
-                (None, 0, 0) if n == 1 and shape[a + k] != 1 else (a + k, 1, 0)
-                for a, n in enumerate(src.shape)
-            ),
+    copy(
+        lw,
+        "broadcast",
+        _out(lw, e, shape),
+        _spread(_source(lw, x, e.out.aval.dtype), shape),
+        shape,
+        e.loc,
+    )
+
+
+def _spread(src: Access, shape: tuple[int, ...]) -> Access:
+    """``src`` read as broadcast to ``shape``: its size-1 axes stay put, new axes lead."""
+    if src.buf is None:
+        return src
+    k = len(shape) - len(src.shape)
+    return replace(
+        src,
+        axes=tuple(
+            (None, 0, 0) if n == 1 and shape[a + k] != 1 else (a + k, 1, 0)
+            for a, n in enumerate(src.shape)
+        ),
+    )
+
+
+def _elementwise_general(lw: Lowering, e: Eqn) -> None:
+    """An elementwise op whose operands broadcast in a way the row kernel cannot take (both
+    ``[B, 1, C]`` and ``[1, T, C]``, or ``[T, 1]`` against ``[B, T, C]``): those operands are
+    broadcast to the full shape first, then the row kernel runs."""
+    shape = e.out.aval.shape
+    ins: list[Var | Lit] = []
+    for a in e.inputs:
+        if isinstance(a, Var) and _kind_of(a.aval.shape, shape) is None:
+            full = Var(AVal(shape, a.aval.dtype))
+            buf = lw.new_buffer("bcast", a.aval.dtype, math.prod(shape))
+            lw.var_buf[full] = buf
+            dst = Access.dense(buf, a.aval.dtype, shape)
+            copy(lw, "broadcast", dst, _spread(_source(lw, a, a.aval.dtype), shape), shape, e.loc)
+            a = full
+        ins.append(a)
+    e2 = Eqn(e.op, tuple(ins), e.params, e.out, e.loc)
+    plan = plan_row(lw, [e2], {e.out})
+    if plan is None:
+        raise TileError(
+            f"no tile lowering for {e.op} on "
+            + ", ".join(str(a.aval) for a in e.inputs)
+            + f" -> {e.out.aval}",
+            op=e.op,
+            loc=e.loc,
         )
-    copy(lw, "broadcast", dst, src, shape, e.loc)
+    lower_row_kernel(lw, plan, lw.fresh(e.op), e.loc)
 
 
 def _concat(lw: Lowering, e: Eqn) -> None:
@@ -555,3 +601,100 @@ for _name, _fn in (
     ("pad", _pad),
 ):
     register_rule("tile", _name)(KernelRule(_fn))
+for _name in (*UNARY_OPS, *BINARY_OPS, *COMPARE_OPS, "where", "cast"):
+    register_rule("tile_general", _name)(KernelRule(_elementwise_general))
+
+
+# ---------------------------------------------------------------- take
+def _take(lw: Lowering, e: Eqn) -> None:
+    """``take`` without data-dependent addresses: the ISA's DMA windows are affine in scalar
+    registers and the scalar unit cannot read GM, so an index cannot become an address.
+    Instead every output tile selects: with ``x`` viewed ``[P, N, Q]`` (``N`` the taken axis)
+    and the indices as a ``[tk, 1]`` column, a ``[tk, N]`` mask ``index == n`` is built once
+    (``TCMP`` against an iota row) and, for each ``n``, ``TSEL`` puts row ``n`` of ``x`` where
+    the mask's column ``n`` is set. Exact for every dtype, and ``N`` times the work of a gather:
+    fine for small tables, wasteful for an embedding lookup (a scalar load from GM would make
+    it a row DMA per index)."""
+    x, ix = e.inputs
+    assert isinstance(x, Var) and isinstance(ix, Var)
+    shape = x.aval.shape
+    a = e.kwargs["axis"] % len(shape)
+    P, N, Q = math.prod(shape[:a]), shape[a], math.prod(shape[a + 1 :])
+    K = ix.aval.size
+    d = x.aval.dtype
+    # the vector unit selects numbers, not bools: bools travel as int8
+    work = dt.int8 if d is dt.bool_ else d
+    loc = e.loc
+    xbuf = lw.buffer(x)
+    if (
+        lw.view(xbuf, (P * N, Q)) != (P * N, Q)
+        and window(lw.views[xbuf], Q, (1, Q), Expr(), Expr()) is None
+    ):
+        xbuf = relayout(lw, xbuf, (P * N, Q), loc)
+    ibuf = lw.buffer(ix)
+    if lw.view(ibuf, (K, 1)) != (K, 1):
+        ibuf = relayout(lw, ibuf, (K, 1), loc)
+    out = lw.buffer(e.out)
+    lw.view(out, (P * K, Q))
+    isz = max(work.itemsize, 4)
+    tq = _pick(Q, TILE_BYTES // isz // 8)
+    tk = _pick(K, max(1, min(TILE_BYTES // max(N, 1), TILE_BYTES // (tq * isz))))
+    grid = [(r, n) for r, n in (("p", P), ("k", K // tk), ("q", Q // tq)) if n > 1]
+    if K % tk or Q % tq:
+        tk, tq = (tk if K % tk == 0 else 1), (tq if Q % tq == 0 else 1)
+        grid = [(r, n) for r, n in (("p", P), ("k", K // tk), ("q", Q // tq)) if n > 1]
+    reg = {r: Expr.reg(r) for r, _ in grid}
+    p, k, q = (reg.get(r, Expr()) for r in ("p", "k", "q"))
+    iota = lw.const_buffer("iota", np.arange(N, dtype=np.int32))
+    it = TileVar("iota", Space.UB, dt.int32, (1, N))
+    raw = TileVar("idx", Space.UB, ix.aval.dtype, (tk, 1))
+    idx = TileVar("idx32", Space.UB, dt.int32, (tk, 1))
+    neg = TileVar("neg", Space.UB, dt.bool_, (tk, 1))
+    wrap = TileVar("wrap", Space.UB, dt.int32, (tk, 1))
+    fixed = TileVar("fixed", Space.UB, dt.int32, (tk, 1))
+    mask = TileVar("mask", Space.UB, dt.bool_, (tk, N))
+    acc = TileVar("acc", Space.UB, work, (tk, tq))
+    row = TileVar("row", Space.UB, d, (1, tq))
+    roww = TileVar("roww", Space.UB, work, (1, tq))
+    hit = TileVar("hit", Space.UB, dt.bool_, (tk, 1))
+    body: list[Stmt] = [TLoad(raw, ibuf, k * tk, Expr(), loc)]
+    if ix.aval.dtype is not dt.int32:
+        body.append(TOp("TCVT", idx, (raw,), loc))
+    else:
+        idx = raw
+    # negative indices count from the end, as in numpy
+    body += [
+        TOp("TCMPS", neg, (idx, 0.0, Cond.LT), loc),
+        TOp("TADDS", wrap, (idx, float(N)), loc),
+        TOp("TSEL", fixed, (neg, wrap, idx), loc),
+        TOp("TCMP", mask, (fixed, it, Cond.EQ), loc),
+        TOp("TEXPANDS", acc, (0.0,), loc),
+    ]
+    pick: list[Stmt] = [TLoad(row, xbuf, p * N + Expr.reg("n"), q * tq, loc)]
+    if work is not d:
+        pick.append(TOp("TCVT", roww, (row,), loc))
+    else:
+        roww = row
+    pick += [
+        TOp("TEXTRACT", hit, (mask, Expr(), Expr.reg("n")), loc),
+        TOp("TSEL", acc, (hit, roww, acc), loc),
+    ]
+    body.append(For("n", Expr(), Expr.of(N), 1, tuple(pick)))
+    res = acc
+    if work is not d:
+        res = TileVar("y", Space.UB, d, (tk, tq))
+        body.append(TOp("TCVT", res, (acc,), loc))
+    body.append(TStore(out, p * K + k * tk, q * tq, res, loc))
+    lw.add_kernel(
+        Kernel(
+            lw.fresh("take"),
+            "layout",
+            tuple(grid) or (("p", 1),),
+            (Section("aiv", tuple(body), (TLoad(it, iota, Expr(), Expr(), loc),)),),
+            (("rows", tk), ("cols", tq)),
+            loc=loc,
+        )
+    )
+
+
+register_rule("tile", "take")(KernelRule(_take))

@@ -44,4 +44,6 @@ def assert_same(fn: Any, *args: Any, machine: str = "tiny") -> None:
     ws = want if isinstance(want, list) else [want]
     for g, w in zip(gs, ws, strict=True):
         assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
-        np.testing.assert_array_equal(g.view(np.uint8) if g.dtype.kind == "V" else g, w)
+        # bit for bit (NaN payloads and signed zeros included; bfloat16 compares as its bytes)
+        b = (np.ascontiguousarray(a).reshape(-1).view(np.uint8) for a in (g, w))
+        np.testing.assert_array_equal(*b)

@@ -1,0 +1,197 @@
+"""Layout ops on the NPU path (DMA windows, TTRANS, expands): bit-equal to the interpreter."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import pypto as pto
+from pypto.core import dispatch
+from pypto.ops import layout as layout_ops
+
+from .conftest import DTYPES, assert_same, sample
+
+SHAPES = [(7,), (4, 6), (3, 5, 7), (2, 3, 4, 5), (1, 7, 1), (13, 1000)]
+# every dtype on the small machine; two of them on the full chip (48 vector cores)
+CASES = [(d, "tiny") for d in DTYPES] + [("f16", "ascend910b"), ("i8", "ascend910b")]
+
+
+def _perms(n: int) -> list[tuple[int, ...]]:
+    perms = list(itertools.permutations(range(n)))
+    return perms if n <= 3 else perms[::5]
+
+
+@pytest.mark.parametrize(("dtype", "machine"), CASES)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_transpose(shape: tuple[int, ...], dtype: str, machine: str) -> None:
+    x = sample(shape, DTYPES[dtype])
+    for perm in _perms(len(shape)):
+        assert_same(lambda x, p=perm: pto.transpose(x, p), x, machine=machine)
+
+
+SLICES: list[Any] = [
+    lambda x: x[1:],
+    lambda x: x[::2],
+    lambda x: x[::-1],
+    lambda x: x[..., 1:-1],
+    lambda x: x[..., ::3],
+    lambda x: x[..., 1::2],
+    lambda x: x[..., ::-2],
+    lambda x: x[tuple(slice(None, None, -1) for _ in x.shape)],
+    lambda x: x[tuple(slice(1, None, 2) for _ in x.shape)],
+    lambda x: x[..., :1],
+]
+
+
+@pytest.mark.parametrize(("dtype", "machine"), CASES)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_slice(shape: tuple[int, ...], dtype: str, machine: str) -> None:
+    x = sample(shape, DTYPES[dtype])
+    # a reversed last axis moves one element per DMA: keep it to short rows
+    for f in SLICES if shape[-1] <= 100 else SLICES[:2] + SLICES[3:6] + SLICES[8:]:
+        assert_same(f, x, machine=machine)
+
+
+@pytest.mark.parametrize(("dtype", "machine"), CASES)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_concat_and_broadcast(shape: tuple[int, ...], dtype: str, machine: str) -> None:
+    x = sample(shape, DTYPES[dtype])
+    y = sample(shape, DTYPES[dtype], 1)
+    for axis in range(len(shape)):
+        assert_same(lambda x, y, a=axis: pto.concat([x, y, x], a), x, y, machine=machine)
+    assert_same(lambda x: pto.concat([x[..., :1], x], -1), x, machine=machine)
+    assert_same(lambda x: pto.broadcast_to(x, (3, *x.shape)), x, machine=machine)
+    assert_same(lambda x: pto.broadcast_to(x[..., :1], (*x.shape[:-1], 5)), x, machine=machine)
+    assert_same(
+        lambda x: pto.broadcast_to(pto.expand_dims(x, -2), (*x.shape[:-1], 3, x.shape[-1])),
+        x,
+        machine=machine,
+    )
+    assert_same(lambda x: pto.broadcast_to(x[:1], x.shape), x, machine=machine)
+
+
+def _pad(x: Any, config: Any) -> Any:
+    return dispatch.bind(layout_ops.PAD, (x,), {"config": config})
+
+
+@pytest.mark.parametrize("dtype", list(DTYPES))
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_pad(shape: tuple[int, ...], dtype: str) -> None:
+    x = sample(shape, DTYPES[dtype])
+    n = len(shape)
+    for cfg in (
+        ((1, 2, 0),) * n,
+        ((0, 0, 0),) * (n - 1) + ((2, 1, 0),),
+        ((1, 0, 1),) * n,
+        ((0, 1, 0),) * (n - 1) + ((0, 0, 2),),
+    ):
+        assert_same(lambda x, c=cfg: _pad(x, c), x)
+
+
+@pytest.mark.parametrize("machine", ["tiny", "ascend910b"])
+def test_zero_size_and_scalars(machine: str) -> None:
+    s = pto.tensor(np.float32(2.5))
+    assert_same(lambda s: pto.broadcast_to(s, (3, 4)), s, machine=machine)
+    assert_same(lambda s: pto.transpose(pto.reshape(s, (1, 1)), (1, 0)), s, machine=machine)
+    assert_same(lambda s: pto.concat([pto.reshape(s, (1,)), pto.reshape(s, (1,))], 0), s)
+    e = pto.zeros((0, 5))
+    assert_same(lambda x: pto.transpose(x, (1, 0)), e, machine=machine)
+    assert_same(lambda x: pto.concat([x, x], 0), e, machine=machine)
+    x = sample((3, 4), pto.float32)
+    assert_same(lambda x: x[:, 2:2], x, machine=machine)
+    assert_same(lambda x: pto.broadcast_to(x, (0, 3, 4)), x, machine=machine)
+
+
+def test_elementwise_broadcasts_beyond_rows() -> None:
+    pairs = [
+        ((2, 1, 5), (2, 3, 5)),
+        ((3, 1, 5), (1, 4, 1)),
+        ((2, 3, 4), (3, 1)),
+        ((2, 3, 1, 5), (1, 3, 4, 5)),
+        ((2, 1, 5), (5,)),
+    ]
+    for a, b in pairs:
+        for dtype in ("f32", "bf16", "i32", "bool"):
+            d = DTYPES[dtype]
+            x, y = sample(a, d), sample(b, d, 1)
+            assert_same(lambda x, y: pto.maximum(x, y), x, y)
+            assert_same(lambda x, y: pto.where(x == y, x, y), x, y)
+        x, y = sample(a, pto.float16), sample(b, pto.float16, 1)
+        assert_same(lambda x, y: pto.exp(x) * y + 1, x, y)
+
+
+def test_transpose_is_ttrans_and_keeps_code_size() -> None:
+    def f(x: Any) -> Any:
+        return x.T
+
+    small = pto.jit(f).lower(sample((64, 128), pto.float16))
+    big = pto.jit(f).lower(sample((2048, 1024), pto.float16))
+    assert "ttrans" in str(small.tile_ir)
+    assert big.isa.static_size() == small.isa.static_size()
+
+
+# ---------------------------------------------------------------- random layout chains
+KINDS = ["T", "perm", "slice", "rev", "bcast", "concat", "reshape", "pad"]
+
+
+def _apply(kind: str, x: Any, rnd: random.Random) -> Any:
+    n = len(x.shape)
+    if kind == "T" and n >= 2:
+        return pto.transpose(x, (*range(n - 2), n - 1, n - 2))
+    if kind == "perm" and n >= 2:
+        return pto.transpose(x, tuple(rnd.sample(range(n), n)))
+    if kind in ("slice", "rev"):
+        a = rnd.randrange(n)
+        idx = [slice(None)] * n
+        if kind == "rev":
+            idx[a] = slice(None, None, -1)
+        else:
+            idx[a] = slice(rnd.randrange(x.shape[a]), None, rnd.choice([1, 2, 3]))
+        return x[tuple(idx)]
+    if kind == "bcast" and n < 4:
+        return pto.broadcast_to(x, (2, *x.shape))
+    if kind == "concat":
+        return pto.concat([x, x], rnd.randrange(n))
+    if kind == "reshape" and n >= 2:
+        return pto.reshape(x, (x.shape[0] * x.shape[1], *x.shape[2:]))
+    if kind == "pad":
+        cfg = [(0, 0, 0)] * n
+        cfg[rnd.randrange(n)] = (rnd.randint(0, 2), rnd.randint(0, 2), rnd.randint(0, 1))
+        return _pad(x, tuple(cfg))
+    return x
+
+
+@given(
+    shape=st.lists(st.integers(1, 6), min_size=1, max_size=3),
+    dtype=st.sampled_from(["f32", "f16", "i8", "bool"]),
+    steps=st.lists(st.sampled_from(KINDS), min_size=1, max_size=4),
+    seed=st.integers(0, 2**16),
+)
+def test_random_layout_chains(shape: list[int], dtype: str, steps: list[str], seed: int) -> None:
+    def chain(x: Any) -> Any:
+        rnd = random.Random(seed)  # the same parameters on every trace
+        for k in steps:
+            if x.size > 2048:
+                break
+            x = _apply(k, x, rnd)
+        return x
+
+    assert_same(chain, sample(tuple(shape), DTYPES[dtype]))
+
+
+@pytest.mark.parametrize(("dtype", "machine"), CASES)
+def test_take(dtype: str, machine: str) -> None:
+    for shape in [(7,), (4, 6), (3, 5, 7), (1, 7, 1)]:
+        x = sample(shape, DTYPES[dtype])
+        for a in range(len(shape)):
+            n = shape[a]
+            idx = pto.tensor(np.array([0, n - 1, -1, n // 2, -n], np.int32))
+            assert_same(lambda x, i, a=a: pto.take(x, i, axis=a), x, idx, machine=machine)
+            i8 = pto.reshape(idx[:4], (2, 2)).astype(pto.int8)
+            assert_same(lambda x, i, a=a: pto.take(x, i, axis=a), x, i8, machine=machine)
