@@ -462,7 +462,8 @@ def transpose_into(
     mid = (*s[:lead], *s[q + 1 :], *s[lead : q + 1])
     axes_of = [*range(lead), *range(q + 1, n), *range(lead, q + 1)]
     perm2 = tuple(axes_of.index(a) for a in p)
-    if _merge_perm(mid, perm2)[1] == tuple(range(len(_merge_perm(mid, perm2)[1]))):
+    rest = _merge_perm(mid, perm2)[1]
+    if rest == tuple(range(len(rest))):  # the swap alone is the transpose
         transpose_into(lw, name, xbuf, dtype, (b, x_, y_), (0, 2, 1), dst, loc)
         return
     tmp = lw.new_buffer("tr", dtype, math.prod(s))

@@ -220,24 +220,25 @@ def _column_body(
     ad = acc_dtype(op, xd)
     isz = max(xd.itemsize, ad.itemsize)
     cap = TILE_BYTES // isz
-    if lay[1] == C and cap < C:
-        # column tiles a whole number of 512-byte lines wide when C allows it
-        tc = max(
-            (d for d in divisors(C) if d <= cap // 4 and (d * xd.itemsize) % 512 == 0),
-            default=max(d for d in divisors(C) if d <= cap),
-        )
+    workers = lw.workers("aiv")
+    if lay[1] == C:
+        # column tiles a whole number of 512-byte L2 lines wide where C allows it: as few as
+        # keep every core busy, else the narrowest (and the rows split into parts)
+        opts = [d for d in divisors(C) if d <= cap and (d == C or d * xd.itemsize % 512 == 0)]
+        opts = opts or [d for d in divisors(C) if d <= cap] or [1]
+        busy = [d for d in opts if B * (C // d) >= workers]
+        tc = max(busy) if busy else min(opts)
     else:
         tc = C
     tr_cap = max(1, cap // tc)
-    workers = lw.workers("aiv")
     points = B * (C // tc)
     P = 1
-    if split and points < 4 * workers:
+    if split and points < 16 * workers:
         for p in divisors(R):
             if R // p < min(tr_cap, R):
                 break
             P = p
-            if points * p >= 4 * workers:
+            if points * p >= 16 * workers:
                 break
     rp = R // P
     tr = min(rp, tr_cap)
@@ -267,7 +268,7 @@ def _column_body(
         return stmts
 
     n_full, rem = rp // tr, rp % tr
-    parts = [part(tr, row0, True, "")]
+    parts = [part(tr, row0, True, "0")]  # its own tiles: the loop's alternate slots
     if n_full > 1:
         parts.append(part(tr, row0 + Expr.reg("j") * tr, False, ""))
     if rem:
