@@ -15,7 +15,7 @@ import pypto as pto
 from pypto.core import dispatch
 from pypto.ops import layout as layout_ops
 
-from .conftest import DTYPES, assert_same, sample
+from .conftest import DTYPES, assert_same, npu_and_interpret, sample
 
 SHAPES = [(7,), (4, 6), (3, 5, 7), (2, 3, 4, 5), (1, 7, 1), (13, 1000)]
 # every dtype on the small machine; two of them on the full chip (48 vector cores)
@@ -195,3 +195,15 @@ def test_take(dtype: str, machine: str) -> None:
             assert_same(lambda x, i, a=a: pto.take(x, i, axis=a), x, idx, machine=machine)
             i8 = pto.reshape(idx[:4], (2, 2)).astype(pto.int8)
             assert_same(lambda x, i, a=a: pto.take(x, i, axis=a), x, i8, machine=machine)
+
+
+def test_grad_of_a_layout_chain() -> None:
+    # the backward graph holds pad (slice's VJP), broadcasts, transposes and column sums
+    def f(x: Any) -> Any:
+        y = pto.transpose(x, (2, 0, 1))[:, ::2, 1:]
+        z = pto.concat([y, y * 2], 0).sum(axis=(0, 2))
+        idx = pto.tensor(np.array([1, 3], np.int32))
+        return (z * z).sum() + pto.take(x, idx, axis=1).max(0).sum()
+
+    got, want = npu_and_interpret(pto.grad(f), sample((6, 8, 5), pto.float32))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
