@@ -7,6 +7,7 @@ The committed copies carry their outputs, from a clean run."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -206,3 +207,16 @@ def test_05_custom_machine(jupyter_path: Path, tmp_path: Path) -> None:
     assert facts[f"{base}/matmul"][2] == "cube" and facts[f"{base}/softmax"][2] == "hbm"
     assert "image/png" in _mimes(_outputs(nb, "pto.viz.roofline(*runs"))
     assert "half-ub: TileError" in _text(_outputs(nb, "half_ub = "))
+
+
+def test_docs_page_shows_existing_screenshots() -> None:
+    docs = NOTEBOOKS.parent / "docs"
+    page = (docs / "notebooks.md").read_text()
+    images = re.findall(r"!\[[^\]]*\]\((img/[^)]+\.png)\)", page)
+    assert len(images) >= 10
+    for rel in images:
+        data = (docs / rel).read_bytes()
+        assert data.startswith(b"\x89PNG\r\n\x1a\n"), rel
+    for name in NAMES:
+        assert f"## {name[:2]} ·" in page, f"docs/notebooks.md says nothing about {name}"
+    assert "(notebooks.md)" in (docs / "index.md").read_text()
