@@ -244,10 +244,12 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
         # next run's first loads overlap this run's last compute, and enclosing loops add
         # no flag of their own between unrelated buffers.
         hoist = (p, q) in persist
-        (ids.pre if hoist else pre).extend(_set(p, q, ev) for _ in range(tokens))
+        # (an outermost loop runs once: its own set-up and drain are the kernel's)
+        out = hoist and depth > 1
+        (ids.pre if out else pre).extend(_set(p, q, ev) for _ in range(tokens))
         waits.setdefault(pos[j], []).append(_wait(p, q, ev))
         sets.setdefault(pos[i], []).append(_set(p, q, ev))
-        (ids.post if hoist else post).extend(_wait(p, q, ev) for _ in range(tokens))
+        (ids.post if out else post).extend(_wait(p, q, ev) for _ in range(tokens))
         if hoist:
             ids.hoisted.update(persist[(p, q)])
     new: list[BItem] = []
