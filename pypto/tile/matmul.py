@@ -543,7 +543,16 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     handoff = plan is not None or not cast_ok(acc_dt, out.aval.dtype)
     ws_dt = out.aval.dtype if cast_ok(acc_dt, out.aval.dtype) else acc_dt
     need = _epilogue_need(lw, plan, ws_dt) if handoff else None
-    t = cube_tiles(lw, g, d, need)
+    try:
+        t = cube_tiles(lw, g, d, need)
+    except TileError:
+        if lw.cfg.cube is not None:
+            raise
+        # no tile splits evenly between the vector cores: unfused, or (int8) all vector
+        if plan is not None:
+            return False
+        _vector_matmul(lw, e, g)
+        return True
     if handoff and t.m1 % 2 and g.M > 1:
         return False
     ga, gb, c_row = _cube_operands(lw, e, g, t)
@@ -652,10 +661,12 @@ def _vector_epilogue(
 # ---------------------------------------------------------------- int32: vector multiply-adds
 def _vector_matmul(lw: Lowering, e: Eqn, g: Geom) -> None:
     """``C = A @ B`` on the vector cores: per ``[tr, tc]`` tile of C, ``acc += A[:, k] * B[k, :]``
-    (a column by a row, broadcast) over K, in blocks of ``kt`` columns of A and rows of B."""
+    (a column by a row, broadcast) over K, in blocks of ``kt`` columns of A and rows of B;
+    integers accumulate in int32 and wrap to the result dtype once, as numpy does."""
     m = lw.machine
     d = e.out.aval.dtype
-    s = d.itemsize
+    w = dt.int32 if d is dt.int8 else d
+    s = w.itemsize
     tc = max(x for x in divisors(g.N) if x * s <= 4096)
     kt = max(x for x in divisors(g.K) if x <= 64)
     rows = [
@@ -673,19 +684,31 @@ def _vector_matmul(lw: Lowering, e: Eqn, g: Geom) -> None:
     gb = _operand(lw, b, vb, (kt, tc), b_row, n_col)
     c = lw.buffer(e.out)
     lw.view(c, (g.points * g.M, g.N))
-    acc = TileVar("acc", Space.UB, d, (tr, tc))
+    acc = TileVar("acc", Space.UB, w, (tr, tc))
     at = TileVar("a", Space.UB, d, (tr, kt))
     bt = TileVar("b", Space.UB, d, (kt, tc))
     col = TileVar("ak", Space.UB, d, (tr, 1))
     row = TileVar("bk", Space.UB, d, (1, tc))
-    prod = TileVar("p", Space.UB, d, (tr, tc))
+    prod = TileVar("p", Space.UB, w, (tr, tc))
     kk = Expr.reg("kk")
-    inner = (
+    cuts: list[Stmt] = [
         TOp("TEXTRACT", col, (at, Expr(), kk), e.loc),
         TOp("TEXTRACT", row, (bt, kk, Expr()), e.loc),
+    ]
+    if w is not d:
+        wc, wr = TileVar("akw", Space.UB, w, (tr, 1)), TileVar("bkw", Space.UB, w, (1, tc))
+        cuts += [TOp("TCVT", wc, (col,), e.loc), TOp("TCVT", wr, (row,), e.loc)]
+        col, row = wc, wr
+    inner = (
+        *cuts,
         TOp("TMUL", prod, (col, row), e.loc),
         TOp("TADD", acc, (acc, prod), e.loc),
     )
+    res = acc
+    tail: list[Stmt] = []
+    if w is not d:
+        res = TileVar("c", Space.UB, d, (tr, tc))
+        tail.append(TOp("TCVT", res, (acc,), e.loc))
     body: tuple[Stmt, ...] = (
         TOp("TEXPANDS", acc, (0.0,), e.loc),
         For(
@@ -699,7 +722,8 @@ def _vector_matmul(lw: Lowering, e: Eqn, g: Geom) -> None:
                 For("kk", Expr(), Expr.of(kt), 1, inner),
             ),
         ),
-        TStore(c, g.rows(g.c_strides, g.M) + Expr.reg("m") * tr, n_col, acc, e.loc),
+        *tail,
+        TStore(c, g.rows(g.c_strides, g.M) + Expr.reg("m") * tr, n_col, res, e.loc),
     )
     lw.add_kernel(
         Kernel(
