@@ -417,7 +417,11 @@ class RowBuilder:
         logical_cols = {"full": plan.C, "col": 1, "row": plan.C, "one": 1}[kind]
         lay = lw.view(buf, (v.aval.size // logical_cols, logical_cols))
         if kind == "one" and self.kind(t) == "col":
-            kind = "col"
+            if plan.R == 1:
+                kind = "col"  # one row: the column is the single value
+            else:
+                # broadcast down the rows of the tile; its first row holds the value
+                t = TileVar(t.name, t.space, t.dtype, (1, t.shape[1]))
         row = self.row if kind in ("full", "col") else Expr()
         col = self.col if kind in ("full", "row") else Expr()
         w = window(lay, logical_cols, t.shape, row, col)

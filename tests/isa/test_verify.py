@@ -45,8 +45,8 @@ def core(kind: str, *lines: str) -> str:
             "accumulates in f32, not f16",
         ),
         (
-            core("aic", "TMATMUL L0C[0]:f32[16,16], L0A[0]:f32[16,16], L0B[0]:f32[16,16]"),
-            "the cube cannot multiply f32 by f32",
+            core("aic", "TMATMUL L0C[0]:f32[16,16], L0A[0]:f16[16,16], L0B[0]:f32[16,16]"),
+            "the cube cannot multiply f16 by f32",
         ),
         (
             core("aic", "TMATMUL L0C[0]:f32[16,16], L1[0]:f16[16,16], L0B[0]:f16[16,16]"),

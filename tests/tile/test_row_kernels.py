@@ -190,6 +190,21 @@ def test_groups_that_share_rows_merge_into_one_kernel_unless_unfused() -> None:
     )
 
 
+def test_a_merged_scalar_output_is_stored_once_not_per_row() -> None:
+    # the [1] result joins the [4, 1] kernel as a value broadcast down the rows; only one
+    # element of it may reach its one-element output
+    def f(x: Any, s: Any) -> Any:
+        return pto.tanh(pto.tanh(s)), pto.tanh(x)
+
+    x = pto.tensor(np.linspace(-1, 1, 4, dtype=np.float32).reshape(4, 1))
+    s = pto.tensor(np.array([0.25], np.float32))
+    jf = pto.jit(f, machine="tiny")
+    assert len(jf.lower(x, s).tile_ir.kernels) == 1
+    for got, want in zip(jf(x, s), f(x, s), strict=True):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
+
+
 def test_independent_kernels_overlap_and_dependent_ones_meet_at_a_barrier() -> None:
     def f(x: Any, y: Any) -> Any:
         a = pto.softmax(x, -1)  # kernel 1
