@@ -112,7 +112,7 @@ class CellReport:
         if p is not None:
             line = (
                 f"{p.machine.name}: {p.cycles:,.0f} cycles ({p.seconds * 1e6:,.1f} µs), "
-                f"efficiency {p.efficiency:.2f} of the roofline ({p.bound}-bound)"
+                f"efficiency {p.efficiency:.1%} of the roofline ({p.bound}-bound)"
             )
             text.append(line)
             parts.append(f"<div>{html.escape(line)}</div>")

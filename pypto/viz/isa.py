@@ -17,7 +17,7 @@ __all__ = ["isa"]
 _CSS = """
 .pto-isa { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px;
   border-collapse: collapse; }
-.pto-isa td { padding: 1px 8px; white-space: pre; }
+.pto-isa td { padding: 1px 8px; white-space: pre; text-align: left; }
 .pto-isa tr.pto-core td { font-weight: bold; padding-top: 8px; }
 .pto-isa tr.pto-label td { color: #555; }
 .pto-isa td.pto-index, .pto-isa td.pto-loc { color: #666; }
