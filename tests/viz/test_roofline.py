@@ -9,7 +9,7 @@ import pytest
 import pypto as pto
 from pypto.npu import Profile, machine
 from pypto.viz.roofline import cube_peaks, vector_peak
-from tests.viz.conftest import run_program
+from .conftest import run_program
 
 
 def points(ax) -> dict[str, tuple[float, float]]:
