@@ -9,6 +9,7 @@ import pytest
 import pypto as pto
 from pypto.npu import Profile, machine
 from pypto.viz.roofline import cube_peaks, vector_peak
+
 from .conftest import run_program
 
 

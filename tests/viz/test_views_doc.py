@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pypto as pto
+
 from .conftest import run_program
 
 DOC = Path(__file__).parent.parent.parent / "docs" / "views.md"
