@@ -19,9 +19,9 @@ __all__ = ["codegen"]
 def _flatten(items: tuple[BItem, ...] | list[BItem], out: list[Item]) -> None:
     for it in items:
         if isinstance(it, BLoop):
-            out.append(Instr("LOOP", (Reg(it.reg), it.start, it.stop, it.step)))
+            out.append(Instr("LOOP", (Reg(it.reg), it.start, it.stop, it.step), it.loc))
             _flatten(it.body, out)
-            out.append(Instr("ENDLOOP", ()))
+            out.append(Instr("ENDLOOP", (), it.loc))
         else:
             assert isinstance(it, BInstr)
             out.append(it.instr)

@@ -36,7 +36,9 @@ class Buf:
     stride: int = 0
 
     def __str__(self) -> str:
-        slots = f" x{self.slots} by %{self.parity}" if self.slots > 1 else ""
+        slots = f" x{self.slots}" if self.slots > 1 else ""
+        if self.slots > 1 and self.parity:
+            slots += f" by %{self.parity}"
         return f"{self.space}[{hex(self.addr)}, +{hex(self.nbytes)}{slots}] %{self.name}"
 
 
@@ -60,6 +62,8 @@ class BLoop:
     body: tuple[BItem, ...]
     parity: str | None = None
     """the register holding this loop's iteration parity (double-buffer slot), if any"""
+    loc: str | None = None
+    """the user's source location of a hand-written loop (``pto.block.program``)"""
 
 
 BItem = BInstr | BLoop

@@ -21,6 +21,7 @@ class BlockIRError(PyptoError):
 
 def _balance(items: tuple[BItem, ...], where: str) -> None:
     count: Counter[tuple[str, str, str]] = Counter()
+    locs: dict[tuple[str, str, str], list[str]] = {}
     for it in items:
         if isinstance(it, BLoop):
             _balance(it.body, f"{where}, loop %{it.reg}")
@@ -30,12 +31,16 @@ def _balance(items: tuple[BItem, ...], where: str) -> None:
         if op in ("SET_FLAG", "WAIT_FLAG"):
             p, q, e = (str(a) for a in it.instr.args)
             count[(p, q, e)] += 1 if op == "SET_FLAG" else -1
+            if it.instr.loc:
+                locs.setdefault((p, q, e), []).append(f"{op} at {it.instr.loc}")
     bad = {k: v for k, v in count.items() if v}
     if bad:
         (p, q, e), v = next(iter(bad.items()))
+        # a hand-written program names the lines of the flag's sets and waits
+        seen = f" ({', '.join(locs[(p, q, e)])})" if (p, q, e) in locs else ""
         raise BlockIRError(
             f"{where}: flag {p} -> {q} event {e} is set {'more' if v > 0 else 'less'} often "
-            f"than waited ({abs(v)})"
+            f"than waited ({abs(v)}){seen}"
         )
 
 

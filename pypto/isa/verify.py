@@ -40,12 +40,12 @@ from pypto.isa.ir import (
     TensorDecl,
     Tile,
 )
-from pypto.isa.opcodes import BINARY, OPCODES, REDUCTIONS, TILE_SCALAR, UNARY, pipe_of
+from pypto.isa.opcodes import BINARY, OPCODES, REDUCTIONS, TILE_SCALAR, UNARY, OpSpec, pipe_of
 
 if TYPE_CHECKING:
     from pypto.npu.machine import Machine
 
-__all__ = ["cast_ok", "verify"]
+__all__ = ["cast_ok", "verify", "verify_instr"]
 
 _FLOATS = (dt.float32, dt.float16, dt.bfloat16)
 _INT_OK_UNARY = ("TABS", "TNEG", "TRELU")
@@ -82,7 +82,8 @@ class _Ctx:
         self.ins: Instr | None = None
 
     def fail(self, msg: str, hint: str | None = None) -> IsaError:
-        where = f"{self.kind} #{self.index}"
+        # index -1: an instruction checked on its own (``verify_instr``) has no place yet
+        where = f"{self.kind} #{self.index}" if self.index >= 0 else self.kind
         if self.ins is not None:
             where += f" {self.ins}"
         loc_hint = hint
@@ -94,7 +95,7 @@ class _Ctx:
         """A valid instruction that cannot run on this machine (names every core of the kind)."""
         assert self.ins is not None and self.machine is not None
         where = f"every {self.kind} core of {self.machine.name}, pipe {pipe_of(self.ins)}, "
-        where += f"{self.kind} #{self.index} `{self.ins}`"
+        where += (f"{self.kind} #{self.index} " if self.index >= 0 else "") + f"`{self.ins}`"
         if self.ins.loc:
             where += f" (source {self.ins.loc})"
         return SimulationError(f"{where}: {msg}", op=self.ins.op, hint=hint)
@@ -410,6 +411,59 @@ def _verify_sync(c: _Ctx, ins: Instr) -> None:
             raise c.fault(f"cross-core flag id {ev.const} outside 0..{n - 1}")
 
 
+def _check_instr(c: _Ctx, ins: Instr) -> OpSpec:
+    """The rules one instruction keeps on its own: opcode, operand kinds, its group's rules and
+    its pipe on ``c.kind``'s core."""
+    spec = OPCODES.get(ins.op)
+    if spec is None:
+        raise c.fail(f"unknown opcode {ins.op!r}")
+    if len(ins.args) != len(spec.sig):
+        raise c.fail(f"{ins.op} takes {len(spec.sig)} operands ({spec.sig}), got {len(ins.args)}")
+    for kind, arg in zip(spec.sig, ins.args, strict=True):
+        _check_kind(c, kind, arg)
+    if ins.op == "LOOP":
+        step = ins.args[3]
+        assert isinstance(step, Expr)
+        if step.is_const and step.const <= 0:
+            raise c.fail("LOOP step must be positive")
+    elif ins.op in ("SDIV", "SMOD"):
+        d = ins.args[2]
+        assert isinstance(d, Expr)
+        if d.is_const and d.const == 0:
+            raise c.fail(f"{ins.op} by zero")
+    if spec.group == "vector":
+        _verify_vector(c, ins)
+    elif spec.group == "move":
+        _verify_move(c, ins)
+    elif spec.group == "cube":
+        _verify_cube(c, ins)
+    elif spec.group == "sync":
+        _verify_sync(c, ins)
+    p = pipe_of(ins)
+    if p not in PIPES_OF[c.kind]:
+        raise c.fail(
+            f"{ins.op} runs on the {p} pipe, which the {c.kind} core does not have",
+            hint=f"the {c.kind} core's pipes: " + ", ".join(PIPES_OF[c.kind]),
+        )
+    return spec
+
+
+def verify_instr(prog: Program, kind: str, ins: Instr, machine: Machine | None = None) -> None:
+    """Check the rules ``ins`` keeps on its own in the ``kind`` template of ``prog`` (whose GM
+    tensors it may name), so a program builder can report a mistake where it is made.
+
+    >>> from pypto.isa import parse_instr
+    >>> ins = parse_instr("TEXP UB[0x0]:f32[8,8], UB[0x100]:f32[8,8]")
+    >>> verify_instr(Program("p", (), ()), "aic", ins)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+      ...
+    pypto.isa.ir.IsaError: aic TEXP ...: ... tile is in UB, which the aic core does not have...
+    """
+    c = _Ctx(prog, CoreProgram(kind, (ins,)), machine)
+    c.index, c.ins = -1, ins
+    _check_instr(c, ins)
+
+
 def _verify_core(prog: Program, core: CoreProgram, machine: Machine | None) -> None:
     c = _Ctx(prog, core, machine)
     labels: dict[str, tuple[int, ...]] = {}
@@ -428,15 +482,8 @@ def _verify_core(prog: Program, core: CoreProgram, machine: Machine | None) -> N
             continue
         ins = item
         c.index, c.ins = idx, ins
-        spec = OPCODES.get(ins.op)
-        if spec is None:
-            raise c.fail(f"unknown opcode {ins.op!r}")
-        if len(ins.args) != len(spec.sig):
-            raise c.fail(
-                f"{ins.op} takes {len(spec.sig)} operands ({spec.sig}), got {len(ins.args)}"
-            )
-        for kind, arg in zip(spec.sig, ins.args, strict=True):
-            _check_kind(c, kind, arg)
+        spec = _check_instr(c, ins)
+        for arg in ins.args:
             for e in _exprs(arg):
                 used.extend((idx, ins, r) for r in e.regs)
         if spec.sig.startswith("R"):
@@ -450,10 +497,6 @@ def _verify_core(prog: Program, core: CoreProgram, machine: Machine | None) -> N
         if ins.op == "LOOP":
             reg = ins.args[0]
             assert isinstance(reg, Reg)
-            step = ins.args[3]
-            assert isinstance(step, Expr)
-            if step.is_const and step.const <= 0:
-                raise c.fail("LOOP step must be positive")
             loop_stack.append((idx, reg.name))
             scope = (*scope, idx)
         elif ins.op == "ENDLOOP":
@@ -465,25 +508,6 @@ def _verify_core(prog: Program, core: CoreProgram, machine: Machine | None) -> N
             target = ins.args[-1]
             assert isinstance(target, str)
             branches.append((idx, ins, target, scope))
-        elif ins.op in ("SDIV", "SMOD"):
-            d = ins.args[2]
-            assert isinstance(d, Expr)
-            if d.is_const and d.const == 0:
-                raise c.fail(f"{ins.op} by zero")
-        if spec.group == "vector":
-            _verify_vector(c, ins)
-        elif spec.group == "move":
-            _verify_move(c, ins)
-        elif spec.group == "cube":
-            _verify_cube(c, ins)
-        elif spec.group == "sync":
-            _verify_sync(c, ins)
-        p = pipe_of(ins)
-        if p not in PIPES_OF[c.kind]:
-            raise c.fail(
-                f"{ins.op} runs on the {p} pipe, which the {c.kind} core does not have",
-                hint=f"the {c.kind} core's pipes: " + ", ".join(PIPES_OF[c.kind]),
-            )
         idx += 1
     if loop_stack:
         c.index, c.ins = loop_stack[-1][0], None
