@@ -6,7 +6,7 @@
 float32
 """
 
-from pypto import dtypes, isa, npu, tile
+from pypto import block, dtypes, isa, npu, tile
 from pypto.compiler import jit, make_graph
 from pypto.core.errors import (
     BoundsError,
@@ -137,6 +137,7 @@ __all__ = [
     "arange",
     "argmax",
     "bfloat16",
+    "block",
     "bool_",
     "broadcast_to",
     "cast",
