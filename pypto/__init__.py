@@ -100,6 +100,7 @@ from pypto.tile.config import (
     set_vec_tile_shapes,
     tile_shapes,
 )
+from pypto.tile.language import ShapeDtype, kernel
 
 __version__ = "0.1.0"
 
@@ -127,6 +128,7 @@ __all__ = [
     "DTypeError",
     "NumericsMismatch",
     "PyptoError",
+    "ShapeDtype",
     "ShapeError",
     "SimulationError",
     "Tensor",
@@ -161,6 +163,7 @@ __all__ = [
     "int32",
     "isa",
     "jit",
+    "kernel",
     "layer_norm",
     "less",
     "less_equal",

@@ -3,7 +3,14 @@
 Importing this package registers every op in :data:`pypto.ops.table.OPS`.
 """
 
-from pypto.ops import elementwise, layout, linalg, reduce, vjp  # noqa: F401  (registration)
+from pypto.ops import (  # noqa: F401  (registration)
+    elementwise,
+    kernel_call,
+    layout,
+    linalg,
+    reduce,
+    vjp,
+)
 from pypto.ops.api import (
     abs,
     add,

@@ -1,9 +1,14 @@
-"""The Tile level: the Tile IR, tensor → tile lowering and the tile shapes in force.
+"""The Tile level: the Tile IR, tensor → tile lowering, the tile shapes in force, and the
+tile language of hand-written kernels (``pto.tile.load``, ``pto.tile.matmul`` ...; see
+:mod:`pypto.tile.language`).
 
 Importing this package registers the tile rules of every op into the op table.
 """
 
-from pypto.tile import attention, layout, matmul, reduce, rules  # noqa: F401  (registration)
+from pypto.tile import attention, layout, reduce, rules  # noqa: F401  (registration)
+
+# the matmul rules register on import; the name ``matmul`` is the tile language's
+from pypto.tile import matmul as _matmul_rules  # noqa: F401
 from pypto.tile.config import (
     TileConfig,
     current,
@@ -13,17 +18,85 @@ from pypto.tile.config import (
     tile_shapes,
 )
 from pypto.tile.ir import Kernel, TileFunc, TileVar
+from pypto.tile.language import (
+    Index,
+    PtoKernel,
+    Ref,
+    ShapeDtype,
+    Tile,
+    abs,
+    cos,
+    exp,
+    extract,
+    full,
+    gelu,
+    kernel,
+    load,
+    log,
+    matmul,
+    max,
+    maximum,
+    min,
+    minimum,
+    num_programs,
+    program_id,
+    range,
+    reciprocal,
+    relu,
+    rsqrt,
+    sigmoid,
+    sin,
+    sqrt,
+    store,
+    sum,
+    tanh,
+    where,
+    zeros,
+)
 from pypto.tile.lower import lower_func
 
 __all__ = [
+    "Index",
     "Kernel",
+    "PtoKernel",
+    "Ref",
+    "ShapeDtype",
+    "Tile",
     "TileConfig",
     "TileFunc",
     "TileVar",
+    "abs",
+    "cos",
     "current",
+    "exp",
+    "extract",
+    "full",
+    "gelu",
+    "kernel",
+    "load",
+    "log",
     "lower_func",
+    "matmul",
+    "max",
+    "maximum",
+    "min",
+    "minimum",
+    "num_programs",
+    "program_id",
+    "range",
+    "reciprocal",
+    "relu",
     "reset_tile_shapes",
+    "rsqrt",
     "set_cube_tile_shapes",
     "set_vec_tile_shapes",
+    "sigmoid",
+    "sin",
+    "sqrt",
+    "store",
+    "sum",
+    "tanh",
     "tile_shapes",
+    "where",
+    "zeros",
 ]
