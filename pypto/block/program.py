@@ -348,16 +348,19 @@ class _LoopState:
     core: _Core
     reg: str
     body: list[BItem]
+    loc: str
     parity_reg: str | None = None
     counter: str = ""
 
     def parity(self) -> Scalar:
         if self.parity_reg is None:
-            # a counter that runs on over every run of the loop, set once at the section start
+            # a counter that runs on over every run of the loop, set once at the section start;
+            # its instructions belong to the loop's line
             n = self.core.fresh("n_" + self.reg)
             p = self.core.fresh("p_" + self.reg)
-            self.core.prologue.append(BInstr(Instr("SMOV", (Reg(n), Expr.of(0)))))
-            self.body.insert(0, BInstr(Instr("SMOD", (Reg(p), Expr.reg(n), Expr.of(2)))))
+            self.core.prologue.append(BInstr(Instr("SMOV", (Reg(n), Expr.of(0)), self.loc)))
+            smod = Instr("SMOD", (Reg(p), Expr.reg(n), Expr.of(2)), self.loc)
+            self.body.insert(0, BInstr(smod))
             self.parity_reg = p
             self.counter = n
         return Scalar(self.parity_reg)
@@ -500,9 +503,9 @@ class _Range:
         reg = core.fresh(self.name or _name_at(loc, _WITH_AS), "i")
         head = Instr("LOOP", (Reg(reg), self.start, self.stop, self.step))
         self.b._check(core, head, loc)
-        st = _LoopState(core, reg, [])
+        st = _LoopState(core, reg, [], str(loc))
         core.stack.append(st)
-        self.loc, self.core, self.state = loc, core, st
+        self.core = core
         lp = Loop(reg)
         object.__setattr__(lp, "_state", st)
         return lp
@@ -511,9 +514,9 @@ class _Range:
         st = self.core.stack.pop()
         if st.parity_reg is not None:
             n = st.counter
-            st.body.append(BInstr(Instr("SADD", (Reg(n), Expr.reg(n), Expr.of(1)))))
+            st.body.append(BInstr(Instr("SADD", (Reg(n), Expr.reg(n), Expr.of(1)), st.loc)))
         par = st.parity_reg
-        lp = BLoop(st.reg, self.start, self.stop, self.step, tuple(st.body), par, str(self.loc))
+        lp = BLoop(st.reg, self.start, self.stop, self.step, tuple(st.body), par, st.loc)
         self.core.items.append(lp)
 
 

@@ -17,7 +17,7 @@ everything static is computed here once:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -38,6 +38,7 @@ from pypto.isa.ir import (
     Tile,
 )
 from pypto.isa.opcodes import BRANCHES, OPCODES, REDUCTIONS, SCALAR_BINARY, UNARY, pipe_of
+from pypto.isa.printer import format_instr
 from pypto.npu.machine import Machine
 
 __all__ = ["PIPE_NO", "PIPE_ORDER", "Compiled", "DmaInfo", "compile_program"]
@@ -106,9 +107,11 @@ class Compiled:
     sids_of: dict[str, range] = field(default_factory=dict)
 
     def where(self, sid: int) -> str:
-        """``aiv #12 TADD ...`` for messages."""
-        return f"{self.core_kind[sid]} #{self.local_index[sid]} `{self.instrs[sid]}`" + (
-            f" (source {self.instrs[sid].loc})" if self.instrs[sid].loc else ""
+        """``aiv #12 TADD ...`` for messages (the source location once, after the text)."""
+        ins = self.instrs[sid]
+        text = format_instr(replace(ins, loc=None))
+        return f"{self.core_kind[sid]} #{self.local_index[sid]} `{text}`" + (
+            f" (source {ins.loc})" if ins.loc else ""
         )
 
 

@@ -200,3 +200,15 @@ def test_unknown_opcode_in_a_built_program() -> None:
     prog = Program("p", (), (CoreProgram("aiv", (Instr("TFOO"),)),))
     with pytest.raises(IsaError, match="unknown opcode 'TFOO'"):
         prog.verify()
+
+
+def test_one_instruction_is_checked_on_its_own() -> None:
+    from pypto.isa import Program, parse_instr
+    from pypto.isa.verify import verify_instr
+
+    prog = Program("p", (), ())
+    verify_instr(prog, "aiv", parse_instr("TEXP UB[0x0]:f32[8,8], UB[0x100]:f32[8,8]"))
+    with pytest.raises(IsaError, match=r"^aiv TADD .*: TADD: operand 2 is f16, dst is f32"):
+        verify_instr(
+            prog, "aiv", parse_instr("TADD UB[0x0]:f32[8,8], UB[0x0]:f32[8,8], UB[0x100]:f16[8,8]")
+        )
