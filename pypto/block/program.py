@@ -13,26 +13,7 @@ wrote the instructions.
 Python is the macro language: a Python ``for`` unrolls, a :meth:`Builder.range` is a ``LOOP``
 of the program. Each instruction is checked by the ISA's rules as it is written (a mistake
 raises at its own line); the whole program is checked once the function returns.
-
->>> import numpy as np
->>> import pypto as pto
->>> from pypto.block import In, Out
->>> @pto.block.program(In((32, 64), "f32"), Out((32, 64), "f32"), machine="tiny", grid=1)
-... def double(b, x, y):
-...     ub = b.aiv.buffer("UB", (16, 64), "f32")
-...     with b.aiv:
-...         b.tload(ub, x[b.sub * 16, 0])
-...         b.set_flag("MTE2", "V", 0)
-...         b.wait_flag("MTE2", "V", 0)
-...         b.tadd(ub, ub, ub)
-...         b.set_flag("V", "MTE3", 0)
-...         b.wait_flag("V", "MTE3", 0)
-...         b.tstore(y[b.sub * 16, 0], ub)
->>> x = np.arange(32 * 64, dtype=np.float32).reshape(32, 64)
->>> bool((np.asarray(double(x)) == 2 * x).all())
-True
->>> print(double.isa.core("aiv").body[0])  # doctest: +ELLIPSIS
-TLOAD UB[0x0]:f32[16,64], x[%sub*16, 0]  loc("<doctest ...>:5")
+See :func:`program` for an example and ``docs/expert.md`` for a walk-through.
 """
 
 from __future__ import annotations
@@ -921,6 +902,28 @@ def program(
     the :class:`Builder` and a :class:`GmTensor` per parameter, declares buffers
     (``b.aic.buffer``, ``b.aiv.buffer``) and workspaces (``b.workspace``) and writes each core
     type's program in ``with b.aic:`` / ``with b.aiv:``. The result is a :class:`BlockProgram`.
+
+    Each vector core of the cluster doubles its 16 rows of ``x`` (``b.sub`` picks them):
+
+    >>> import numpy as np
+    >>> import pypto as pto
+    >>> from pypto.block import In, Out
+    >>> @pto.block.program(In((32, 64), "f32"), Out((32, 64), "f32"), machine="tiny", grid=1)
+    ... def double(b, x, y):
+    ...     ub = b.aiv.buffer("UB", (16, 64), "f32")
+    ...     with b.aiv:
+    ...         b.tload(ub, x[b.sub * 16, 0])
+    ...         b.set_flag("MTE2", "V", 0)
+    ...         b.wait_flag("MTE2", "V", 0)
+    ...         b.tadd(ub, ub, ub)
+    ...         b.set_flag("V", "MTE3", 0)
+    ...         b.wait_flag("V", "MTE3", 0)
+    ...         b.tstore(y[b.sub * 16, 0], ub)
+    >>> x = np.arange(32 * 64, dtype=np.float32).reshape(32, 64)
+    >>> bool((np.asarray(double(x)) == 2 * x).all())
+    True
+    >>> print(double.isa.core("aiv").body[0])  # doctest: +ELLIPSIS
+    TLOAD UB[0x0]:f32[16,64], x[%sub*16, 0]  loc("<doctest ...>:5")
     """
     decl = _caller()
 

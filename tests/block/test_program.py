@@ -285,3 +285,24 @@ def test_every_opcode_but_branches_is_a_builder_method() -> None:
     structured = {"LOOP", "ENDLOOP", "JMP", *BRANCHES}
     for op in OPCODES:
         assert hasattr(Builder, op.lower()) is (op not in structured), op
+
+
+def test_direct_hand_off_through_the_fixpipe_into_ub() -> None:
+    a5 = machine("tiny").replace(direct_cube_vector=True, name="tiny_a5")
+    p = matmul_scale_relu(256, 64, 64, direct=True, machine=a5)
+    assert "ws" not in {t.name for t in p.isa.tensors}  # no GM workspace
+    assert "TMOV UB@aiv1[%p_t*0x1000]:f32[16,64], L0C[%p_t*0x2000+0x1000]:f32[16,64]" in str(p.isa)
+    a = RNG.standard_normal((256, 64)).astype(np.float16)
+    w = RNG.standard_normal((64, 64)).astype(np.float16)
+    prof = p.profile(a, w)
+    check_invariants(prof)
+    rtol, atol = tolerance(dt.float32, k=64)
+    np.testing.assert_allclose(np.asarray(prof.outputs[0]), want(a, w), rtol=rtol, atol=atol)
+
+
+def test_misuse_a_path_the_machine_does_not_have() -> None:
+    with pytest.raises(ProgramError) as e:
+        matmul_scale_relu(direct=True)  # tiny hands tiles over through GM only
+    msg = str(e.value)
+    assert "tiny has no path from the cube core to a vector core's buffers" in msg
+    assert "at examples.py:" in msg and "hint: on A2/A3" in msg
