@@ -10,6 +10,7 @@ import pytest
 import pypto as pto
 from pypto.ops import catalog, table
 from pypto.ops.table import OPS, AVal, Cost
+from pypto.tile.examples import rms_norm_matmul
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,6 +46,10 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
     "slice": ((np.ones((5, 6), f32),), {"index": ((4, None, -2), (1, 5, 3))}),
     "take": ((np.ones((5, 6), f32), np.array([[0, -1], [2, 3]], np.int32)), {"axis": 1}),
     "pad": ((np.ones((2, 3), f32),), {"config": ((1, 0, 0), (0, 2, 1))}),
+    "kernel_call": (
+        (np.ones((16, 32), np.float16), np.ones(32, np.float16), np.ones((32, 32), np.float16)),
+        {"kernel": rms_norm_matmul.name, "bm": 16, "bn": 32, "bk": 16},
+    ),
 }
 
 
@@ -56,7 +61,11 @@ def test_table_is_complete() -> None:
 
 
 # Ops reached through syntax rather than a function of their own name.
-VIA_SYNTAX = {"slice": "x[start:stop:step]", "pad": "internal: the VJP of slice"}
+VIA_SYNTAX = {
+    "slice": "x[start:stop:step]",
+    "pad": "internal: the VJP of slice",
+    "kernel_call": "calling a @pto.kernel function",
+}
 
 DESIGN_NAMES = [
     "add",

@@ -261,7 +261,13 @@ class Index:
             "loop with pto.tile.range(...) (its bounds may be indices); branch on static values",
         )
 
+    def _compare(self, o: object) -> bool:
+        # a comparison would be decided once at trace time: refuse it as control flow
+        return self.__bool__()
+
     __index__ = __bool__
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _compare
+    __hash__ = object.__hash__
 
     def __repr__(self) -> str:
         return f"Index({self.expr})"
@@ -1177,7 +1183,7 @@ class PtoKernel:
         reference: Callable[..., Any] | None,
         name: str | None,
     ) -> None:
-        self.fn = fn
+        self.body = fn
         self.grid_spec = grid
         self.out_spec = out
         self.reference = reference
@@ -1243,7 +1249,7 @@ class PtoKernel:
         try:
             for point in np.ndindex(*grid):
                 mode.point = tuple(int(i) for i in point)
-                self.fn(*refs, **static)
+                self.body(*refs, **static)
         finally:
             _MODE.pop()
         if not o.written.all():
@@ -1284,7 +1290,7 @@ class PtoKernel:
     # ---- tracing
     def _refs(self, avals: Sequence[AVal], out: AVal, buffers: Sequence[str] = ()) -> list[Ref]:
         try:
-            params = list(inspect.signature(self.fn).parameters)
+            params = list(inspect.signature(self.body).parameters)
         except (TypeError, ValueError):
             params = []
         names = [p for p in params][: len(avals) + 1]
@@ -1307,7 +1313,7 @@ class PtoKernel:
         tr.file = self.file
         _MODE.append(tr)
         try:
-            self.fn(*self._refs(avals, out, buffers), **static)
+            self.body(*self._refs(avals, out, buffers), **static)
         finally:
             _MODE.pop()
         return tr

@@ -44,6 +44,7 @@ from jaxref import (
 import pypto as pto
 from pypto.core import dispatch
 from pypto.ops.table import OPS
+from pypto.tile.examples import rms_norm_matmul
 
 Draw = st.DataObject
 # jax.nn.softmax of integers casts its -inf initial value to the integer dtype (JAX's own).
@@ -633,6 +634,18 @@ def _matmul_shapes(data: Draw) -> tuple[tuple[int, ...], tuple[int, ...], int]:
     sa = (k,) if left == "vector" else (*ba, m, k)
     sb = (k,) if right == "vector" else (*bb, k, n)
     return sa, sb, k
+
+
+@case("kernel_call", dtypes=FLOATS, group="heavy")
+def _kernel_call(data: Draw, dtype: pto.DType, name: str) -> None:
+    m = data.draw(st.sampled_from([16, 48]), label="rows")
+    x = values(data, dtype, (m, 64), -2.0, 2.0)
+    g = values(data, dtype, (64,), -2.0, 2.0)
+    w = values(data, dtype, (64, 32), -1.0, 1.0)
+    tile = dict(bm=16, bn=32, bk=16)
+    out = rms_norm_matmul(x, g, w, **tile)
+    want = jitted(functools.partial(ref(name), kernel=rms_norm_matmul.name, **tile))(x, g, w)
+    assert_matches(out, want, 128, what=f"rms_norm_matmul kernel on {dtype.name}[{m},64]")
 
 
 @case("matmul", dtypes=NUMERIC, group="heavy")

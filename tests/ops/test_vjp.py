@@ -412,7 +412,8 @@ def test_non_differentiable_ops_have_no_vjp_rule() -> None:
     nondiff = {n for n, op in OPS.items() if not op.differentiable}
     assert {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"} <= nondiff
     assert "argmax" in nondiff
-    assert not [n for n in nondiff if "vjp" in OPS[n].rules]
+    # a hand-written kernel's rule only refuses (tests/tile/test_kernel.py): no silent zero
+    assert not [n for n in nondiff if "vjp" in OPS[n].rules and n != "kernel_call"]
 
 
 def test_abs_derivative_at_zero_is_jaxs() -> None:

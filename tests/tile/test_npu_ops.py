@@ -20,6 +20,7 @@ from pypto.graph.tracer import trace
 from pypto.ops.table import OPS
 from pypto.reference import compare
 from pypto.reference.jax_bridge import sum_lengths
+from pypto.tile.examples import rms_norm_matmul
 
 F = (pto.float32, pto.float16, pto.bfloat16)
 I = (pto.int32, pto.int8)
@@ -88,6 +89,11 @@ CASES: dict[str, Case] = {
     "scaled_dot_product_attention": (
         lambda q, k, v: pto.scaled_dot_product_attention(q, k, v, causal=True),
         [((2, 16, 32), "n"), ((2, 16, 32), "n"), ((2, 16, 32), "n")],
+        F,
+    ),
+    "kernel_call": (
+        lambda x, g, w: rms_norm_matmul(x, g, w, bm=16, bn=32, bk=16) + 1,
+        [((32, 64), "n"), ((64,), "n"), ((64, 32), "n")],
         F,
     ),
 }
