@@ -428,7 +428,6 @@ class Section:
                 f"{sp} buffer {d.short}[{rows},{cols}] x{slots} needs {need} bytes at {hex(at)}; "
                 f"{sp} of each {core.kind} core on {m.name} has {cap} bytes "
                 f"({max(cap - at, 0)} available from {hex(at)})",
-                op="buffer",
                 loc=loc,
                 hint="smaller tiles, fewer slots, or a machine with more: machine.replace(...)",
             )
@@ -595,7 +594,7 @@ class Builder:
         try:
             verify_instr(prog, core.kind, ins, self.machine)
         except (IsaError, SimulationError) as e:
-            raise ProgramError(e.detail, op=ins.op.lower(), loc=loc, hint=e.hint) from None
+            raise ProgramError(e.detail, loc=loc, hint=e.hint) from None
 
     def _emit(self, op: str, args: tuple[Any, ...], loc: SourceLoc) -> None:
         core = self._need_section(op.lower(), loc)

@@ -306,3 +306,18 @@ def test_misuse_a_path_the_machine_does_not_have() -> None:
     msg = str(e.value)
     assert "tiny has no path from the cube core to a vector core's buffers" in msg
     assert "at examples.py:" in msg and "hint: on A2/A3" in msg
+
+
+def test_the_docs_show_the_real_levels() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "expert.md").read_text()
+    section = doc[doc.index("## Block level: `pto.block`") :]
+    section = section[: section.find("\n## ")] if "\n## " in section else section
+    levels = section[section.index("### The two levels") : section.index("### When it goes")]
+    blocks = [b.split("```")[0] for b in levels.split("```text\n")[1:]]
+    assert len(blocks) == 2
+    p = matmul_scale_relu(256, 64, 64)
+    for text, level in zip(blocks, (str(p.block_ir), str(p.isa)), strict=True):
+        for line in text.splitlines():
+            if line.strip() != "...":
+                assert line in level.splitlines(), line
+    assert repr(p) in section
