@@ -65,12 +65,14 @@ __all__ = [
     "BlockProgram",
     "Buffer",
     "Builder",
+    "GmTensor",
     "In",
     "InOut",
     "Loop",
     "Out",
     "ProgramError",
     "Scalar",
+    "Section",
     "TensorSpec",
     "TileRef",
     "program",
@@ -113,11 +115,11 @@ def _name_at(loc: SourceLoc, pattern: re.Pattern[str]) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class TensorSpec:
-    """A GM tensor parameter of a program: its dtype, shape and role (``in``, ``out``,
+    """A GM tensor parameter of a program: its shape, dtype and role (``in``, ``out``,
     ``inout``); made by :func:`In`, :func:`Out` and :func:`InOut`."""
 
-    dtype: dt.DType
     shape: tuple[int, ...]
+    dtype: dt.DType
     role: str
 
     def __str__(self) -> str:
@@ -129,7 +131,7 @@ def _spec(shape: Sequence[int], dtype: Any, role: str) -> TensorSpec:
     dims = tuple(int(n) for n in shape)
     if not dims or any(n <= 0 for n in dims):
         raise ShapeError(f"a GM tensor needs a positive shape, got {list(dims)}", loc=_caller())
-    return TensorSpec(d, dims, role)
+    return TensorSpec(dims, d, role)
 
 
 def In(shape: Sequence[int], dtype: Any) -> TensorSpec:
@@ -163,8 +165,15 @@ class GmTensor:
         return self.decl.shape
 
     def __getitem__(self, at: Any) -> GmRef:
+        loc = _caller()
         row, col = at if isinstance(at, tuple) else (at, 0)
-        return GmRef(self.decl.name, _expr(row, _caller()), _expr(col, _caller()))
+        if isinstance(at, tuple) and len(at) != 2:
+            raise ProgramError(
+                f"{self.name}[{', '.join(map(str, at))}]: a GM window is {self.name}[row, col] "
+                "of the tensor's 2-D view",
+                loc=loc,
+            )
+        return GmRef(self.decl.name, _expr(row, loc), _expr(col, loc))
 
     def __repr__(self) -> str:
         return str(self.decl)
@@ -182,6 +191,9 @@ class Scalar(Reg):
     def _e(self) -> Expr:
         return Expr.reg(self.name)
 
+    def __repr__(self) -> str:
+        return f"%{self.name}"
+
     def __add__(self, other: Any) -> Expr:
         return self._e() + _expr(other, _caller())
 
@@ -194,7 +206,12 @@ class Scalar(Reg):
         return _expr(other, _caller()) - self._e()
 
     def __mul__(self, k: int) -> Expr:
-        return self._e() * k
+        if isinstance(k, bool) or not isinstance(k, int | np.integer):
+            raise ProgramError(
+                f"%{self.name} * {k!r}: addresses and indices are affine (register * int)",
+                loc=_caller(),
+            )
+        return self._e() * int(k)
 
     __rmul__ = __mul__
 
@@ -324,7 +341,7 @@ class Buffer:
 # --- the program being written ---
 
 
-@dataclass
+@dataclass(eq=False)
 class _LoopState:
     core: _Core
     reg: str
@@ -335,6 +352,11 @@ class _LoopState:
 
     def parity(self) -> Scalar:
         if self.parity_reg is None:
+            if self not in self.core.stack:
+                raise ProgramError(
+                    f"%{self.reg}.parity is first asked for after its loop ended; ask inside it",
+                    loc=_caller(),
+                )
             # a counter that runs on over every run of the loop, set once at the section start;
             # its instructions belong to the loop's line
             n = self.core.fresh("n_" + self.reg)
@@ -503,6 +525,20 @@ class _Range:
 _TILE_READ_ONLY = ("TSTORE",)
 
 
+def _regs(ins: Instr) -> set[str]:
+    out: set[str] = set()
+    for a in ins.args:
+        if isinstance(a, Reg):
+            out.add(a.name)
+        elif isinstance(a, Expr):
+            out.update(a.regs)
+        elif isinstance(a, Tile):
+            out.update(a.addr.regs)
+        elif isinstance(a, GmRef):
+            out.update(a.row.regs + a.col.regs)
+    return out
+
+
 def _method(op: str) -> Callable[..., None]:
     """The builder method of opcode ``op``: it records the instruction at the caller's line."""
 
@@ -563,7 +599,7 @@ class Builder:
         loc = _caller()
         core = self._need_section("reg", loc)
         r = core.fresh(name or _name_at(loc, _ASSIGN), "r")
-        self._emit("SMOV", (Reg(r), _expr(init, loc)), loc)
+        self._emit("SMOV", (Scalar(r), init), loc)
         return Scalar(r)
 
     def range(
@@ -590,6 +626,14 @@ class Builder:
         return self._current
 
     def _check(self, core: _Core, ins: Instr, loc: SourceLoc) -> None:
+        for r in _regs(ins):
+            if r not in core.names:
+                raise ProgramError(
+                    f"%{r} is not a register of the {core.kind} section",
+                    loc=loc,
+                    hint="a register belongs to the section that made it (b.reg, b.range); "
+                    "b.blk, b.nblk and b.sub are in every section",
+                )
         prog = Program(self.name, tuple(self.tensors), ())
         try:
             verify_instr(prog, core.kind, ins, self.machine)

@@ -321,3 +321,54 @@ def test_the_docs_show_the_real_levels() -> None:
             if line.strip() != "...":
                 assert line in level.splitlines(), line
     assert repr(p) in section
+
+
+def test_registers_manual_slots_and_rows() -> None:
+    @program(In((64, 64), f32), Out((64, 64), f32), machine="tiny")
+    def triple(b, x, y):
+        ub = b.aiv.buffer("UB", (8, 64), f32, slots=2)
+        with b.aiv:
+            j = b.reg(0)
+            s = b.reg()
+            for slot in (0, 1):
+                b.set_flag("MTE3", "MTE2", slot)
+            with b.range(4) as r:
+                b.smod(s, j, 2)
+                b.wait_flag("MTE3", "MTE2", s)
+                b.tload(ub[s], x[b.sub * 32 + r * 8, 0])
+                b.set_flag("MTE2", "V", s)
+                b.wait_flag("MTE2", "V", s)
+                b.tmuls(ub[s], ub[s], 3.0)
+                b.set_flag("V", "MTE3", s)
+                b.wait_flag("V", "MTE3", s)
+                b.tstore(y[b.sub * 32 + r * 8, 0], ub[s].rows(0, 4))
+                b.tstore(y[b.sub * 32 + r * 8 + 4, 0], ub[s].rows(4, 4))
+                b.set_flag("MTE3", "MTE2", s)
+                b.sadd(j, j, 1)
+            for slot in (0, 1):
+                b.wait_flag("MTE3", "MTE2", slot)
+
+    text = str(triple.isa)
+    assert "SMOV %j, 0" in text and "SMOD %s, %j, 2" in text and "LOOP %r, 0, 4, 1" in text
+    assert "TSTORE y[%sub*32+%r*8+4, 0], UB[%s*0x800+0x400]:f32[4,64]" in text
+    x = RNG.standard_normal((64, 64)).astype(np.float32)
+    prof = triple.profile(x)
+    check_invariants(prof)
+    np.testing.assert_allclose(np.asarray(prof.outputs[0]), 3 * x, rtol=1e-6)
+
+
+def test_misuse_a_register_of_the_other_section() -> None:
+    with pytest.raises(ProgramError) as e:
+
+        @program(In((64, 64), f32), Out((64, 64), f32))
+        def bad(b, x, y):
+            ub = b.aiv.buffer("UB", (8, 64), f32)
+            l1 = b.aic.buffer("L1", (8, 64), f32)
+            with b.aic, b.range(8) as t:
+                b.tload(l1, x[t * 8, 0])
+            with b.aiv:
+                b.tload(ub, x[t * 8, 0])  # OTHER-SECTION
+
+    msg = str(e.value)
+    assert "%t is not a register of the aiv section" in msg
+    assert at("OTHER-SECTION") in msg
