@@ -302,9 +302,7 @@ class Buffer:
         loc = _caller()
         s = _expr(slot, loc)
         if s.is_const and not 0 <= s.const < self.slots:
-            raise ProgramError(
-                f"slot {s.const} of %{self.name}, which has {self.slots}", loc=loc, op="buffer"
-            )
+            raise ProgramError(f"slot {s.const} of %{self.name}, which has {self.slots}", loc=loc)
         if len(s.terms) == 1 and s.terms[0][1] == 1 and not s.const:
             self._slot_regs.add(s.terms[0][0])
         return TileRef(self, self._tile(self.addr + s * self.stride))
@@ -426,7 +424,6 @@ class Section:
             raise ProgramError(
                 f"the {core.kind} core has no {sp}; its buffers are "
                 + ", ".join(s.value for s in SPACES_OF[core.kind]),
-                op="buffer",
                 loc=loc,
                 hint="UB belongs to the vector cores (b.aiv); L1, L0A, L0B and L0C to the cube "
                 "core (b.aic)",

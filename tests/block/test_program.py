@@ -11,7 +11,7 @@ import pytest
 
 import pypto as pto
 from pypto import dtypes as dt
-from pypto.block import In, Out, ProgramError, program
+from pypto.block import In, InOut, Out, ProgramError, program
 from pypto.block.examples import matmul_scale_relu
 from pypto.block.verify import BlockIRError
 from pypto.core.tolerance import tolerance
@@ -372,3 +372,26 @@ def test_misuse_a_register_of_the_other_section() -> None:
     msg = str(e.value)
     assert "%t is not a register of the aiv section" in msg
     assert at("OTHER-SECTION") in msg
+
+
+def test_inout_tensors_and_timing_only_runs() -> None:
+    @program(In((32, 64), f32), InOut((32, 64), f32), machine="tiny")
+    def accumulate(b, x, y):
+        ux = b.aiv.buffer("UB", (16, 64), f32)
+        uy = b.aiv.buffer("UB", (16, 64), f32)
+        with b.aiv:
+            b.tload(ux, x[b.sub * 16, 0])
+            b.tload(uy, y[b.sub * 16, 0])
+            b.set_flag("MTE2", "V", 0)
+            b.wait_flag("MTE2", "V", 0)
+            b.tadd(uy, uy, ux)
+            b.set_flag("V", "MTE3", 0)
+            b.wait_flag("V", "MTE3", 0)
+            b.tstore(y[b.sub * 16, 0], uy)
+
+    assert ".tensor y f32[32,64] inout" in str(accumulate.isa)
+    x = RNG.standard_normal((32, 64)).astype(np.float32)
+    y = RNG.standard_normal((32, 64)).astype(np.float32)
+    np.testing.assert_array_equal(np.asarray(accumulate(x, y)), x + y)
+    prof = accumulate.profile(numerics=False)
+    assert prof.outputs is None and prof.cycles > 0
