@@ -25,6 +25,7 @@ GROUP_MODULES: tuple[str, ...] = (
     "bench.graph_compile",
     "bench.npu_sim",
     "bench.lowering",
+    "bench.kernels",
 )
 """The modules that define benchmark groups, in the order the runner runs them."""
 

@@ -88,7 +88,7 @@ def test_tiny_group_through_the_runner(tmp_path: Path, capsys: pytest.CaptureFix
 def test_registry() -> None:
     registry = bench.groups()
     assert set(registry) >= {"eager_overhead", "graph_compile", "npu_sim", "lowering"}
-    assert "bench.lowering" in bench.GROUP_MODULES
+    assert "bench.lowering" in bench.GROUP_MODULES and "bench.kernels" in bench.GROUP_MODULES
     group = registry["eager_overhead"]
     assert [c.header for c in group.columns] == EAGER_HEADERS
     with pytest.raises(ValueError, match="twice"):
@@ -180,6 +180,23 @@ def test_lowering_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert len(judged) == len(rows) - 1  # the fuse=False baseline has no target of its own
     softmax = next(r for r in rows if r["benchmark"] == "softmax (last axis)")
     assert softmax.get("error") is None and isinstance(softmax["met"], bool)
+
+
+def test_kernels_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each hand-written kernel is measured beside its compiled counterpart."""
+    assert runner.main(["--only", "kernels", "--quick", "--out", str(tmp_path)]) == 0
+    table = _table(capsys.readouterr().out, "kernels")
+    assert [r[0] for r in table[2:]] == [
+        "flash attention: hand-written kernel",
+        "flash attention: compiled",
+        "rms_norm + matmul: hand-written kernel",
+        "rms_norm + matmul: compiled",
+    ]
+    rows = json.loads((tmp_path / "kernels.json").read_text())["rows"]
+    for hand, comp in zip(rows[::2], rows[1::2], strict=True):
+        assert "error" not in hand and "error" not in comp
+        assert 0 < hand["efficiency"] <= 1 + 1e-9 and 0 < comp["efficiency"] <= 1 + 1e-9
+        assert hand["vs_compiled"] == pytest.approx(comp["cycles"] / hand["cycles"])
 
 
 def test_lowering_row_reports_errors() -> None:

@@ -42,10 +42,11 @@ def _attention_out(q: Any, kt: Any, v: Any, **_: Any) -> ShapeDtype:
 
 
 def _attention_ref(q: Any, kt: Any, v: Any, *, scale: float = 1.0, **_: Any) -> Any:
+    # as pto.scaled_dot_product_attention's reference: logits rounded to the inputs' dtype
     f32 = jnp.float32
-    s = jnp.matmul(q.astype(f32), kt.astype(f32)) * scale
-    p = jax.nn.softmax(s, axis=-1)
-    return jnp.matmul(p.astype(q.dtype).astype(f32), v.astype(f32)).astype(q.dtype)
+    s = jnp.matmul(q, kt, preferred_element_type=f32).astype(q.dtype) * jnp.asarray(scale, q.dtype)
+    p = jax.nn.softmax(s.astype(f32), axis=-1)
+    return jnp.matmul(p.astype(q.dtype), v, preferred_element_type=f32).astype(q.dtype)
 
 
 @kernel(grid=_attention_grid, out=_attention_out, reference=_attention_ref)
@@ -60,17 +61,24 @@ def flash_attention(
     m = tl.full((bq, 1), -1e30)  # running row maximum
     den = tl.zeros((bq, 1))  # running row sum of exp
     acc = tl.zeros((bq, dv))  # f32 accumulator of P V
-    for j in tl.range(lk // bk):
-        kj = tl.load(kt, (b, 0, j * bk), (d, bk), space="L0B")
-        s = tl.matmul(qt, kj) * scale  # f32 scores, handed to the vector cores
-        m_new = tl.maximum(m, s.max(axis=1))
+    n = lk // bk
+    # software pipelined: the cube computes the next tile's scores while the vector cores
+    # run this tile's softmax (the last iteration recomputes tile 0's, unused)
+    s_next = tl.matmul(qt, tl.load(kt, (b, 0, 0), (d, bk), space="L0B"))
+    for j in tl.range(n):
+        s = s_next.astype(q.dtype) * scale  # scores in the inputs' dtype, as JAX rounds them
+        kj = tl.load(kt, (b, 0, (j + 1) % n * bk), (d, bk), space="L0B")
+        tl.matmul(qt, kj, out=s_next)
+        m_new = tl.maximum(m, s.max(axis=1).astype(dt.float32))
         alpha = tl.exp(m - m_new)
-        p = tl.exp(s - m_new)
-        den[...] = den * alpha + p.sum(axis=1)
+        p = tl.exp(s - m_new.astype(q.dtype))
+        den *= alpha
+        den += p.sum(axis=1).astype(dt.float32)
         m[...] = m_new
         vj = tl.load(v, (b, j * bk, 0), (bk, dv), space="L0B")
-        pv = tl.matmul(p.astype(q.dtype), vj)  # P handed back to the cube core
-        acc[...] = acc * alpha + pv
+        pv = tl.matmul(p, vj).astype(q.dtype)  # P to the cube core and P V back, as f16/bf16
+        acc *= alpha
+        acc += pv.astype(dt.float32)
     tl.store(o, (b, i * bq, 0), (acc / den).astype(o.dtype))
 
 
@@ -108,8 +116,9 @@ def rms_norm_matmul(
     i, jn = tl.program_id(0), tl.program_id(1)
     h = x.shape[1]
     ss = tl.zeros((bm, 1))
-    for kk in tl.range(h // bk):
-        xc = tl.load(x, (i * bm, kk * bk), (bm, bk)).astype(dt.float32)
+    wide = 128 if h % 128 == 0 else bk  # the first pass in wider chunks: fewer instructions
+    for kk in tl.range(h // wide):
+        xc = tl.load(x, (i * bm, kk * wide), (bm, wide)).astype(dt.float32)
         ss += (xc * xc).sum(axis=1)
     r = tl.rsqrt(ss * (1.0 / h) + eps)
 

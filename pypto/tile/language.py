@@ -985,9 +985,10 @@ def extract(
     return m.op("TEXTRACT", shp, t.dtype, sp, (t, start[0], start[1]))
 
 
-def matmul(a: Tile, b: Tile, acc: Tile | None = None) -> Tile:
+def matmul(a: Tile, b: Tile, acc: Tile | None = None, out: Tile | None = None) -> Tile:
     """``a @ b`` on the cube core: an L0C tile in float32 (int32 for int8). Operands in L1 or
-    UB are moved into L0A/L0B; ``acc`` accumulates in place (``acc += a @ b``)."""
+    UB are moved into L0A/L0B; ``acc`` accumulates in place (``acc += a @ b``); ``out``
+    overwrites an earlier result's tile (a value carried across loop iterations)."""
     m = _mode("matmul")
     if a.shape[1] != b.shape[0]:
         raise m.fail(
@@ -1003,16 +1004,19 @@ def matmul(a: Tile, b: Tile, acc: Tile | None = None) -> Tile:
     y = m.to_cube(b, Space.L0B)
     shape = (a.shape[0], b.shape[1])
     d = dt.int32 if a.dtype is dt.int8 else dt.float32
-    if acc is None:
+    into = acc if acc is not None else out
+    if into is None:
         return m.op("TMATMUL", shape, d, Space.L0C, (x, y))
-    if acc.space is not Space.L0C or acc.shape != shape or acc.dtype is not d:
+    if acc is not None and out is not None:
+        raise m.fail(TraceError, "matmul takes acc= (accumulate) or out= (overwrite), not both")
+    if into.space is not Space.L0C or into.shape != shape or into.dtype is not d:
         raise m.fail(
             TileError,
-            f"acc must be an L0C {d.short}{list(shape)} tile, got {acc.space} "
-            f"{acc.dtype.short}{list(acc.shape)}",
+            f"{'acc' if acc is not None else 'out'} must be an L0C {d.short}{list(shape)} "
+            f"tile, got {into.space} {into.dtype.short}{list(into.shape)}",
             "pass the result of an earlier matmul",
         )
-    return m.op("TMATMUL_ACC", shape, d, Space.L0C, (x, y), out=acc)
+    return m.op("TMATMUL_ACC" if acc is not None else "TMATMUL", shape, d, Space.L0C, (x, y), into)
 
 
 def _operands(m: _Mode, what: str, *xs: Any) -> tuple[list[Any], dt.DType]:
