@@ -1505,7 +1505,7 @@ def _build(lw: Lowering, k: PtoKernel, tr: _Trace, loc: SourceLoc | None) -> Ker
     grid = tuple((f"pid{i}", n) for i, n in enumerate(tr.grid))
     flops = _flops(stream, tr.grid)
     if "aic" not in kinds:
-        sec = Section("aiv", _only(stream, "aiv", None, {}))
+        sec = Section("aiv", _prune(_only(stream, "aiv", None, {})))
         return Kernel(lw.fresh(k.name), "kernel", grid, (sec,), loc=loc, flops=flops)
     split = None
     if tr.crossings:
@@ -1540,10 +1540,10 @@ def _build(lw: Lowering, k: PtoKernel, tr: _Trace, loc: SourceLoc | None) -> Ker
         rings.append(Ring(buf, src_core, slot))
         ring_of[c.ring] = (buf, slot, cnt)
     pre = tuple(SOp("SMOV", f"cn{c.ring}", (Expr(),)) for c in tr.crossings)
-    aic = Section("aic", _only(stream, "aic", None, ring_of), pre)
+    aic = Section("aic", _prune(_only(stream, "aic", None, ring_of)), pre)
     sections = [aic]
     if split is not None:
-        aiv_body = _only(stream, "aiv", split, ring_of)
+        aiv_body = _prune(_only(stream, "aiv", split, ring_of))
         sections.append(Section("aiv", aiv_body, pre))
     if len(rings) * 2 > m.cross_flag_ids:
         raise TileError(
@@ -1596,6 +1596,40 @@ def _only(
             out.append(SOp("SADD", cnt, (Expr.reg(cnt), Expr.of(1))))
         elif _section_of(s) == core:
             out.append(_halve(s, split) if core == "aiv" and split is not None else s)
+    return tuple(out)
+
+
+def _prune(stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
+    """Without the scalar instructions whose registers this section never reads (index
+    arithmetic the other core type needs)."""
+
+    def reads(s: Stmt) -> list[str]:
+        if isinstance(s, TLoad | TStore):
+            return [*s.row.regs, *s.col.regs]
+        if isinstance(s, TOp):
+            return [r for a in s.args if isinstance(a, Expr) for r in a.regs]
+        if isinstance(s, SOp):
+            return [r for a in s.args for r in a.regs]
+        assert isinstance(s, For)
+        return [*s.start.regs, *s.stop.regs]
+
+    used: set[str] = set()
+    while True:
+        kept = _keep(stmts, used)
+        now = {r for s in _walk(kept) for r in reads(s)}
+        if now <= used:
+            return kept
+        used |= now
+
+
+def _keep(stmts: tuple[Stmt, ...], used: set[str]) -> tuple[Stmt, ...]:
+    out: list[Stmt] = []
+    for s in stmts:
+        if isinstance(s, SOp) and s.dst not in used:
+            continue
+        if isinstance(s, For):
+            s = For(s.reg, s.start, s.stop, s.step, _keep(s.body, used))
+        out.append(s)
     return tuple(out)
 
 
