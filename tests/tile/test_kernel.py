@@ -273,3 +273,17 @@ def test_cube_and_vector_tiles_stay_in_their_spaces() -> None:
     a = np.ones((16, 16), np.float16)
     with pytest.raises(pto.TileError, match="a L0A tile cannot reach the vector cores"):
         wrong(a, a)
+
+
+def test_the_tile_ir_in_docs_expert_md_is_current() -> None:
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "expert.md").read_text()
+    part = doc[doc.index("### Flash attention by hand") :]
+    shown = part[part.index("```text\n") + 8 : part.index("\n```", part.index("```text"))]
+    q = np.zeros((1, 128, 64), np.float16)
+    kt = np.zeros((1, 64, 128), np.float16)
+    tile = dict(bq=64, bk=64, scale=0.125)
+    f = pto.jit(lambda q, kt, v: flash_attention(q, kt, v, **tile), machine="tiny")
+    now = re.sub(rf"  # {HERE}:\d+", "", str(f.lower(q, kt, q).tile_ir.kernels[0]))
+    assert shown == now, "docs/expert.md shows a stale Tile IR: paste the printed kernel"
