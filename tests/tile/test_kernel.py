@@ -287,3 +287,17 @@ def test_the_tile_ir_in_docs_expert_md_is_current() -> None:
     f = pto.jit(lambda q, kt, v: flash_attention(q, kt, v, **tile), machine="tiny")
     now = re.sub(rf"  # {HERE}:\d+", "", str(f.lower(q, kt, q).tile_ir.kernels[0]))
     assert shown == now, "docs/expert.md shows a stale Tile IR: paste the printed kernel"
+
+
+def test_a_kernel_call_prints_and_parses_back_in_the_tensor_ir() -> None:
+    from pypto.graph.parser import parse
+
+    x, g, w = (
+        np.zeros((32, 64), np.float16),
+        np.zeros(64, np.float16),
+        np.zeros((64, 32), np.float16),
+    )
+    f = pto.make_graph(lambda x, g, w: rms_norm_matmul(x, g, w, bm=16, bn=32, bk=16) * 2)(x, g, w)
+    text = str(f)
+    assert "= kernel_call %x, %g, %w [kernel='rms_norm_matmul' bm=16 bn=32 bk=16]" in text
+    assert str(parse(text).verify()) == text
