@@ -617,7 +617,6 @@ class Builder:
             raise ProgramError(
                 f"b.{what} outside a core section: write it inside `with b.aic:` (the cube core) "
                 "or `with b.aiv:` (the vector cores)",
-                op=what,
                 loc=loc,
             )
         return self._current
@@ -642,7 +641,7 @@ class Builder:
         sig = OPCODES[op].sig
         if len(args) != len(sig):
             raise ProgramError(
-                f"b.{op.lower()} takes {len(sig)} operands, got {len(args)}", op=op.lower(), loc=loc
+                f"b.{op.lower()} takes {len(sig)} operands, got {len(args)}", loc=loc
             )
         ops: list[Operand] = []
         tiles: list[TileRef] = []
