@@ -17,7 +17,7 @@ from pypto.block.verify import BlockIRError
 from pypto.core.tolerance import tolerance
 from pypto.isa import parse
 from pypto.isa.ir import Instr
-from pypto.npu import check_invariants, machine
+from pypto.npu import check_invariants, machine, simulate
 
 SRC = Path(__file__).read_text().splitlines()
 HERE = Path(__file__).name
@@ -78,6 +78,13 @@ def test_levels_are_real_and_carry_the_source() -> None:
     block = str(p.block_ir)
     assert ".buf L0A[0x0, +0x1000 x2 by %p_t] %at" in block
     assert "loop %t in %blk..8 step %nblk {" in block
+    # the text is the program: re-parsed, it runs the same on the simulator
+    a = RNG.standard_normal((256, 64)).astype(np.float16)
+    w = RNG.standard_normal((64, 64)).astype(np.float16)
+    ran = simulate(parse(text), "tiny", {"a": a, "w": w})
+    prof = p.profile(a, w)
+    assert ran.cycles == prof.cycles
+    np.testing.assert_array_equal(ran.outputs["y"], np.asarray(prof.outputs[0]))
 
 
 def test_call_takes_numpy_and_tensors_and_displays() -> None:
