@@ -182,12 +182,17 @@ class Profile:
         cube = sum(n * c for n, c in zip(count, cp.cube_cycles) if n) / m.n_aic
         vbytes = float(sum(n * b for n, b in zip(count, cp.vec_bytes) if n))
         vec = vbytes / m.vector_bytes / m.n_aiv
+        # Compulsory traffic: every GM line of an input the program touches comes from HBM
+        # once, every line of an output goes there once. Lines never touched (a slice of a
+        # large tensor, rows a take skips) are not counted: the bound stays a lower bound.
         compulsory = 0
-        for t in cp.program.tensors:
-            if t.role in ("in", "inout"):
-                compulsory += t.nbytes
-            if t.role in ("out", "inout"):
-                compulsory += t.nbytes
+        stamp, shift = eng.l2.stamp, eng.l2.shift
+        for t, base in zip(cp.program.tensors, cp.tensor_base, strict=True):
+            if t.role not in ("in", "inout", "out"):
+                continue
+            lines = stamp[base >> shift : (base + t.nbytes + m.l2_line_bytes - 1) >> shift]
+            touched = min(t.nbytes, int(np.count_nonzero(lines >= 0)) * m.l2_line_bytes)
+            compulsory += touched * (2 if t.role == "inout" else 1)
         hbm = compulsory / m.hbm_bytes_per_cycle
         bounds = {"cube": cube, "vector": vec, "hbm": hbm}
         bound = max(bounds, key=lambda k: bounds[k])

@@ -191,3 +191,20 @@ def test_the_stepping_debugger_stops_after_any_instruction(sim, program) -> None
     assert loaded
     with pytest.raises(Exception, match="debugger needs numerics"):
         simulate(p, "tiny", stop_after=2, numerics=False)
+
+
+def test_the_hbm_bound_counts_only_the_lines_a_program_touches() -> None:
+    """A slice of a large input reads a few of its lines: counting the whole tensor as
+    compulsory traffic would put the roofline above the simulated time (efficiency > 1)."""
+    import pypto as pto
+
+    x = np.ones((2048, 2048), np.float32)
+    small = pto.jit(lambda x: x[0:8, 0:64] * 2).profile(x, numerics=False)
+    check_invariants(small)
+    assert 0 < small.efficiency <= 1
+    m = small.machine
+    lines = 8 * -(-64 * 4 // m.l2_line_bytes)  # eight rows of the input, the 2 KiB output
+    want = (lines * m.l2_line_bytes + 8 * 64 * 4) / m.hbm_bytes_per_cycle
+    assert small.roofline_cycles == pytest.approx(want)
+    whole = pto.jit(lambda x: x * 2).profile(x, numerics=False)
+    assert whole.roofline_cycles == pytest.approx(2 * x.nbytes / m.hbm_bytes_per_cycle, rel=1e-6)
