@@ -2,7 +2,8 @@
 
 The roofline (Williams, Waterman & Patterson, CACM 2009) is the program's lower bound on the
 machine: the largest of cube work / cube peak, vector work / vector peak and compulsory HBM bytes
-(each input read once, each output written once) / HBM bandwidth, all over the whole chip.
+(each L2 line of an input the program reads comes from HBM once, each line of an output goes
+there once) / HBM bandwidth, all over the whole chip.
 ``efficiency = roofline_cycles / cycles`` is at most 1.
 
 >>> from pypto.npu import simulate
