@@ -328,6 +328,9 @@ def test_the_docs_show_the_real_levels() -> None:
             if line.strip() != "...":
                 assert line in level.splitlines(), line
     assert repr(p) in section
+    # the profile summary shown for the call (timing does not depend on the data)
+    a, w = np.zeros((256, 64), np.float16), np.zeros((64, 64), np.float16)
+    assert str(p.profile(a, w)) in section
 
 
 def test_registers_manual_slots_and_rows() -> None:
