@@ -229,9 +229,9 @@ class _Emit:
         grid: list[tuple[str, int]] = []
         for d, (start, extent, t) in enumerate(box):
             n = extent // t
-            # a dim longer than one element is a grid dim even when one tile covers it, so the
-            # kernel's code does not change with the tensor's size (only its grid does)
-            if extent > 1 and t < extent or extent > 1 and d != len(box) - 1:
+            # a dim longer than one element is a grid dim even when one tile covers it (but for
+            # whole rows), so the kernel's code does not change with the sizes, only its grid
+            if extent > 1 and (t < extent or d != len(box) - 1):
                 reg = f"d{d}"
                 grid.append((reg, n))
                 idx.append(Expr.reg(reg) * t + start)
