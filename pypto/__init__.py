@@ -42,6 +42,7 @@ from pypto.eager import (
     zeros_like,
 )
 from pypto.graph.autodiff import grad, value_and_grad, vjp
+from pypto.graph.custom_vjp import custom_vjp
 from pypto.ops import (
     abs,
     add,
@@ -147,6 +148,7 @@ __all__ = [
     "clip",
     "concat",
     "cos",
+    "custom_vjp",
     "div",
     "dtypes",
     "equal",

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pypto import dtypes as dt
 from pypto.core import progress
 from pypto.core.errors import PyptoError, TraceError
-from pypto.core.passes import PassManager, Snapshot, verify_default
+from pypto.core.passes import Pass, PassManager, Snapshot, verify_default
 from pypto.eager.tensor import Tensor, _wrap
 from pypto.graph import interpret, passes, pytree
 from pypto.graph.ir import Func
@@ -388,7 +388,9 @@ class Jitted:
                 hint="pass the value as an argument instead",
             )
         step("tensor passes")
-        pipeline = passes.DEFAULT if self.fuse else passes.UNFUSED
+        pipeline: tuple[Pass, ...] = passes.DEFAULT if self.fuse else passes.UNFUSED
+        if passes.has_calls(func):  # differentiated by now: custom_vjp bodies go inline
+            pipeline = (passes.inline, *pipeline)
         opt, snaps = PassManager(pipeline, snapshots=snapshots).run(func)
         lw = Lowered(
             func,

@@ -14,6 +14,14 @@ from pypto.tile.examples import rms_norm_matmul
 
 ROOT = Path(__file__).resolve().parent.parent
 
+
+@pto.custom_vjp
+def _dense(x, w):
+    return pto.relu(x @ w)
+
+
+_dense.defvjp(lambda x, w: (_dense(x, w), (x, w)), lambda r, g: (g @ r[1].T, r[0].T @ g))
+
 # One sample application per primitive: input arrays and params, as the API would bind them.
 f32 = np.float32
 SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
@@ -46,6 +54,7 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
     "slice": ((np.ones((5, 6), f32),), {"index": ((4, None, -2), (1, 5, 3))}),
     "take": ((np.ones((5, 6), f32), np.array([[0, -1], [2, 3]], np.int32)), {"axis": 1}),
     "pad": ((np.ones((2, 3), f32),), {"config": ((1, 0, 0), (0, 2, 1))}),
+    "custom_vjp_call": ((np.ones((2, 3), f32), np.ones((3, 4), f32)), {"fn": _dense.name}),
     "kernel_call": (
         (np.ones((16, 32), np.float16), np.ones(32, np.float16), np.ones((32, 32), np.float16)),
         {"kernel": rms_norm_matmul.name, "bm": 16, "bn": 32, "bk": 16},
@@ -64,6 +73,7 @@ def test_table_is_complete() -> None:
 VIA_SYNTAX = {
     "slice": "x[start:stop:step]",
     "pad": "internal: the VJP of slice",
+    "custom_vjp_call": "a traced call of a pto.custom_vjp function",
     "kernel_call": "calling a @pto.kernel function",
 }
 

@@ -4,6 +4,7 @@ Importing this package registers every op in :data:`pypto.ops.table.OPS`.
 """
 
 from pypto.ops import (  # noqa: F401  (registration)
+    custom_vjp_call,
     elementwise,
     kernel_call,
     layout,

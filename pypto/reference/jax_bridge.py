@@ -18,6 +18,7 @@ from pypto import dtypes as dt
 from pypto.core.errors import NumericsMismatch
 from pypto.graph import pytree
 from pypto.graph.ir import Atom, Func, Lit, Var
+from pypto.graph.passes import inline
 from pypto.graph.tracer import Spec, trace
 from pypto.ops import api
 from pypto.ops.table import OPS, AVal
@@ -78,6 +79,7 @@ def sum_lengths(func: Func) -> list[int]:
     """Per output, the K of the tolerance table: the summed lengths of the reductions and
     matmul contractions along its longest dependency chain (relative rounding errors of chained
     reductions add up; they do not multiply)."""
+    func = inline(func)  # the sums inside custom_vjp bodies count too
     k: dict[Var, int] = {}
     for e in func.eqns:
         kin = max((k.get(a, 1) for a in e.inputs if isinstance(a, Var)), default=1)

@@ -604,6 +604,24 @@ def _pad(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, expected, what=f"pad {config}")
 
 
+@pto.custom_vjp
+def _log1pexp(x):
+    return pto.log(1.0 + pto.exp(x))
+
+
+_log1pexp.defvjp(lambda x: (_log1pexp(x), x), lambda x, g: (g * pto.sigmoid(x),))
+_log1pexp_ref = functools.partial(ref("custom_vjp_call"), fn=_log1pexp.name)
+
+
+@case("custom_vjp_call", dtypes=FLOATS, group="elementwise")
+def _custom_vjp_call(data: Draw, dtype: pto.DType, name: str) -> None:
+    # Bound directly: eagerly a custom_vjp function just runs; traced, it is this equation.
+    a = values(data, dtype, data.draw(shapes()), -5.0, 5.0, specials=SPECIALS)
+    x = as_input(data, a, allow_numpy=False)
+    out = dispatch.bind(OPS[name], (x,), {"fn": _log1pexp.name})
+    assert_matches(out, jax_elementwise(_log1pexp_ref, a), what=name)
+
+
 # ---------------------------------------------------------------------------------------------
 # Ops whose JAX reference runs on the real shapes (one compiled kernel per shape)
 

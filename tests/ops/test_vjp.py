@@ -189,6 +189,17 @@ def _spec(shape: tuple[int, ...], key: Any) -> dict[str, Any]:
     return {"index": api.slice_spec(shape, key)[0]}
 
 
+@pto.custom_vjp
+def _sin_mul(x, y):
+    return pto.sin(x) * y
+
+
+_sin_mul.defvjp(
+    lambda x, y: (_sin_mul(x, y), (x, y)),
+    lambda r, g: (g * pto.cos(r[0]) * r[1], g * pto.sin(r[0])),
+)
+
+
 CASES: dict[str, list[Case]] = {
     "exp": [([normal(_X23, 1)], {}, 1), ([normal(_X23, 1, bf16)], {}, 1)],
     "log": [([uniform(_X23, 2, 0.1, 3.0)], {}, 1)],
@@ -270,6 +281,8 @@ CASES: dict[str, list[Case]] = {
         ([normal((4, 3), 78, bf16), np.array([1, 1, 2], np.int32)], {"axis": 0}, 2),
         ([normal((4, 3), 79), np.zeros((0,), np.int32)], {"axis": 0}, 1),
     ],
+    # a hand-written backward equal to the body's derivative: JAX differentiates the body
+    "custom_vjp_call": [([normal(_X23, 80), normal(_X23, 81)], {"fn": _sin_mul.name}, 1)],
 }
 
 

@@ -31,6 +31,18 @@ Case = tuple[Callable[..., Any], list[tuple[tuple[int, ...], str]], tuple[pto.DT
 ``i`` small integers (as the dtype), ``b`` bool, ``x`` int32 indices."""
 
 X, ROW, COL = (6, 40), (40,), (6, 1)
+
+
+@pto.custom_vjp
+def _dense(x, w):
+    return pto.tanh(x @ w)
+
+
+_dense.defvjp(
+    lambda x, w: (_dense(x, w), (x, w, _dense(x, w))),
+    lambda r, g: ((g * (1 - r[2] * r[2])) @ r[1].T, r[0].T @ (g * (1 - r[2] * r[2]))),
+)
+
 CASES: dict[str, Case] = {
     "exp": (pto.exp, [(X, "n")], F),
     "log": (pto.log, [(X, "p")], F),
@@ -89,6 +101,11 @@ CASES: dict[str, Case] = {
     "scaled_dot_product_attention": (
         lambda q, k, v: pto.scaled_dot_product_attention(q, k, v, causal=True),
         [((2, 16, 32), "n"), ((2, 16, 32), "n"), ((2, 16, 32), "n")],
+        F,
+    ),
+    "custom_vjp_call": (  # inlined before tiling, its backward fused like any other code
+        lambda x, w: (_dense(x, w), pto.grad(lambda w: _dense(x, w).sum())(w)),
+        [((16, 32), "n"), ((32, 24), "n")],
         F,
     ),
     "kernel_call": (

@@ -4,10 +4,22 @@ from pypto.graph.passes.constfold import constant_fold
 from pypto.graph.passes.cse import cse
 from pypto.graph.passes.dce import dce
 from pypto.graph.passes.fusion import fuse, unfuse
+from pypto.graph.passes.inlining import has_calls, inline
 from pypto.graph.passes.simplify import simplify
 
 SIMPLIFY = (simplify, constant_fold, cse, dce)
 DEFAULT = (*SIMPLIFY, fuse)
 UNFUSED = (*SIMPLIFY, unfuse)
 
-__all__ = ["DEFAULT", "UNFUSED", "constant_fold", "cse", "dce", "fuse", "simplify", "unfuse"]
+__all__ = [
+    "DEFAULT",
+    "UNFUSED",
+    "constant_fold",
+    "cse",
+    "dce",
+    "fuse",
+    "has_calls",
+    "inline",
+    "simplify",
+    "unfuse",
+]
