@@ -39,6 +39,7 @@ from pypto import dtypes as dt
 from pypto.isa.ir import Cond, Expr, GmRef, Instr, Space, Tile
 from pypto.isa.opcodes import BINARY, REDUCTIONS, TILE_SCALAR, UNARY
 from pypto.npu.compile import Compiled
+from pypto.ops.elementwise import float_power
 
 __all__ = ["SPACE_NO", "Widened", "build_access", "build_exec", "flush_l0c", "to_dtype", "untag"]
 
@@ -93,7 +94,7 @@ _BINARY_FN: dict[str, Callable[[np.ndarray, Any], np.ndarray]] = {
     "TDIV": np.divide,
     "TMAX": np.maximum,
     "TMIN": np.minimum,
-    "TPOW": np.power,
+    "TPOW": float_power,
 }
 _CMP_FN: dict[Cond, Callable[[Any, Any], np.ndarray]] = {
     Cond.EQ: np.equal,

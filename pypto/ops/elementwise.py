@@ -158,6 +158,18 @@ MAXIMUM = _elementwise("maximum", np.maximum, jnp.maximum, "elementwise max (NaN
 MINIMUM = _elementwise("minimum", np.minimum, jnp.minimum, "elementwise min (NaN propagates)")
 
 
+def float_power(x: np.ndarray, y: Any) -> np.ndarray:
+    """``np.power`` with C99's (and JAX's) value for a base of -inf and a non-integer
+    exponent: ``(-inf) ** 0.5`` is inf (and ``(-inf) ** -0.5`` is 0), where numpy gives nan."""
+    r = np.power(x, y)
+    neg = np.isneginf(x)
+    if not neg.any():
+        return r
+    yb = np.broadcast_to(y, r.shape)
+    fix = np.broadcast_to(neg, r.shape) & np.isfinite(yb) & (yb != np.floor(yb))
+    return np.where(fix, np.where(yb > 0, np.inf, 0.0).astype(r.dtype), r)
+
+
 def _pow(x: np.ndarray, y: np.ndarray | float) -> np.ndarray:
     y = np.asarray(y, x.dtype)  # the eager fast path passes a weak Python scalar as is
     if x.dtype.kind == "i":
@@ -169,7 +181,7 @@ def _pow(x: np.ndarray, y: np.ndarray | float) -> np.ndarray:
                 hint="cast the base to a float dtype first",
             )
         return np.power(x, y)
-    return in_f32(np.power)(x, y)
+    return in_f32(float_power)(x, y)
 
 
 POW = _elementwise(

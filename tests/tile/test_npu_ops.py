@@ -175,3 +175,13 @@ def test_npu_is_bit_exact_with_eager_on_elementwise_chains() -> None:
         np.testing.assert_array_equal(
             np.asarray(pto.jit(f, machine="tiny")(x, b)), np.asarray(f(x, b)), err_msg=d.name
         )
+
+
+def test_pow_of_negative_infinity_follows_jax_eagerly_and_on_the_npu() -> None:
+    import jax.numpy as jnp
+
+    x = np.array([-np.inf, -np.inf, -np.inf, -1.0, 4.0, np.inf], np.float32)
+    y = np.array([0.5, -0.5, 3.0, 0.5, 0.5, -2.0], np.float32)
+    want = np.asarray(jnp.power(x, y))  # inf, 0, -inf, nan, 2, 0
+    for got in (pto.pow(x, y), pto.jit(lambda x, y: x**y, machine="tiny")(x, y)):
+        np.testing.assert_array_equal(got.numpy(), want)
