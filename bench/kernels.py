@@ -16,7 +16,6 @@ Tile level costs next to the compiler's, and docs/performance.md says what limit
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,7 +23,16 @@ import numpy as np
 
 import pypto as pto
 from bench import Column, Group, Row, Settings, register
-from bench.lowering import MACHINE, TIMES, _opt, _us_text, profile_row, shape_text, sim_timeout
+from bench.lowering import (
+    MACHINE,
+    TIMES,
+    _opt,
+    _us_text,
+    profile_row,
+    shape_text,
+    sim_timeout,
+    without_progress,
+)
 from pypto.tile.examples import flash_attention, rms_norm_matmul
 
 F16 = np.float16
@@ -51,15 +59,7 @@ def _pair(
 
 
 def _rows(settings: Settings) -> Iterator[Row]:
-    saved = os.environ.get("PYPTO_PROGRESS")
-    os.environ["PYPTO_PROGRESS"] = "0"
-    try:
-        yield from _measure(settings)
-    finally:
-        if saved is None:
-            del os.environ["PYPTO_PROGRESS"]
-        else:
-            os.environ["PYPTO_PROGRESS"] = saved
+    return without_progress(_measure(settings))
 
 
 def _measure(settings: Settings) -> Iterator[Row]:

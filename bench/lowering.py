@@ -397,18 +397,22 @@ def _compile_rows(sizes: Sizes) -> Iterator[Row]:
     }
 
 
-def _rows(settings: Settings) -> Iterator[Row]:
-    # pypto's progress bars (stderr, after a second) would interleave with the runner's lines
-    # and cost time inside the measured compiles: off while this group runs.
+def without_progress(rows: Iterator[Row]) -> Iterator[Row]:
+    """``rows`` with pypto's progress bars off: they (stderr, after a second) would interleave
+    with the runner's lines and cost time inside the measured compiles."""
     saved = os.environ.get("PYPTO_PROGRESS")
     os.environ["PYPTO_PROGRESS"] = "0"
     try:
-        yield from _measure(settings)
+        yield from rows
     finally:
         if saved is None:
             del os.environ["PYPTO_PROGRESS"]
         else:
             os.environ["PYPTO_PROGRESS"] = saved
+
+
+def _rows(settings: Settings) -> Iterator[Row]:
+    return without_progress(_measure(settings))
 
 
 def sim_timeout(settings: Settings) -> float | None:
