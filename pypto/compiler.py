@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -206,12 +205,6 @@ def _execute(lw: Lowered, dyn: Sequence[Any]) -> Any:
     return pytree.unflatten(lw.out_tree, outs)
 
 
-def check_simulations() -> str:
-    """In tests (``PYPTO_CHECK_SIM=1``, or ``rerun`` to also repeat each run) every simulated
-    program is checked for the invariants of the machine model (DESIGN §4)."""
-    return os.environ.get("PYPTO_CHECK_SIM", "")
-
-
 def _empty(f: Func) -> bool:
     # A computation over a zero-size tensor has no tiles to run: it is all shape, no work.
     return any(v.aval.size == 0 for v in (*f.params, *(e.out for e in f.eqns)))
@@ -240,13 +233,12 @@ def simulate_lowered(
             f"@{tf.name} has no kernel to run: it only returns views of its inputs or constants",
             op="profile",
         )
-    check = check_simulations()
-    with progress.counter(f"simulate {prog.name} on {m.name}", "cycle") as at:
-        prof = simulate(prog, m, inputs, numerics=numerics, trace=trace or bool(check), progress=at)
-    if check:
-        from pypto.npu import check_invariants
+    from pypto.npu.invariants import check_if_requested, requested
 
-        check_invariants(prof, rerun=check == "rerun")
+    with progress.counter(f"simulate {prog.name} on {m.name}", "cycle") as at:
+        trace = trace or requested()
+        prof = simulate(prog, m, inputs, numerics=numerics, trace=trace, progress=at)
+    check_if_requested(prof)
     if not numerics:
         return prof
     got = prof.outputs or {}

@@ -874,13 +874,16 @@ class BlockProgram:
         """Run on the simulated NPU: the Profile (cycles, roofline, utilization, trace …); its
         ``outputs`` are the results as Tensors in output order (None without ``numerics``)."""
         from pypto.eager.tensor import _wrap
+        from pypto.npu.invariants import check_if_requested, requested
         from pypto.npu.simulator import simulate
 
         try:
             arrays = self._arrays(args, None) if numerics or args else {}
+            trace = trace or requested()
             prof = simulate(self.isa, self.machine, arrays, numerics=numerics, trace=trace)
         except PyptoError as e:
             raise e.stripped() from None
+        check_if_requested(prof)
         if not numerics:
             return prof
         got = prof.outputs or {}

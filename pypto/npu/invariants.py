@@ -15,11 +15,13 @@
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from pypto.npu.profile import Profile
 
-__all__ = ["check_invariants"]
+__all__ = ["check_if_requested", "check_invariants"]
 
 _EPS = 1e-6
 
@@ -88,3 +90,17 @@ def check_invariants(prof: Profile, *, rerun: bool = True) -> None:
             w = again.outputs[k] if again.outputs else None
             if w is None or v.tobytes() != w.tobytes():
                 raise _fail(prof, f"a second run gave a different {k!r}")
+
+
+def check_if_requested(prof: Profile) -> None:
+    """In tests (``PYPTO_CHECK_SIM=1``, or ``rerun`` to also repeat each run) every simulated
+    program is checked for the invariants of the machine model (DESIGN §4); otherwise
+    nothing. The run must have been traced (``requested()`` says whether to trace)."""
+    mode = os.environ.get("PYPTO_CHECK_SIM", "")
+    if mode:
+        check_invariants(prof, rerun=mode == "rerun")
+
+
+def requested() -> bool:
+    """Whether the environment asks for every simulated program to be checked."""
+    return bool(os.environ.get("PYPTO_CHECK_SIM", ""))
