@@ -96,6 +96,7 @@ from pypto.ops import (
 )
 from pypto.reference import check, to_jax
 from pypto.tile.config import (
+    hint,
     reset_tile_shapes,
     set_cube_tile_shapes,
     set_vec_tile_shapes,
@@ -161,6 +162,7 @@ __all__ = [
     "grad",
     "greater",
     "greater_equal",
+    "hint",
     "int8",
     "int32",
     "isa",

@@ -48,10 +48,11 @@ def backward_func(f: Func, n_out: int) -> Func:
         def read(a: Any) -> Any:
             return api.asvalue(a.value) if isinstance(a, Lit) else env[a]
 
-        from pypto.core import dispatch
+        from pypto.core import dispatch, hints
 
         for e in f.eqns:
-            env[e.out] = dispatch.bind(OPS[e.op], tuple(read(a) for a in e.inputs), e.kwargs)
+            with hints.hinted(e.hint):
+                env[e.out] = dispatch.bind(OPS[e.op], tuple(read(a) for a in e.inputs), e.kwargs)
         ct_env: dict[Var, Any] = {}
         for o, ct in zip(f.outputs[:n_out], cts, strict=True):
             if isinstance(o, Var) and o.aval.dtype.is_floating:

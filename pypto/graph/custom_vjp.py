@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from pypto import dtypes as dt
-from pypto.core import dispatch
+from pypto.core import dispatch, hints
 from pypto.core.errors import SourceLoc, TraceError
 from pypto.graph import interpret, pytree
 from pypto.graph.ir import Atom, Func, Lit, Var
@@ -122,7 +122,9 @@ class custom_vjp:
         """The traced body for arguments of ``avals`` and its output structure (cached)."""
         hit = self._bodies.get(avals)
         if hit is None:
-            func, out_tree, free = trace(self.fn, [Spec(a) for a in avals], name=self.name)
+            # the body is shared by every call: a pto.hint around one call is not its own
+            with hints.replaced(()):
+                func, out_tree, free = trace(self.fn, [Spec(a) for a in avals], name=self.name)
             if free:
                 raise TraceError(
                     f"custom_vjp function {self.name} closes over a value traced by an "

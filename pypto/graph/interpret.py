@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pypto.core import dispatch
+from pypto.core import dispatch, hints
 from pypto.graph.ir import Atom, Func, Lit, Var
 from pypto.ops import api
 from pypto.ops.table import OPS
@@ -44,7 +44,8 @@ def evaluate(func: Func, values: Sequence[Any]) -> list[Any]:
         return dispatch.current_trace().const(a.value) if isinstance(a, Lit) else env[a]  # type: ignore[attr-defined]
 
     for e in func.eqns:
-        env[e.out] = dispatch.bind(OPS[e.op], tuple(read(a) for a in e.inputs), e.kwargs)
+        with hints.hinted(e.hint):  # a re-bound equation keeps its pto.hint
+            env[e.out] = dispatch.bind(OPS[e.op], tuple(read(a) for a in e.inputs), e.kwargs)
     return [read(o) for o in func.outputs]
 
 

@@ -52,7 +52,11 @@ Atom = Var | Lit
 
 @dataclass(frozen=True, eq=False, slots=True)
 class Eqn:
-    """``out = op(*inputs, **params)`` at the user's source line ``loc``."""
+    """``out = op(*inputs, **params)`` at the user's source line ``loc``.
+
+    ``hint`` holds the ``pto.hint`` in force when the op was traced (tile shape, cores,
+    swizzle); passes copy equations with :func:`dataclasses.replace`, so it stays with the op.
+    """
 
     op: str
     inputs: tuple[Atom, ...]
@@ -60,6 +64,7 @@ class Eqn:
     out: Var
     loc: SourceLoc | None = None
     group: str | None = None  # the fusion group (kernel) this eqn belongs to
+    hint: tuple[tuple[str, Any], ...] = ()  # lowering overrides from ``pto.hint``, key-sorted
 
     @property
     def kwargs(self) -> dict[str, Any]:

@@ -173,6 +173,14 @@ def parse(text: str, consts: dict[str, np.ndarray] | None = None) -> Func:
         if em is None:
             raise src.err(li, col, "'%name: type = op operands [params]'")
         rest = em.group(4) or ""
+        hint: tuple[tuple[str, Any], ...] = ()
+        h = rest.rfind(" hint(")
+        if h >= 0 and rest.endswith(")"):
+            pairs = _split_top(rest[h + len(" hint(") : -1])
+            hint = tuple(
+                sorted((k, _param_value(k, v)) for k, v in (p.split("=", 1) for p in pairs))
+            )
+            rest = rest[:h]
         ps: list[tuple[str, Any]] = []
         if rest.endswith("]") and "[" in rest:
             b = rest.index(" [") if " [" in rest else rest.index("[")
@@ -187,5 +195,5 @@ def parse(text: str, consts: dict[str, np.ndarray] | None = None) -> Func:
         out = Var(aval)
         env[em.group(1)] = out
         loc = SourceLoc(em.group(5), int(em.group(6))) if em.group(5) else None
-        eqns.append(Eqn(em.group(3), ins, tuple(ps), out, loc, group))
+        eqns.append(Eqn(em.group(3), ins, tuple(ps), out, loc, group, hint))
     raise src.err(len(lines) - 1, 0, "'return ...' and '}'")

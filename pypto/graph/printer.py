@@ -97,6 +97,8 @@ def print_func(f: Func, consts_out: dict[str, np.ndarray] | None = None) -> str:
         ps = " ".join(f"{k}={param_text(v)}" for k, v in e.params)
         out = n.define(e.out)
         text = f"{ind}%{out}: {e.out.aval} = {e.op} {ins}" + (f" [{ps}]" if ps else "")
+        if e.hint:
+            text += " hint(" + ", ".join(f"{k}={param_text(v)}" for k, v in e.hint) + ")"
         if e.loc is not None:
             text = f"{text:<60} # {os.path.basename(e.loc.file)}:{e.loc.line}"
         lines.append(text.rstrip())

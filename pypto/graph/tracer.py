@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from pypto import dtypes as dt
-from pypto.core import dispatch
+from pypto.core import dispatch, hints
 from pypto.core.errors import PyptoError, TraceError, strip_internal_frames, user_location
 from pypto.eager.tensor import Tensor
 from pypto.graph import pytree
@@ -101,7 +101,15 @@ class GraphTrace:
         dtype = op.dtype_rule(*avals, **params)  # type: ignore[misc]
         out = Var(AVal(tuple(shape), dtype))
         self.eqns.append(
-            Eqn(op.name, atoms, tuple(params.items()), out, user_location(), self._region)
+            Eqn(
+                op.name,
+                atoms,
+                tuple(params.items()),
+                out,
+                user_location(),
+                self._region,
+                hints.current(),
+            )
         )
         return Tracer(self, out)
 

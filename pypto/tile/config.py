@@ -26,12 +26,15 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from pypto.core import hints
 from pypto.core.errors import TileError
 
 __all__ = [
     "CubeTiles",
     "TileConfig",
     "current",
+    "from_hint",
+    "hint",
     "set_cube_tile_shapes",
     "set_vec_tile_shapes",
     "tile_shapes",
@@ -155,6 +158,68 @@ def parse(tile: Any) -> TileConfig:
         op="jit",
         hint="pass tile=dict(vec=(8, 1024), cube=([128, 128], [64, 256], [256, 256]))",
     )
+
+
+def _tile_arg(tile: Any) -> TileConfig:
+    """``tile=`` of :func:`hint`: vec dims ``(8, 256)``, cube ``([m0, m1], [k0, k1], [n0, n1])``,
+    or what ``pto.jit(tile=...)`` takes."""
+    if isinstance(tile, tuple | list):
+        if len(tile) == 3 and all(isinstance(t, tuple | list) for t in tile):
+            return TileConfig(cube=_cube(*tile))
+        return TileConfig(vec=_vec(tuple(tile)))
+    return parse(tile)
+
+
+def hint(
+    tile: Any = None, cores: int | None = None, swizzle: int | None = None
+) -> contextlib.AbstractContextManager[tuple[tuple[str, Any], ...]]:
+    """Lowering overrides for the ops traced inside the block, kept on their equations.
+
+    The kernel an op fuses into is lowered with them: ``tile=`` its tile shape (vec dims for a
+    vector kernel, ``([m0, m1], [k0, k1], [n0, n1])`` for a matmul, or a ``pto.jit(tile=...)``
+    dict), ``cores=`` how many cores its grid is spread over (vector cores for a vector
+    kernel, clusters for a cube kernel), ``swizzle=`` the band height of a matmul's tile
+    order. Blocks nest: the inner one wins for the keys it sets.
+
+    >>> import pypto as pto
+    >>> with pto.hint(tile=(2, 64), cores=2):
+    ...     print(pto.make_graph(lambda x: pto.exp(x))(pto.ones((4, 64))))  # doctest: +ELLIPSIS
+    func @lambda(%x: f32[4,64]) -> (f32[4,64]) {
+      %0: f32[4,64] = exp %x hint(cores=2, vec=(2, 64))         # ...
+      return %0
+    }
+    """
+    h: dict[str, Any] = {}
+    if tile is not None:
+        cfg = _tile_arg(tile)
+        h.update(
+            (k, v)
+            for k, v in (
+                ("vec", cfg.vec),
+                ("cube", cfg.cube),
+                ("double_buffer", cfg.double_buffer),
+                ("swizzle", cfg.swizzle),
+            )
+            if v is not None
+        )
+    if swizzle is not None:
+        h["swizzle"] = parse(dict(swizzle=swizzle)).swizzle
+    if cores is not None:
+        if isinstance(cores, bool) or not isinstance(cores, int) or cores <= 0:
+            raise TileError(
+                f"cores={cores!r} is not a positive integer",
+                op="hint",
+                hint="cores=8 spreads the kernel's grid over 8 cores",
+            )
+        h["cores"] = cores
+    # checked here, at the user's `with` line; the block itself only sets the context
+    return hints.hinted(tuple(sorted(h.items())))
+
+
+def from_hint(h: tuple[tuple[str, Any], ...]) -> TileConfig:
+    """The tile settings of an equation's hint (``cores`` is the lowering's own business)."""
+    d = dict(h)
+    return TileConfig(d.get("vec"), d.get("cube"), d.get("double_buffer"), d.get("swizzle"))
 
 
 def current() -> TileConfig:

@@ -18,8 +18,9 @@ Groups that are not row kernels are split into single equations, each lowered by
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,8 @@ from pypto.graph.ir import Eqn, Func, Lit, Var
 from pypto.isa.ir import Expr, Space, TensorDecl
 from pypto.npu.machine import Machine
 from pypto.ops.table import OPS, register_rule, require_rule
-from pypto.tile.config import TileConfig
+from pypto.tile.config import TileConfig, from_hint
+from pypto.tile.cores import spread
 from pypto.tile.ir import Kernel, Section, SOp, Stmt, TileFunc, TileVar, TLoad, TOp, TStore
 
 __all__ = ["GROUP_RULES", "KernelRule", "Lowering", "RowBuilder", "RowRule", "lower_func"]
@@ -616,10 +618,11 @@ def lower_func(
     def flush() -> None:
         if pending:
             eqns = [e for _, es in pending for e in es]
-            plan = plan_row(lw, eqns, _used_outside(f, eqns))
-            assert plan is not None
-            name = "_".join(dict.fromkeys(n for n, _ in pending))
-            lower_row_kernel(lw, plan, lw.fresh(name), eqns[-1].loc)
+            with hinted(lw, eqns):
+                plan = plan_row(lw, eqns, _used_outside(f, eqns))
+                assert plan is not None
+                name = "_".join(dict.fromkeys(n for n, _ in pending))
+                lower_row_kernel(lw, plan, lw.fresh(name), eqns[-1].loc)
             pending.clear()
 
     for gname, eqns in _groups(f):
@@ -631,27 +634,80 @@ def lower_func(
         if fuse and pending:
             merged = [e for _, es in pending for e in es] + eqns
             plan = plan_row(lw, merged, _used_outside(f, merged))
-            if plan is not None and _fits(lw, plan):
+            if plan is not None and _merges(lw, plan):
                 pending.append((gname, eqns))
                 continue
         flush()
         if plan_row(lw, eqns, _used_outside(f, eqns)) is not None:
             pending.append((gname, eqns))
             continue
-        if len(eqns) > 1:
-            lower_split(lw, eqns)
-            continue
-        lower_single(lw, eqns[0])
+        with hinted(lw, eqns):
+            if len(eqns) > 1:
+                lower_split(lw, eqns)
+            else:
+                lower_single(lw, eqns[0])
     flush()
     return lw.result()
 
 
-def _fits(lw: Lowering, plan: RowPlan) -> bool:
+def _merges(lw: Lowering, plan: RowPlan) -> bool:
+    """Whether groups merge into one row kernel: their hints agree and the tile fits."""
     try:
-        choose_row_tile(lw, plan, "merged")
+        with hinted(lw, plan.eqns):
+            choose_row_tile(lw, plan, "merged")
     except TileError:
         return False
     return True
+
+
+def kernel_hint(eqns: Sequence[Eqn]) -> dict[str, tuple[Any, Eqn]]:
+    """The ``pto.hint`` of the kernel ``eqns`` fuse into: key -> (value, an eqn that sets it).
+
+    Unhinted ops take the kernel's hint; two ops setting one key to different values is an
+    error naming both lines.
+    """
+    out: dict[str, tuple[Any, Eqn]] = {}
+    for e in eqns:
+        for k, v in e.hint:
+            prev = out.setdefault(k, (v, e))
+            if prev[0] != v:
+                raise TileError(
+                    f"ops fused into one kernel have conflicting hints: {prev[1].op} at "
+                    f"{prev[1].loc} has {k}={prev[0]!r}, {e.op} at {e.loc} has {k}={v!r}",
+                    op="hint",
+                    loc=e.loc,
+                    hint="give the ops of one kernel the same pto.hint, or hint only one",
+                )
+    return out
+
+
+@contextlib.contextmanager
+def hinted(lw: Lowering, eqns: Sequence[Eqn]) -> Iterator[None]:
+    """Lower ``eqns`` with their hint: its tile settings over ``lw.cfg`` meanwhile, and the
+    kernels they make spread over its ``cores``."""
+    h = kernel_hint(eqns)
+    if not h:
+        yield
+        return
+    base, first = lw.cfg, len(lw.kernels)
+    lw.cfg = base.merged(from_hint(tuple((k, v) for k, (v, _) in h.items())))
+    try:
+        yield
+    except TileError as err:
+        tiled = [e for k, (_, e) in h.items() if k != "cores"]
+        if not tiled or err.op == "hint":
+            raise
+        raise TileError(
+            f"{err.detail} (with pto.hint at {tiled[0].loc})",
+            op=err.op,
+            loc=tiled[0].loc,
+            hint=err.hint,
+        ) from None
+    finally:
+        lw.cfg = base
+    if "cores" in h:
+        cores, e = h["cores"]
+        lw.kernels[first:] = [spread(k, cores, lw.machine, e.loc) for k in lw.kernels[first:]]
 
 
 GROUP_RULES: list[Callable[[Lowering, list[Eqn]], bool]] = []

@@ -1,4 +1,4 @@
-"""Common-subexpression elimination: one equation per (op, operands, params)."""
+"""Common-subexpression elimination: one equation per (op, operands, params, hint)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def cse(f: Func) -> Func:
     eqns = []
     for e in f.eqns:
         e = subst(e, sub)
-        k = (e.op, tuple(_key(a) for a in e.inputs), e.params)
+        k = (e.op, tuple(_key(a) for a in e.inputs), e.params, e.hint)
         prev = seen.get(k)
         if prev is not None:
             sub[e.out] = prev

@@ -4,7 +4,9 @@ Rules, applied in program order:
 
 - an elementwise equation joins the kernel that produced its operand of the same shape, when
   that is the latest kernel among its operands (so kernels stay acyclic): chains of elementwise
-  ops fuse together and into the epilogue of a preceding matmul, reduction or normalization;
+  ops fuse together and into the epilogue of a preceding matmul, reduction or normalization
+  — unless a ``pto.hint`` of the equation sets a key the kernel's hint sets otherwise (an op
+  hinted differently starts a kernel of its own; an unhinted op takes the kernel's hint);
 - softmax, log_softmax, layer_norm and rms_norm (traced composites) are one kernel each;
 - matmul → (scale, mask) → softmax → matmul becomes one ``attention`` kernel;
 - matmuls, reductions and layout ops otherwise start kernels of their own.
@@ -15,6 +17,7 @@ Rules, applied in program order:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pypto.core.passes import ir_pass
 from pypto.graph.ir import Eqn, Func, Var
@@ -38,6 +41,11 @@ class _Kernel:
     shape: tuple[int, ...]  # the shape its epilogue works on
     eqns: list[int] = field(default_factory=list)
     region: str | None = None
+    hint: dict[str, Any] = field(default_factory=dict)  # the pto.hint of its equations
+
+
+def _agrees(kernel: dict[str, Any], hint: tuple[tuple[str, Any], ...]) -> bool:
+    return all(kernel.get(k, v) == v for k, v in hint)
 
 
 def _name(parts: list[str]) -> str:
@@ -70,6 +78,7 @@ def _kernels(f: Func) -> tuple[list[_Kernel], dict[Var, int]]:
                 )
                 open_region[e.group] = k
             kernels[k].eqns.append(i)
+            kernels[k].hint.update(e.hint)
             kernels[k].shape = e.out.aval.shape
             kernel_of[e.out] = k
             continue
@@ -80,13 +89,19 @@ def _kernels(f: Func) -> tuple[list[_Kernel], dict[Var, int]]:
                 isinstance(a, Var) and kernel_of.get(a) == last and a.aval.shape == e.out.aval.shape
                 for a in e.inputs
             )
-            if kl.kind in FUSES_EPILOGUE and same and kl.shape == e.out.aval.shape:
+            if (
+                kl.kind in FUSES_EPILOGUE
+                and same
+                and kl.shape == e.out.aval.shape
+                and _agrees(kl.hint, e.hint)
+            ):
                 kl.eqns.append(i)
+                kl.hint.update(e.hint)
                 kl.parts.append(comp or e.op)
                 kernel_of[e.out] = last
                 continue
         kk = kind if kind in ("elementwise", "matmul", "reduce") else "layout"
-        kernels.append(_Kernel(kk, [comp or e.op], e.out.aval.shape, [i]))
+        kernels.append(_Kernel(kk, [comp or e.op], e.out.aval.shape, [i], hint=dict(e.hint)))
         kernel_of[e.out] = len(kernels) - 1
     return kernels, kernel_of
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from pypto.core.hints import merge
 from pypto.core.passes import ir_pass
 from pypto.graph.custom_vjp import custom_vjp
 from pypto.graph.ir import Atom, Eqn, Func, Lit, Var
@@ -62,7 +63,8 @@ class _Splicer:
                 group = None
             out = Var(e.out.aval)
             ins = tuple(env.get(a, a) if isinstance(a, Var) else a for a in e.inputs)
-            self.eqns.append(replace(e, inputs=ins, out=out, group=group))
+            hint = merge(call.hint, e.hint)  # the call's pto.hint, the body's own inside
+            self.eqns.append(replace(e, inputs=ins, out=out, group=group, hint=hint))
             env[e.out] = out
         return [env.get(o, o) if isinstance(o, Var) else o for o in body.outputs]
 
