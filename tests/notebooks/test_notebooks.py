@@ -23,6 +23,7 @@ NAMES = [
     "03_autodiff_training",
     "04_flash_attention",
     "05_custom_machine",
+    "06_writing_kernels",
 ]
 
 # Run after the notebook's own cells, in its kernel; prints one JSON line of facts.
@@ -63,11 +64,22 @@ facts = dict(
 facts = {f"{m}/{fn}": [p.seconds, p.roofline_cycles / p.machine.clock_ghz, p.bound]
          for (m, fn), p in runs.items()}
 """,
+    "06_writing_kernels": """
+facts = dict(
+    interp_vs_npu=float(np.abs(np.asarray(prof.outputs[0], np.float32)
+                               - 2 * np.asarray(y_interp, np.float32)).max()),
+    softmax_err=float(np.abs(np.asarray(y_interp, np.float32)
+                             - np.asarray(pto.softmax(x), np.float32)).max()),
+    hand_vs_compiled=float(diff), hand_cycles=p_hand.cycles, compiled_cycles=p_comp.cycles,
+    kernels=[k.name for k in low.tile_ir.kernels],
+    block_err=float(np.abs(np.asarray(y) - want).max()), grad_err=grad_err,
+)
+""",
 }
 PROBE_TAIL = "\nimport json as _json\nprint('PROBE ' + _json.dumps(facts))\n"
 
 
-def test_the_notebooks_are_the_five_documented() -> None:
+def test_the_notebooks_are_the_six_documented() -> None:
     assert sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb")) == NAMES
 
 
@@ -220,3 +232,27 @@ def test_docs_page_shows_existing_screenshots() -> None:
     for name in NAMES:
         assert f"## {name[:2]} ·" in page, f"docs/notebooks.md says nothing about {name}"
     assert "(notebooks.md)" in (docs / "index.md").read_text()
+
+
+@pytest.mark.notebooks
+def test_06_writing_kernels(jupyter_path: Path, tmp_path: Path) -> None:
+    nb, facts = _execute("06_writing_kernels", tmp_path)
+    assert facts["interp_vs_npu"] == 0.0, "the kernel's interpret mode and the NPU disagree"
+    assert facts["softmax_err"] <= 1e-3 and facts["hand_vs_compiled"] <= 2e-3
+    assert facts["kernels"] == ["softmax_rows", "mul"]
+    assert facts["hand_cycles"] > 0 and facts["compiled_cycles"] > 0
+    assert facts["block_err"] <= 1e-3
+    printed = _text(_outputs(nb, "@pto.kernel(grid=(2,), out=pto.ShapeDtype((2, 4)"))
+    assert "grid point 1 loaded Tile(UB f32[1,4])" in printed and "[[4. 5. 6. 7.]]" in printed
+    oob = _text(_outputs(nb, "@pto.kernel(grid=(2,), out=lambda x: x)"))
+    assert "reaches outside it (grid point (1,) of (2,))" in oob
+    tile_ir = _text(_outputs(nb, "f = pto.jit(lambda x: softmax"))
+    assert "kernel @softmax_rows grid(pid0=32)" in tile_ir
+    assert "all outputs match JAX" in _text(_outputs(nb, "report = pto.check("))
+    assert "image/png" in _mimes(_outputs(nb, "pto.viz.timeline(prof)"))
+    assert "image/png" in _mimes(_outputs(nb, "bprof = prog.profile"))
+    refused = _text(_outputs(nb, "try:\n    pto.grad(lambda x: softmax_rows"))
+    assert "cannot differentiate through the hand-written kernel" in refused
+    assert facts["grad_err"] <= 1e-5, "jit(grad) through the kernel differs from jax.grad"
+    hinted = _text(_outputs(nb, "def block(x, w):"))
+    assert "grid(core=4) vec_tile(rows=8, cols=256)  on 4 vector cores" in hinted
