@@ -541,9 +541,6 @@ class _Interp(_Mode):
         else:
             dst.value[...] = to_dtype(np.asarray(src, np.float64), dst.dtype.np)
 
-    def scalar(self, opcode: str, a: int, b: int) -> int:
-        return a // b if opcode == "SDIV" else a % b
-
 
 def _compute(opcode: str, d: dt.DType, shape: tuple[int, int], vals: list[Any]) -> np.ndarray:
     """One instruction's result, as the simulator computes it (npu.semantics)."""
@@ -760,23 +757,16 @@ class _Trace(_Mode):
             self.op("TEXPANDS", dst.shape, dst.dtype, dst.space, (float(src),), out=dst)
 
     def scalar(self, opcode: str, a: Index, b: int) -> Index:
+        if not isinstance(b, int) or isinstance(b, bool) or b <= 0:
+            raise self.fail(TraceError, f"an index divided by {b!r}", "divide by a positive int")
         reg = self.fresh("s")
-        self.emit(SOp(opcode, reg, (a.expr, Expr.of(int(b)))))
+        self.emit(SOp(opcode, reg, (a.expr, Expr.of(b))))
         rng = self.bounds(a.expr)
-        self.reg_range[reg] = (
-            None
-            if rng is None
-            else (self.scalar_value(opcode, rng[0], b), self.scalar_max(opcode, rng[1], b))
-        )
+        # floor division keeps the order; a floor remainder of a positive b is in 0..b-1
+        if rng is not None:
+            rng = (rng[0] // b, rng[1] // b) if opcode == "SDIV" else (0, b - 1)
+        self.reg_range[reg] = rng
         return Index(Expr.reg(reg), self)
-
-    @staticmethod
-    def scalar_value(opcode: str, lo: int, b: int) -> int:
-        return lo // b if opcode == "SDIV" else 0
-
-    @staticmethod
-    def scalar_max(opcode: str, hi: int, b: int) -> int:
-        return hi // b if opcode == "SDIV" else b - 1
 
 
 _HINT = {"TMATMUL": "mm", "TMATMUL_ACC": "mm", "TMOV": "mv", "TEXTRACT": "sub", "TCVT": "cv"}
@@ -1205,7 +1195,8 @@ class PtoKernel:
 
     # ---- the op-table protocol
     def _avals_grid(self, avals: Sequence[Any], static: Static) -> tuple[int, ...]:
-        g = self.grid_spec(*avals, **static) if callable(self.grid_spec) else self.grid_spec
+        g = self.grid_spec
+        g = _spec_call(g, avals, static) if callable(g) else g
         g = (g,) if isinstance(g, int) else tuple(int(n) for n in g)
         if not g or builtins.any(n <= 0 for n in g):
             raise TraceError(
@@ -1219,7 +1210,8 @@ class PtoKernel:
         return g
 
     def out_aval(self, avals: tuple[AVal, ...], static: Static) -> AVal:
-        spec = self.out_spec(*avals, **static) if callable(self.out_spec) else self.out_spec
+        spec = self.out_spec
+        spec = _spec_call(spec, avals, static) if callable(spec) else spec
         if isinstance(spec, tuple) and len(spec) == 2 and not isinstance(spec[0], int):
             spec = ShapeDtype(spec[0], spec[1])
         try:
@@ -1347,6 +1339,19 @@ class PtoKernel:
         return f"<pto.kernel @{self.name}>"
 
 
+def _spec_call(fn: Callable[..., Any], avals: Sequence[Any], static: Static) -> Any:
+    """``fn(*avals, **static)`` for a ``grid=``/``out=`` function, passing only the static
+    arguments it names (``lambda x: ...`` need not take the body's tile sizes)."""
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return fn(*avals, **static)
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return fn(*avals, **static)
+    names = {p.name for p in params}
+    return fn(*avals, **{k: v for k, v in static.items() if k in names})
+
+
 def _source_loc(fn: Any) -> SourceLoc | None:
     try:
         return SourceLoc(fn.__code__.co_filename, inspect.getsourcelines(fn)[1])
@@ -1364,7 +1369,8 @@ def kernel(
 ) -> Any:
     """Make a tile kernel of ``fn(*inputs, output, **static)``.
 
-    ``grid`` (a tuple, or a function of the inputs' shapes/dtypes and the static arguments)
+    ``grid`` (a tuple, or a function of the inputs' shapes/dtypes and of the static arguments
+    it names)
     says how many times the body runs; ``out`` (a :class:`ShapeDtype`, or such a function)
     gives the output. ``reference`` is an optional JAX function of the same arguments used to
     check the kernel (``pto.check``, ``pto.to_jax``); without it the JAX bridge runs the

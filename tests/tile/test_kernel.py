@@ -338,3 +338,24 @@ def test_jit_grad_through_a_kernel_with_a_custom_vjp_equals_jax(machine: str) ->
     assert any(k.name.startswith("softmax_rows") for k in low.tile_ir.kernels)
     eager = pto.grad(loss)(x, w)  # eagerly: interpret mode forward, the same backward
     np.testing.assert_allclose(eager.numpy(), g.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_index_arithmetic_is_affine_or_by_a_positive_integer() -> None:
+    @pto.kernel(grid=(4,), out=lambda x: x)
+    def halves(x: tl.Ref, o: tl.Ref, *, d: int = 2) -> None:
+        i = tl.program_id(0)
+        t = tl.load(x, (i // d * 2 + i % d, 0), (1, 8))  # the row i, the long way round
+        tl.store(o, (i, 0), t)
+
+    x = normal((4, 8), np.float32)
+    np.testing.assert_array_equal(pto.jit(halves, machine="tiny")(x).numpy(), x)
+    with pytest.raises(pto.TraceError, match="an index divided by 0"):
+        pto.jit(lambda x: halves(x, d=0), machine="tiny")(x)
+    with pytest.raises(pto.TraceError, match="product of two indices"):
+
+        @pto.kernel(grid=(2,), out=lambda x: x)
+        def square(x: tl.Ref, o: tl.Ref) -> None:
+            i = tl.program_id(0)
+            tl.store(o, (i * i, 0), tl.load(x, (i, 0), (1, 8)))
+
+        pto.jit(square, machine="tiny")(np.zeros((2, 8), np.float32))
