@@ -1262,7 +1262,7 @@ class PtoKernel:
 
     def jax(self, args: tuple[Any, ...], static: Static) -> Any:
         if self.reference is not None:
-            return self.reference(*args, **static)
+            return _spec_call(self.reference, args, static)
         import jax
 
         avals = tuple(AVal(tuple(a.shape), dt.from_numpy(np.dtype(a.dtype))) for a in args)
@@ -1339,17 +1339,17 @@ class PtoKernel:
         return f"<pto.kernel @{self.name}>"
 
 
-def _spec_call(fn: Callable[..., Any], avals: Sequence[Any], static: Static) -> Any:
-    """``fn(*avals, **static)`` for a ``grid=``/``out=`` function, passing only the static
-    arguments it names (``lambda x: ...`` need not take the body's tile sizes)."""
+def _spec_call(fn: Callable[..., Any], args: Sequence[Any], static: Static) -> Any:
+    """``fn(*args, **static)`` for a ``grid=``, ``out=`` or ``reference=`` function, passing
+    only the static arguments it names (``lambda x: ...`` need not take the tile sizes)."""
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
-        return fn(*avals, **static)
+        return fn(*args, **static)
     if any(p.kind is p.VAR_KEYWORD for p in params):
-        return fn(*avals, **static)
+        return fn(*args, **static)
     names = {p.name for p in params}
-    return fn(*avals, **{k: v for k, v in static.items() if k in names})
+    return fn(*args, **{k: v for k, v in static.items() if k in names})
 
 
 def _source_loc(fn: Any) -> SourceLoc | None:
