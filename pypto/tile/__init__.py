@@ -5,7 +5,7 @@ tile language of hand-written kernels (``pto.tile.load``, ``pto.tile.matmul`` ..
 Importing this package registers the tile rules of every op into the op table.
 """
 
-from pypto.tile import attention, layout, reduce, rules  # noqa: F401  (registration)
+from pypto.tile import attention, language, layout, reduce, rules  # noqa: F401  (registration)
 
 # the matmul rules register on import; the name ``matmul`` is the tile language's
 from pypto.tile import matmul as _matmul_rules  # noqa: F401
@@ -18,85 +18,19 @@ from pypto.tile.config import (
     tile_shapes,
 )
 from pypto.tile.ir import Kernel, TileFunc, TileVar
-from pypto.tile.language import (
-    Index,
-    PtoKernel,
-    Ref,
-    ShapeDtype,
-    Tile,
-    abs,
-    cos,
-    exp,
-    extract,
-    full,
-    gelu,
-    kernel,
-    load,
-    log,
-    matmul,
-    max,
-    maximum,
-    min,
-    minimum,
-    num_programs,
-    program_id,
-    range,
-    reciprocal,
-    relu,
-    rsqrt,
-    sigmoid,
-    sin,
-    sqrt,
-    store,
-    sum,
-    tanh,
-    where,
-    zeros,
-)
+from pypto.tile.language import *  # noqa: F403  (the tile language: pto.tile.load ...)
 from pypto.tile.lower import lower_func
 
 __all__ = [
-    "Index",
     "Kernel",
-    "PtoKernel",
-    "Ref",
-    "ShapeDtype",
-    "Tile",
     "TileConfig",
     "TileFunc",
     "TileVar",
-    "abs",
-    "cos",
     "current",
-    "exp",
-    "extract",
-    "full",
-    "gelu",
-    "kernel",
-    "load",
-    "log",
     "lower_func",
-    "matmul",
-    "max",
-    "maximum",
-    "min",
-    "minimum",
-    "num_programs",
-    "program_id",
-    "range",
-    "reciprocal",
-    "relu",
     "reset_tile_shapes",
-    "rsqrt",
     "set_cube_tile_shapes",
     "set_vec_tile_shapes",
-    "sigmoid",
-    "sin",
-    "sqrt",
-    "store",
-    "sum",
-    "tanh",
     "tile_shapes",
-    "where",
-    "zeros",
+    *language.__all__,
 ]
