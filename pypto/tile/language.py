@@ -276,6 +276,12 @@ class Index:
 IndexLike = int | Index
 
 
+def view2d(shape: tuple[int, ...]) -> tuple[int, int]:
+    """The rows x columns a kernel sees of a tensor: the last axis is the columns."""
+    cols = shape[-1] if shape else 1
+    return (math.prod(shape) // cols if cols else 0, cols)
+
+
 @dataclass(eq=False)
 class Ref:
     """A GM tensor as a kernel body sees it: ``shape``, ``dtype``, and its rows x columns view
@@ -295,8 +301,7 @@ class Ref:
 
     @property
     def view(self) -> tuple[int, int]:
-        cols = self.shape[-1] if self.shape else 1
-        return (math.prod(self.shape) // cols if cols else 0, cols)
+        return view2d(self.shape)
 
     def __repr__(self) -> str:
         return f"Ref({self.name}: {self.dtype.short}{list(self.shape)})"
@@ -1481,16 +1486,12 @@ def _lower_kernel(lw: Lowering, e: Eqn) -> None:
             bufs.append(lw.const_buffer("lit", arr))
             continue
         b = lw.buffer(a)
-        want = (a.aval.size // a.aval.shape[-1], a.aval.shape[-1]) if a.aval.ndim else (1, 1)
+        want = view2d(a.aval.shape)
         if lw.view(b, want) != want:
             b = relayout(lw, b, want, e.loc)
         bufs.append(b)
     ob = lw.buffer(e.out)
-    ov = (
-        (e.out.aval.size // e.out.aval.shape[-1], e.out.aval.shape[-1])
-        if e.out.aval.ndim
-        else (1, 1)
-    )
+    ov = view2d(e.out.aval.shape)
     if lw.view(ob, ov) != ov:
         raise TileError(
             f"the output of kernel @{k.name} is already laid out as {lw.views[ob]}",
