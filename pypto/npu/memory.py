@@ -4,8 +4,15 @@
 those resident in L2 hit, the rest miss and are filled from HBM (a whole line each). The cache
 is LRU over lines with the machine's capacity, tracked in numpy: every transfer stamps its lines
 with a new tick, and the oldest ticks are evicted (whole ticks at a time, so the eviction error
-is at most one transfer) once more lines are resident than fit. Writes are write-through and
-allocate, so a tile one core writes to a GM workspace hits L2 when another core reads it.
+is at most one transfer) once more lines are resident than fit.
+
+Writes allocate their lines (so a tile one core writes to a GM workspace hits L2 when another
+core reads it) and L2 is write-back, as on the chip: a dirty line goes back to HBM once, when it
+is replaced, however often it was written while resident. The model charges that write-back when
+a write *dirties* a line (a clean or absent one), not at its eviction; a write to a line that is
+already dirty in L2 costs only L2 bandwidth. The HBM bytes are those of a write-back cache
+flushed at the end; only their place in time differs. So a GM workspace ring that one core
+rewrites and another reads stays in L2, while an output written once costs HBM once.
 
 **Bandwidth.** HBM and L2 are each a *fluid* server of fixed bandwidth shared among the
 transfers active at that moment, max-min fair under each transfer's per-core rate cap
@@ -33,7 +40,21 @@ __all__ = ["L2", "Fluid"]
 
 
 class L2:
-    """LRU over GM lines (see the module doc); ``access`` returns how many lines hit."""
+    """LRU over GM lines with write-back (see the module doc).
+
+    ``access`` returns how many lines were touched and how many hit; for a write, a "hit" is a
+    line that was already dirty in L2 (no further HBM traffic).
+
+    >>> l2 = L2(gm_bytes=4096, capacity_bytes=1024, line_bytes=512)
+    >>> l2.access(slice(0, 2), write=True)   # dirties two absent lines: both go to HBM
+    (2, 0)
+    >>> l2.access(slice(0, 2), write=True)   # rewritten while dirty: absorbed by L2
+    (2, 2)
+    >>> l2.access(slice(2, 4))               # two reads evict them...
+    (2, 0)
+    >>> l2.access(slice(0, 1), write=True)   # ...so this write dirties a line again
+    (1, 0)
+    """
 
     def __init__(self, gm_bytes: int, capacity_bytes: int, line_bytes: int) -> None:
         self.line = line_bytes
@@ -45,6 +66,9 @@ class L2:
         self.boundary = 1
         """lines stamped with a tick below this are evicted"""
         self.resident = 0
+        self.dirty = np.zeros(self.stamp.size, dtype=bool)
+        """per line: written since it was filled (meaningful only while resident)"""
+        self.written = False
         self._patterns: dict[tuple[int, int, int, int], np.ndarray] = {}
 
     def window_lines(self, addr: int, rows: int, row_bytes: int, stride: int) -> np.ndarray | slice:
@@ -76,10 +100,15 @@ class L2:
             self._patterns[key] = rel
         return rel + first
 
-    def access(self, lines: np.ndarray | slice) -> tuple[int, int]:
-        """(lines touched, lines that hit); the lines become the most recently used."""
+    def access(self, lines: np.ndarray | slice, write: bool = False) -> tuple[int, int]:
+        """(lines touched, lines that hit); the lines become the most recently used.
+
+        For a read a hit is a resident line; for a write, a line already dirty (the others
+        are the lines this write dirties, each of which costs one write-back to HBM).
+        """
         stamp = self.stamp
         hist = self.hist
+        dirty = self.dirty
         old = stamp[lines]
         n = old.size
         lo, hi = int(old.min()), int(old.max())
@@ -87,16 +116,31 @@ class L2:
         # The common cases (all miss; all hit, last touched together) cost two reductions.
         if hi < boundary:
             nhit = 0
+            if write:
+                dirty[lines] = True
+            elif self.written:
+                dirty[lines] = False  # filled from HBM: clean, whatever it was before
         elif lo >= boundary:
             nhit = n
             if lo == hi:
                 hist[lo] -= n
             else:
                 np.subtract.at(hist, old, 1)
+            if write:
+                nhit = int(np.count_nonzero(dirty[lines]))
+                dirty[lines] = True
         else:
-            hit = old[old >= boundary]
+            resident = old >= boundary
+            hit = old[resident]
             nhit = hit.size
             np.subtract.at(hist, hit, 1)
+            if write:
+                nhit = int(np.count_nonzero(dirty[lines] & resident))
+                dirty[lines] = True
+            elif self.written:
+                dirty[lines] &= resident
+        if write:
+            self.written = True
         self.tick += 1
         tick = self.tick
         if tick >= hist.size:

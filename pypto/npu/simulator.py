@@ -502,11 +502,12 @@ class _Engine:
         rs = info.gm_slot
         addr = info.base + item[rs] * info.row_stride + item[rs + 1] * info.itemsize
         lines = self.l2.window_lines(addr, info.rows, info.row_bytes, info.row_stride)
-        n, nhit = self.l2.access(lines)
+        rd = cp.kind[sid] == K_DMA_RD
+        n, nhit = self.l2.access(lines, write=not rd)
         if self.fx:
             self._effects(core, gp, sid, item, now)
         phases: list[tuple[int, float, float]] = []
-        if cp.kind[sid] == K_DMA_RD:
+        if rd:
             miss = float((n - nhit) * m.l2_line_bytes)
             hit = info.nbytes * nhit / n
             self.hbm_read += miss
@@ -517,8 +518,15 @@ class _Engine:
             if hit:
                 phases.append((1, hit, m.l2_read))
         else:
-            self.hbm_write += info.nbytes
-            phases.append((0, float(info.nbytes), info.cap))
+            # Write-back L2 (pypto.npu.memory): each line this write dirties carries its
+            # eventual write-back to HBM (a whole line, as the cache writes it); lines already
+            # dirty absorb their share of the tile in L2.
+            fresh = float((n - nhit) * m.l2_line_bytes)
+            self.hbm_write += fresh
+            if fresh:
+                phases.append((0, fresh, info.cap))
+            if nhit:
+                phases.append((1, info.nbytes * nhit / n, info.cap))
         self.state[gp] = _BUSY
         self.inflight[gp] = [sid, item, now, phases, 0]
         ri, nbytes, cap = phases[0]

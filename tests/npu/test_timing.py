@@ -268,3 +268,44 @@ def test_tile_order_and_swizzling_change_the_time_once_l2_is_small(sim) -> None:
     assert row.l2_hit_rate == pytest.approx(ratio(1, 4), abs=0.01)
     assert grp.l2_hit_rate == pytest.approx(ratio(2, 2), abs=0.01)
     assert grp.cycles < 0.85 * row.cycles
+
+
+WB_PROG = """
+.program rewrite
+.tensor w f16[128,256] out
+.core aiv
+  LOOP %i, 0, 4, 1
+    TSTORE w[%sub*64, 0], UB[0x0]:f16[64,256]
+    SET_FLAG MTE3, V, 0
+    WAIT_FLAG MTE3, V, 0
+  ENDLOOP
+"""
+
+
+def test_l2_is_write_back_a_rewritten_workspace_stays_on_chip(sim) -> None:
+    prof = sim(WB_PROG, TINY, numerics=False, blocks=1)
+    nbytes = 64 * 256 * 2
+    # Each vector core's tile dirties its lines once: one write-back each, not four.
+    assert prof.hbm_write_bytes == 2 * nbytes
+    stores = [e for e in prof.events if e.op == "TSTORE" and e.core == "aiv0"]
+    assert len(stores) == 4
+    for later in stores[1:]:  # absorbed by L2 at the core's own rate
+        assert later.end - later.start == pytest.approx(TINY.dma_latency + nbytes / TINY.ub_gm)
+
+
+def test_l2_write_back_is_paid_again_once_the_lines_were_evicted(sim) -> None:
+    # After each write of its tile, each core reads 64 KiB elsewhere: with a 32 KiB L2 the
+    # dirty lines are gone (written back) by the next write, which dirties them again.
+    prog = WB_PROG.replace(
+        ".tensor w f16[128,256] out", ".tensor w f16[128,256] out\n.tensor x f16[256,256] in"
+    ).replace(
+        "    SET_FLAG MTE3, V, 0\n",
+        "    SET_FLAG MTE3, MTE2, 0\n    WAIT_FLAG MTE3, MTE2, 0\n"
+        "    TLOAD UB[0x8000]:f16[128,256], x[%sub*128, 0]\n"
+        "    SET_FLAG MTE2, MTE3, 0\n    WAIT_FLAG MTE2, MTE3, 0\n"
+        "    SET_FLAG MTE3, V, 0\n",
+    )
+    small = TINY.replace(l2_bytes=32 * 1024, name="small-l2")
+    nbytes = 64 * 256 * 2
+    assert sim(prog, small, numerics=False, blocks=1).hbm_write_bytes == 8 * nbytes
+    assert sim(prog, TINY, numerics=False, blocks=1).hbm_write_bytes == 2 * nbytes
