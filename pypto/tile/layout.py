@@ -60,15 +60,17 @@ Axis = tuple[int | None, int, int]
 
 @dataclass(frozen=True)
 class Access:
-    """One side of a strided copy: a buffer seen with ``shape`` (its natural 2-D view is
-    ``[prod(shape[:-1]), shape[-1]]``) and, per axis, the domain dim, step and offset.
-    ``buf=None`` is a constant source (every element ``fill``)."""
+    """One side of a strided copy: a buffer seen with ``shape`` and, per axis, the domain dim,
+    step and offset. Its 2-D view puts the first ``split`` axes on rows and the rest on columns:
+    ``[prod(shape[:split]), prod(shape[split:])]``; the natural view (``split=None``) has only
+    the last axis on columns. ``buf=None`` is a constant source (every element ``fill``)."""
 
     buf: str | None
     dtype: dt.DType
     shape: tuple[int, ...]
     axes: tuple[Axis, ...]
     fill: float = 0.0
+    split: int | None = None
 
     @staticmethod
     def dense(buf: str | None, dtype: dt.DType, shape: tuple[int, ...]) -> Access:
@@ -76,38 +78,50 @@ class Access:
         return Access(buf, dtype, shape, tuple((a, 1, 0) for a in range(len(shape))))
 
     @property
+    def nrow(self) -> int:
+        """How many leading axes the view's rows hold."""
+        return len(self.shape) - 1 if self.split is None else self.split
+
+    @property
     def cols(self) -> int:
-        return self.shape[-1]
+        return math.prod(self.shape[self.nrow :])
 
     @property
     def view(self) -> tuple[int, int]:
-        return (math.prod(self.shape[:-1]), self.shape[-1])
+        return (math.prod(self.shape[: self.nrow]), self.cols)
 
     def row_stride(self, a: int) -> int:
-        return math.prod(self.shape[a + 1 : -1])
+        return math.prod(self.shape[a + 1 : self.nrow])
 
     def row_step(self, d: int) -> int:
-        """How far one step of domain dim ``d`` moves in rows of the natural view."""
-        n = len(self.shape)
+        """How far one step of domain dim ``d`` moves in rows of the view."""
+        k = self.nrow
         return sum(
-            s * self.row_stride(a)
-            for a, (dd, s, _) in enumerate(self.axes)
-            if dd == d and a < n - 1
+            s * self.row_stride(a) for a, (dd, s, _) in enumerate(self.axes) if dd == d and a < k
         )
+
+    def col_axes(self, d: int) -> list[int]:
+        """The axes on the view's columns that domain dim ``d`` drives."""
+        return [a for a in _drives(self, d) if a >= self.nrow]
 
     def last(self) -> Axis:
         return self.axes[-1]
 
     def row(self, idx: list[Expr]) -> Expr:
         e = Expr()
-        for a, (d, s, off) in enumerate(self.axes[:-1]):
+        for a, (d, s, off) in enumerate(self.axes[: self.nrow]):
             i = Expr.of(off) if d is None else idx[d] * s + off
             e = e + i * self.row_stride(a)
         return e
 
     def col(self, idx: list[Expr]) -> Expr:
-        d, s, off = self.axes[-1]
-        return Expr.of(off) if d is None else idx[d] * s + off
+        e = Expr()
+        n = len(self.shape)
+        for a in range(self.nrow, n):
+            d, s, off = self.axes[a]
+            i = Expr.of(off) if d is None else idx[d] * s + off
+            e = e + i * math.prod(self.shape[a + 1 :])
+        return e
 
 
 def _norm(acc: Access) -> Access:
@@ -135,14 +149,19 @@ def _plan(dst: Access, src: Access, extents: tuple[int, ...]) -> _Plan:
         return _Plan("element")
     lsrc = len(src.shape)
 
+    if dst.col_axes(dc) != [ndst - 1]:
+        return _Plan("element")
+
     def row_dim(ok_src: tuple[int, ...], exclude: int) -> int | None:
         best = None
         for d in range(len(extents)):
             if d == exclude or extents[d] == 1 or dst.row_step(d) != 1 or ndst < 2:
                 continue
+            if dst.col_axes(d):
+                continue
             if src.buf is not None and src.row_step(d) not in ok_src:
                 continue
-            if src.buf is not None and (lsrc - 1) in _drives(src, d):
+            if src.buf is not None and src.col_axes(d):
                 continue
             if best is None or extents[d] > extents[best]:
                 best = d
@@ -151,10 +170,14 @@ def _plan(dst: Access, src: Access, extents: tuple[int, ...]) -> _Plan:
     if src.buf is None:
         return _Plan("straight", dc, row_dim((0, 1), dc))
     sd, sstep, _ = src.last()
-    if sd == dc and sstep == 1 and src.row_step(dc) == 0:
+    # the tile's columns run along the last axis only (other column axes stay put in a tile)
+    only_last = src.col_axes(dc) in ([lsrc - 1], [])
+    if sd == dc and sstep == 1 and src.row_step(dc) == 0 and only_last:
         return _Plan("straight", dc, row_dim((0, 1), dc))
-    if sd is None and src.row_step(dc) == 0:
+    if sd is None and src.row_step(dc) == 0 and only_last:
         return _Plan("rowexpand", dc, row_dim((0, 1), dc))
+    if src.split is not None or dst.split is not None:
+        return _Plan("element")  # the other plans read and write the natural views
     if sd == dc and sstep >= 2 and src.row_step(dc) == 0:
         return _Plan("stepped", dc, row_dim((1,), dc))
     if (
@@ -304,6 +327,43 @@ class _Emit:
         return True
 
 
+def _splits(lw: Lowering, acc: Access) -> list[int | None]:
+    """The 2-D views a side may be seen through: the natural one, and any other split of its
+    axes that matches the layout its buffer already has (or every split when it has none)."""
+    n = len(acc.shape)
+    if acc.buf is None or n < 3:
+        return [None]
+    have = lw.views.get(acc.buf)
+    return [
+        None,
+        *(k for k in range(1, n - 1) if have is None or math.prod(acc.shape[k:]) == have[1]),
+    ]
+
+
+def _choose_views(
+    lw: Lowering, dst: Access, src: Access, extents: tuple[int, ...]
+) -> tuple[Access, Access, _Plan]:
+    """The plan for the natural views, unless another split of the axes (one the buffers'
+    layouts allow) gives whole tiles of rows where the natural views give one row per tile:
+    ``[s, h, d] -> [h, s, d]`` then moves ``[rows of s, d]`` windows out of the ``[s, h*d]``
+    layout a matmul wrote, instead of one row of ``d`` per transfer."""
+    plan = _plan(dst, src, extents)
+    if plan.mode not in ("straight", "rowexpand") or plan.dr is not None:
+        return dst, src, plan
+    best = (dst, src, plan)
+    for ks in _splits(lw, src):
+        for kd in _splits(lw, dst):
+            if ks is None and kd is None:
+                continue
+            d2, s2 = replace(dst, split=kd), replace(src, split=ks)
+            p = _plan(d2, s2, extents)
+            if p.mode in ("straight", "rowexpand") and p.dr is not None:
+                bp = best[2]
+                if bp.dr is None or extents[p.dr] > extents[bp.dr]:
+                    best = (d2, s2, p)
+    return best
+
+
 def copy(
     lw: Lowering,
     name: str,
@@ -318,7 +378,7 @@ def copy(
     dst, src = _norm(dst), _norm(src)
     if not extents:
         extents = (1,)
-    plan = _plan(dst, src, extents)
+    dst, src, plan = _choose_views(lw, dst, src, extents)
     isz = dst.dtype.itemsize
     cap = TILE_BYTES // isz
     tiles = [1] * len(extents)
@@ -447,7 +507,9 @@ def transpose_into(
         copy(lw, name, Access.dense(dst, dtype, s or (1,)), src, s or (1,), loc)
         return
     if p[-1] == n - 1 or _swap_last(p):
-        lw.view(dst, (math.prod(out_shape[:-1]), out_shape[-1]))
+        if _swap_last(p):
+            lw.view(dst, (math.prod(out_shape[:-1]), out_shape[-1]))
+        # (a row permutation leaves the destination's layout to copy: see _choose_views)
         src = Access(xbuf, dtype, s, tuple((p.index(a), 1, 0) for a in range(n)))
         copy(lw, name, Access.dense(dst, dtype, out_shape), src, out_shape, loc)
         return

@@ -136,6 +136,26 @@ def test_transpose_is_ttrans_and_keeps_code_size() -> None:
     assert big.isa.static_size() == small.isa.static_size()
 
 
+@pytest.mark.parametrize("machine", ["tiny", "ascend910b"])
+def test_head_split_and_merge_move_whole_tiles(machine: str) -> None:
+    # [s, h*d] -> [h, s, d] and back, as attention splits and merges heads: the transposes read
+    # and write the [s, h*d] layouts their neighbours use, [rows of s, d] per tile, with no
+    # relayout copy of one row at a time.
+    s_, h_, d_ = 256, 8, 64
+
+    def f(x: Any) -> Any:
+        q = (x * 2.0).reshape(s_, h_, d_).transpose(1, 0, 2)
+        return (q + 1.0).transpose(1, 0, 2).reshape(s_, h_ * d_) * 3.0
+
+    x = sample((s_, h_ * d_), pto.float32)
+    assert_same(f, x, machine=machine)
+    tile_ir = str(pto.jit(f, machine=machine).lower(x).tile_ir)
+    assert "relayout" not in tile_ir
+    transposes = [ln for ln in tile_ir.splitlines() if "kernel @transpose" in ln]
+    assert len(transposes) == 2
+    assert all("rows=1," not in ln for ln in transposes), transposes
+
+
 # ---------------------------------------------------------------- random layout chains
 KINDS = ["T", "perm", "slice", "rev", "bcast", "concat", "reshape", "pad"]
 
