@@ -240,6 +240,11 @@ def _kind_of(shape: tuple[int, ...], S: tuple[int, ...]) -> str | None:
         return "col"
     if all(x == 1 for x in s[:-1]) and s[-1] == S[-1]:
         return "row"
+    j = next(i for i, x in enumerate(s) if x != 1)
+    if s[j:] == S[j:] and j < len(S) - 1:
+        # broadcast over leading axes only, e.g. [T, C] against [B, T, C]: whole tiles of its
+        # rows, repeating every prod(T) rows of the view
+        return "rep"
     return None
 
 
@@ -254,6 +259,8 @@ class RowPlan:
     outputs: list[Var]
     reduces: bool
     dtypes: list[dt.DType]
+    period: dict[Any, int] = field(default_factory=dict)
+    """inputs broadcast over leading axes ("full" tiles): the rows after which they repeat"""
 
 
 def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan | None:
@@ -271,6 +278,7 @@ def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan |
     if R == 0 or C == 0:
         return None
     kinds: dict[Any, str] = {}
+    period: dict[Any, int] = {}
     inside = {e.out for e in eqns}
     inputs: list[Var] = []
     reduces = False
@@ -283,6 +291,9 @@ def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan |
                 k = _kind_of(a.aval.shape, S)
                 if k is None:
                     return None
+                if k == "rep":
+                    period[a] = a.aval.size // C
+                    k = "full"
                 kinds[a] = k
                 inputs.append(a)
         if rule.reduces:
@@ -299,7 +310,7 @@ def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan |
             reduces = True
         else:
             k = _kind_of(e.out.aval.shape, S)
-            if k is None:
+            if k is None or k == "rep":
                 return None
             ins = [kinds[a] for a in e.inputs if isinstance(a, Var)]
             if "full" in ins and k != "full":
@@ -307,7 +318,7 @@ def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan |
             kinds[e.out] = k
     outputs = [e.out for e in eqns if e.out in used_outside]
     dtypes = [v.aval.dtype for v in list(kinds)]
-    return RowPlan(eqns, S, R, C, kinds, inputs, outputs, reduces, dtypes)
+    return RowPlan(eqns, S, R, C, kinds, inputs, outputs, reduces, dtypes, period)
 
 
 class RowBuilder:
@@ -389,6 +400,11 @@ class RowBuilder:
         lay = lw.view(buf, (size // logical_cols, logical_cols))
         t = self.new(v.aval.dtype, kind, "x")
         row = {"full": self.row, "col": self.row}.get(kind, Expr())
+        if v in plan.period:
+            # the tile rows divide the period (choose_row_tile), so a tile never wraps
+            reg = f"p{t.name}"
+            self.body.append(SOp("SMOD", reg, (row, Expr.of(plan.period[v]))))
+            row = Expr.reg(reg)
         col = self.col if kind in ("full", "row") else Expr()
         w = window(lay, logical_cols, t.shape, row, col)
         if w is None:
@@ -489,6 +505,11 @@ def choose_row_tile(lw: Lowering, plan: RowPlan, name: str) -> tuple[int, int]:
         problems = []
         if plan.R % tr or plan.C % tc:
             problems.append("does not divide it")
+        if any(p % tr for p in plan.period.values()):
+            problems.append(
+                f"does not divide the {sorted(set(plan.period.values()))} rows "
+                "after which a broadcast operand repeats"
+            )
         if tc != plan.C and not col_split_ok:
             problems.append(f"splits rows of {plan.C}, but the kernel reduces over whole rows")
         if tc != plan.C and (tc * itemsize) % m.align_bytes:
@@ -520,6 +541,8 @@ def _best_row_tile(lw: Lowering, plan: RowPlan) -> tuple[int, int]:
     best: tuple[Any, ...] | None = None
     for tc in sorted(col_opts, reverse=True):
         for tr in divisors(plan.R):
+            if any(p % tr for p in plan.period.values()):
+                continue
             need = ub_bytes_needed(plan, tr, tc)
             if need > cap:
                 continue

@@ -538,7 +538,8 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         if b.aval.ndim == 1:
             return False
         plan = plan_row(lw, epilogue, used)
-        if plan is None or plan.reduces or plan.kinds.get(out) != "full":
+        # (an operand repeating over leading axes would need epilogue rows dividing its period)
+        if plan is None or plan.reduces or plan.period or plan.kinds.get(out) != "full":
             return False
     handoff = plan is not None or not cast_ok(acc_dt, out.aval.dtype)
     ws_dt = out.aval.dtype if cast_ok(acc_dt, out.aval.dtype) else acc_dt

@@ -137,6 +137,40 @@ def test_transpose_is_ttrans_and_keeps_code_size() -> None:
 
 
 @pytest.mark.parametrize("machine", ["tiny", "ascend910b"])
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ((4, 6, 8), (6, 8)),
+        ((2, 3, 4, 16), (4, 16)),
+        ((2, 3, 4, 16), (3, 4, 16)),
+        ((5, 3, 5), (3, 5)),
+    ],
+    ids=str,
+)
+def test_operand_repeating_over_leading_axes_is_read_in_place(
+    a: tuple[int, ...], b: tuple[int, ...], machine: str
+) -> None:
+    # [T, C] against [B, T, C] (rotary tables against every head): the row kernel reads the
+    # table's rows modulo T, with no broadcast copy of it first
+    def f(x: Any, t: Any) -> Any:
+        return x * t - t
+
+    x, t = sample(a, pto.float16), sample(b, pto.float16, 1)
+    assert_same(f, x, t, machine=machine)
+    tile_ir = str(pto.jit(f, machine=machine).lower(x, t).tile_ir)
+    assert "broadcast" not in tile_ir and tile_ir.count("kernel @") == 1, tile_ir
+    assert "smod" in tile_ir
+
+
+def test_vec_tile_must_divide_the_repeat_of_an_operand() -> None:
+    x, t = sample((4, 6, 8), pto.float16), sample((6, 8), pto.float16, 1)
+    f = pto.jit(lambda x, t: x * t, machine="tiny", tile=dict(vec=(4, 8)))
+    with pytest.raises(pto.TileError, match=r"does not divide the \[6\] rows") as ei:
+        f.lower(x, t)
+    assert "set_vec_tile_shapes(6, 8)" in str(ei.value)
+
+
+@pytest.mark.parametrize("machine", ["tiny", "ascend910b"])
 def test_head_split_and_merge_move_whole_tiles(machine: str) -> None:
     # [s, h*d] -> [h, s, d] and back, as attention splits and merges heads: the transposes read
     # and write the [s, h*d] layouts their neighbours use, [rows of s, d] per tile, with no
