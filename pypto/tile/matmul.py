@@ -497,6 +497,28 @@ def _cube_operands(
     return ga, gb, c_row
 
 
+MAX_EPILOGUE_CHUNKS = 4
+"""column chunks an epilogue tile may be cut into (each one unrolled in the vector code)"""
+
+
+def _epilogue_chunk(m: Machine, plan: RowPlan | None, ws: dt.DType, h: int, n1: int) -> int | None:
+    """Columns of the chunks in which a vector core finishes its ``[h, n1]`` half of an output
+    tile: the widest divisor of ``n1`` (at most :data:`MAX_EPILOGUE_CHUNKS` chunks, 32-byte
+    aligned) whose ring tile and epilogue fit UB; None when none does. Chunks let wide cube
+    tiles (128 x 256: twice the reuse of 128 x 128) keep an epilogue of several ops."""
+    for nc in range(1, MAX_EPILOGUE_CHUNKS + 1):
+        if n1 % nc:
+            continue
+        cw = n1 // nc
+        if nc > 1 and (cw * min(ws.itemsize, 2)) % m.align_bytes:
+            continue
+        nb = 2 * h * cw * ws.itemsize
+        nb += ub_bytes_needed(plan, h, cw) if plan is not None else 2 * h * cw * 4
+        if nb <= m.ub_bytes * 3 // 4:
+            return cw
+    return None
+
+
 def _epilogue_need(
     lw: Lowering, plan: RowPlan | None, ws: dt.DType
 ) -> Callable[[int, int], tuple[bool, float]]:
@@ -506,13 +528,12 @@ def _epilogue_need(
 
     def need(m1: int, n1: int) -> tuple[bool, float]:
         h = max(1, m1 // 2)
-        nb = 2 * h * n1 * ws.itemsize
-        if plan is not None:
-            nb += ub_bytes_needed(plan, h, n1)
-        else:
-            nb += 2 * h * n1 * 4
-        cycles = (ops + 1) * (m.vector_latency + h * n1 * 4 / m.vector_bytes)
-        return nb <= m.ub_bytes * 3 // 4, cycles
+        cw = _epilogue_chunk(m, plan, ws, h, n1)
+        if cw is None:
+            return False, 0.0
+        nc = n1 // cw
+        cycles = (ops + 1) * (nc * m.vector_latency + h * n1 * 4 / m.vector_bytes)
+        return True, cycles
 
     return need
 
@@ -622,41 +643,52 @@ def _vector_epilogue(
     order: _Order,
 ) -> Section:
     """The vector cores' part: take half of the tile's rows from the ring, finish the result
-    (cast to the matmul's dtype, then the epilogue's rules) and store."""
+    (cast to the matmul's dtype, then the epilogue's rules) and store — in column chunks when
+    the whole half does not fit UB (:func:`_epilogue_chunk`). The chunks reuse the same tiles,
+    one after another; all of them read the ring slot between one pair of cross-core flags."""
     out = e.out
     h = t.m1 // 2 if g.M > 1 else 1
     sub = Expr.reg("sub") * h if g.M > 1 else Expr()
     n_col = Expr.reg("n") * t.n1 if g.N // t.n1 > 1 else Expr()
-    x = TileVar("mm", Space.UB, ws_dt, (h, t.n1))
-    head: list[Stmt] = [*order.head, *order.slot(), TLoad(x, ws, ring_row + sub, Expr(), e.loc)]
-    y = x
-    if ws_dt is not out.aval.dtype:
-        y = TileVar("mmc", Space.UB, out.aval.dtype, (h, t.n1))
-        head.append(TOp("TCVT", y, (x,), e.loc))
-    if plan is None:
-        c = lw.buffer(out)
-        lw.view(c, (g.points * g.M, g.N))
-        st = TStore(c, c_row + sub, n_col, y, e.loc)
-        return Section("aiv", (*head, st))
-    rb = RowBuilder(lw, plan, h, t.n1)
-    rb.row = c_row + sub
-    rb.col = n_col
-    rb.loc = e.loc
-    rb.tiles[out] = y
-    for v in plan.inputs:
-        if v is not out:
-            rb.tiles[v] = rb.load(v)
-    for q in plan.eqns:
-        rb.loc = q.loc or e.loc
-        rule = OPS[q.op].rules["tile"]
-        assert isinstance(rule, RowRule)
-        args = [rb.tiles[a] if isinstance(a, Var) else a for a in q.inputs]
-        rb.tiles[q.out] = rule.fn(rb, q, args)
-    if out in used:
-        rb.store(out, y)
-    for v in plan.outputs:
-        rb.store(v, rb.tiles[v])
-    return Section("aiv", (*head, *rb.body), tuple(rb.pre), tuple(rb.post))
+    cw = _epilogue_chunk(lw.machine, plan, ws_dt, h, t.n1) or t.n1
+    body: list[Stmt] = [*order.head, *order.slot()]
+    pre: list[Stmt] = []
+    post: list[Stmt] = []
+    for c0 in range(0, t.n1, cw):
+        x = TileVar("mm", Space.UB, ws_dt, (h, cw))
+        body.append(TLoad(x, ws, ring_row + sub, Expr.of(c0), e.loc))
+        y = x
+        if ws_dt is not out.aval.dtype:
+            y = TileVar("mmc", Space.UB, out.aval.dtype, (h, cw))
+            body.append(TOp("TCVT", y, (x,), e.loc))
+        if plan is None:
+            c = lw.buffer(out)
+            lw.view(c, (g.points * g.M, g.N))
+            body.append(TStore(c, c_row + sub, n_col + c0, y, e.loc))
+            continue
+        rb = RowBuilder(lw, plan, h, cw)
+        rb.row = c_row + sub
+        rb.col = n_col + c0
+        rb.loc = e.loc
+        rb.tiles[out] = y
+        for v in plan.inputs:
+            if v is not out:
+                rb.tiles[v] = rb.load(v)
+        for q in plan.eqns:
+            rb.loc = q.loc or e.loc
+            rule = OPS[q.op].rules["tile"]
+            assert isinstance(rule, RowRule)
+            args = [rb.tiles[a] if isinstance(a, Var) else a for a in q.inputs]
+            rb.tiles[q.out] = rule.fn(rb, q, args)
+        if out in used:
+            rb.store(out, y)
+        for v in plan.outputs:
+            rb.store(v, rb.tiles[v])
+        body += rb.body
+        # every chunk's builder names its invariant tiles alike: keep one copy of each
+        pre += [st for st in rb.pre if st not in pre]
+        post += [st for st in rb.post if st not in post]
+    return Section("aiv", tuple(body), tuple(pre), tuple(post))
 
 
 # ---------------------------------------------------------------- int32: vector multiply-adds

@@ -266,3 +266,23 @@ def test_odd_rows_with_a_vector_part(d: pto.DType) -> None:
     check(lambda a, b: a @ b, arr((7, 33), d), arr((33, 5), d, 1), machine="ascend910b")
     if d.is_floating:
         check(lambda a, b: pto.gelu(a @ b), arr((5, 8), d), arr((8, 3), d, 1))
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_wide_tile_epilogue_in_column_chunks(machine: str) -> None:
+    # A 128 x 256 output tile's epilogue of several ops does not fit UB in one piece: each
+    # vector core finishes its 64 x 256 half in column chunks, reading the ring slot once.
+    def fn(x: Any, w: Any, b: Any, r: Any) -> Any:
+        return pto.silu(x @ w + b) * r
+
+    d = pto.float16
+    args = (arr((256, 256), d), arr((256, 512), d, 1), arr((512,), d, 2), arr((256, 512), d, 3))
+    with pto.tile_shapes(cube=([128, 128], [64, 256], [256, 256])):
+        tile_ir = str(pto.jit(fn, machine=machine).lower(*args).tile_ir)
+        out = check(fn, *args, machine=machine)
+    loads = [ln for ln in tile_ir.splitlines() if "tload %ws" in ln]
+    assert len(loads) > 1 and all("cube_tile(m=128, k=256, n=256" in tile_ir for _ in loads)
+    cols = [ln.split(",")[-1].split(":")[0].strip() for ln in loads]
+    assert cols[0] == "0" and len(set(cols)) == len(cols)  # chunks side by side
+    want = pto.jit(fn, backend="interpret")(*(pto.tensor(a) for a in args))
+    assert_same_products(out, want, args[0], args[1])
