@@ -7,6 +7,7 @@ reference, so the JAX function computes exactly what pypto computes, op for op.
 from __future__ import annotations
 
 import html
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -130,17 +131,26 @@ class CheckReport:
         return {"text/plain": str(self), "text/html": self._repr_html_()}
 
 
+def _in_ipython() -> bool:
+    """Whether an IPython shell (a notebook kernel or the terminal) is running this code."""
+    ipy = sys.modules.get("IPython")
+    return ipy is not None and getattr(ipy, "get_ipython", lambda: None)() is not None
+
+
 def check(
     fn: Callable[..., Any],
     *args: Any,
     backends: Sequence[str] = ("eager", "interpret", "npu"),
-    verbose: bool = True,
+    verbose: bool | None = None,
     machine: Any = "tiny",
 ) -> CheckReport:
     """Run ``fn`` eagerly, through ``jit(backend="interpret")`` and compiled for the simulated
     NPU (``machine``, by default the one-cluster ``tiny``), and compare each with JAX.
 
-    Prints the per-output report and raises :class:`pypto.NumericsMismatch` on failure.
+    Returns the per-output report (a table in notebooks) and raises
+    :class:`pypto.NumericsMismatch` on failure. ``verbose`` prints the report too; by default
+    it does so outside IPython only, where the returned report does not show itself (inside,
+    printing it as well would show it twice).
 
     >>> import pypto as pto
     >>> r = pto.check(lambda x: pto.gelu(x).sum(), pto.ones((4, 4)), verbose=False)
@@ -166,7 +176,7 @@ def check(
             rows.append((backend, compare(f"out[{i}]", api.asvalue(a), np.asarray(r), k)))
     name = getattr(fn, "__name__", "f")
     report = CheckReport(name, tuple(rows))
-    if verbose:
+    if verbose or (verbose is None and not _in_ipython()):
         print(report)
     if not report.ok:
         raise NumericsMismatch(str(report), op="check")

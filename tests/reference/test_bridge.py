@@ -38,6 +38,25 @@ def test_check_reports_each_backend_and_output(capsys: pytest.CaptureFixture[str
     assert "<table>" in report._repr_html_()
 
 
+def test_check_prints_only_where_the_report_does_not_show_itself(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+    import types
+
+    x = pto.random.normal(0, (4, 8))
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = lambda: object()  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    report = pto.check(pto.exp, x)
+    assert report.ok and capsys.readouterr().out == ""  # the cell shows the returned report
+    pto.check(pto.exp, x, verbose=True)
+    assert "all outputs match JAX" in capsys.readouterr().out
+    fake.get_ipython = lambda: None  # type: ignore[attr-defined]
+    pto.check(pto.exp, x)  # IPython imported, but no shell running: a script
+    assert "all outputs match JAX" in capsys.readouterr().out
+
+
 def test_check_raises_on_a_wrong_op() -> None:
     # A subtly wrong exp (one part in a thousand) must not pass the float32 tolerance.
     wrong = ew.in_f32(lambda a: np.exp(a) * np.float32(1.001))
