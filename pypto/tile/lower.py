@@ -563,7 +563,26 @@ def _best_row_tile(lw: Lowering, plan: RowPlan) -> tuple[int, int]:
     return best[1], best[2]
 
 
+def long_rows(lw: Lowering, plan: RowPlan) -> bool:
+    """Whether a row kernel walks its rows in column chunks (:mod:`pypto.tile.longrow`): it
+    reduces over rows too long for UB, or no tile of its rows fits (no aligned split)."""
+    if plan.reduces:
+        return ub_bytes_needed(plan, 1, plan.C) > lw.machine.ub_bytes
+    if lw.cfg.vec is not None:
+        return False
+    try:
+        _best_row_tile(lw, plan)
+    except TileError:
+        return True
+    return False
+
+
 def lower_row_kernel(lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | None) -> None:
+    if long_rows(lw, plan):
+        from pypto.tile.longrow import lower_long_rows
+
+        lower_long_rows(lw, plan, name, loc)
+        return
     tr, tc = choose_row_tile(lw, plan, name)
     b = RowBuilder(lw, plan, tr, tc)
     b.loc = loc
@@ -677,7 +696,10 @@ def _merges(lw: Lowering, plan: RowPlan) -> bool:
     """Whether groups merge into one row kernel: their hints agree and the tile fits."""
     try:
         with hinted(lw, plan.eqns):
-            choose_row_tile(lw, plan, "merged")
+            if not long_rows(lw, plan):
+                choose_row_tile(lw, plan, "merged")
+            elif any(e.op == "argmax" for e in plan.eqns):
+                return False  # argmax over long rows has a two-step kernel of its own
     except TileError:
         return False
     return True
