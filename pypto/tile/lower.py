@@ -557,8 +557,8 @@ def _best_row_tile(lw: Lowering, plan: RowPlan) -> tuple[int, int]:
         raise TileError(
             f"a [{1},{plan.C}] row does not fit UB ({cap} bytes) with its intermediates",
             op="lower",
-            hint="rows this long need a two-pass reduction, which is not built yet; "
-            "reduce a shorter axis or split the row",
+            hint="without a vec tile setting, rows this long are walked in column chunks "
+            "(pypto/tile/longrow.py)",
         )
     return best[1], best[2]
 
