@@ -17,7 +17,9 @@ the number of reductions on a value's dependency path:
 * a full-size output is recomputed and stored chunk by chunk in the first pass after its
   level (a final pass ``L + 1`` when it depends on the last reductions).
 
-So softmax takes three passes (max; sum of exp; output), rms_norm two, layer_norm three. Sums
+So softmax takes three passes (max; sum of exp; output), rms_norm two, layer_norm three; an
+elementwise kernel whose rows have no tile that fits (a long row of prime length) is the output
+pass alone. Sums
 of float16/bfloat16 chunks are taken in float32 and the float32 accumulator is rounded once
 at the end (as the op table's implementation does); sums of integers accumulate in their
 declared dtype. Chunked summation changes the order of the additions, within the tolerance

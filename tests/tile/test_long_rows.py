@@ -189,3 +189,28 @@ def test_the_doc_shows_the_multi_pass_kernel() -> None:
 
     low = pto.jit(softmax_long, machine="tiny").lower(pto.ones((4, 100000), pto.float32))
     assert re.sub(r"\s+#.*", "", str(low.tile_ir)) in blocks, "docs/lowering.md is out of date"
+
+
+def test_argmax_fused_into_a_long_row_kernel_is_a_tile_error() -> None:
+    """Fusion keeps argmax in a group of its own; a row kernel that holds it with other ops
+    over rows too long for UB is refused with the op, shape, dtype and a way out."""
+    from pypto.graph.ir import Eqn, Var
+    from pypto.ops.table import AVal
+    from pypto.tile.config import TileConfig
+    from pypto.tile.lower import Lowering, lower_row_kernel, plan_row
+
+    func = pto.make_graph(lambda x: x * 2.0)(sample((ROWS, C), pto.float32))
+    lw = Lowering(func, pto.npu.machine("tiny"), TileConfig())
+    x, y = Var(AVal((ROWS, C), pto.float32)), Var(AVal((ROWS, C), pto.float32))
+    i = Var(AVal((ROWS,), pto.int32))
+    lw.var_buf[x] = lw.new_buffer("x", pto.float32, ROWS * C, "in")
+    eqns = [
+        Eqn("exp", (x,), (), y, None),
+        Eqn("argmax", (y,), (("axis", 1), ("keepdims", False)), i, None),
+    ]
+    plan = plan_row(lw, eqns, {i})
+    assert plan is not None
+    with pytest.raises(pto.TileError) as err:
+        lower_row_kernel(lw, plan, "exp_argmax", None)
+    msg = str(err.value)
+    assert "argmax" in msg and str(C) in msg and "f32" in msg and "hint:" in msg
