@@ -192,7 +192,7 @@ def _widest(
     probe: Lowering, plan: RowPlan, name: str, loc: SourceLoc | None, tr: int, unit: int, cap: int
 ) -> int | None:
     """The widest chunk that fits UB with ``tr`` rows: a divisor of the row when one is at
-    least half as wide as chunks with a tail can be (no tail: less code, fewer buffers)."""
+    least 3/4 as wide as chunks with a tail can be (no tail: less code, fewer buffers)."""
 
     def fits(cw: int) -> bool:
         return _build(probe, plan, name, loc, tr, cw).need <= cap
@@ -214,7 +214,7 @@ def _widest(
     if steps is None:
         return None
     whole = bisect([d for d in divisors(plan.C) if d % unit == 0 and d < plan.C])
-    if whole is not None and 2 * whole >= steps:
+    if whole is not None and 4 * whole >= 3 * steps:
         return whole
     return _balanced(plan.C, steps, unit)
 
