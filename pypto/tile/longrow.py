@@ -46,7 +46,7 @@ from pypto.ops.table import OPS
 from pypto.tile.ir import For, Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore, walk
 from pypto.tile.lower import Lowering, RowBuilder, RowPlan, RowRule, divisors
 
-__all__ = ["lower_long_rows"]
+__all__ = ["lower_long_rows", "takes"]
 
 ROW_OPS = {"sum": ("TROWSUM", "TADD"), "max": ("TROWMAX", "TMAX"), "min": ("TROWMIN", "TMIN")}
 CHUNKED = ("full", "row")  # kinds whose tiles follow the column chunk
@@ -76,6 +76,8 @@ def _rule(e: Eqn) -> RowRule:
 
 @dataclass
 class _Built:
+    """A trial kernel and its UB estimate."""
+
     kernel: Kernel
     need: int  # an upper estimate of the UB bytes it takes
 
@@ -95,6 +97,14 @@ class _Levels:
         self.L = max((self.level[e.out] for e in self.reductions), default=0)
 
 
+def takes(plan: RowPlan) -> bool:
+    """Whether the multi-pass kernel takes ``plan`` (groups merge into one only then): no
+    argmax, and every output full-size or per-row."""
+    return all(e.op != "argmax" for e in plan.eqns) and all(
+        plan.kinds[v] in ("full", "col") for v in plan.outputs
+    )
+
+
 def lower_long_rows(lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | None) -> None:
     """Lower a row kernel whose rows do not fit UB as a multi-pass kernel over column chunks."""
     what = f"@{name} over rows of {plan.C} " + "/".join(sorted({d.short for d in plan.dtypes}))
@@ -109,17 +119,16 @@ def lower_long_rows(lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | Non
                 f"({lw.machine.ub_bytes} bytes) and argmax has no multi-pass form",
                 op="argmax",
                 loc=e.loc or loc,
-                hint="compute argmax in a kernel of its own (e.g. on the result of a "
-                "pto.jit(..., fuse=False) function) or over shorter rows",
+                hint="take argmax in a kernel of its own, or over shorter rows",
             )
     for v in plan.outputs:
         if plan.kinds[v] not in ("full", "col"):
             raise TileError(
                 f"kernel {what}: rows do not fit UB and {v.aval} is a "
                 f"{plan.kinds[v]} output, which the multi-pass kernel does not store",
-                op=lw.func.name,
+                op="lower",
                 loc=loc,
-                hint="compute it outside the reduction (fuse=False) or over shorter rows",
+                hint="compute it in a kernel of its own (pto.jit(..., fuse=False))",
             )
     tr, cw = _choose(lw, plan, name, loc, what)
     lw.add_kernel(_build(lw, plan, name, loc, tr, cw).kernel)

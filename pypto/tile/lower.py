@@ -698,8 +698,11 @@ def _merges(lw: Lowering, plan: RowPlan) -> bool:
         with hinted(lw, plan.eqns):
             if not long_rows(lw, plan):
                 choose_row_tile(lw, plan, "merged")
-            elif any(e.op == "argmax" for e in plan.eqns):
-                return False  # argmax over long rows has a two-step kernel of its own
+            else:
+                from pypto.tile.longrow import takes
+
+                # what the multi-pass kernel cannot take (argmax) stays a kernel of its own
+                return takes(plan)
     except TileError:
         return False
     return True
