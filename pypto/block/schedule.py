@@ -4,7 +4,8 @@ For each kernel section (the cube or the vector core's part):
 
 * **distribution** — the grid's points are dealt round-robin to the workers: vector cores
   (``%blk*2+%sub`` of ``2*%nblk``) for vector kernels, clusters (``%blk`` of ``%nblk``) for
-  cube kernels; each point's grid registers come from its linear index by ``SDIV``/``SMOD``;
+  cube kernels; each point's grid registers come from its linear index by ``SDIV``/``SMOD``
+  (a kernel that declares a ``cost`` register has its points dealt costliest first);
 * **allocation** — tiles that a DMA or the cube touches (``io`` tiles) get their own region,
   two slots when they live inside a loop (double buffering: the slot alternates with the
   loop's iteration parity, so the next tile loads while this one computes); tiles only the
@@ -221,6 +222,72 @@ class _Emitter:
         return out
 
 
+def _decompose(k: Kernel, worker: Expr, workers: Expr) -> list[BItem]:
+    """The grid registers of the point that the loop index ``%g`` (``worker``, then in
+    steps of ``workers``) runs: row-major over the grid, except for a kernel with a
+    ``cost`` register (:func:`_by_cost`)."""
+    dims = list(k.grid)
+    out: list[BItem] = []
+    rest = "g"
+    if k.cost in [r for r, _ in dims]:
+        out, rest = _by_cost(k, worker, workers)
+        dims = [(r, e) for r, e in dims if r != k.cost]
+    for i, (r, _) in enumerate(dims):
+        inner = 1
+        for _, e in dims[i + 1 :]:
+            inner *= e
+        if i == len(dims) - 1:
+            out.append(BInstr(Instr("SMOV", (Reg(r), Expr.reg(rest)))))
+        else:
+            out.append(BInstr(Instr("SDIV", (Reg(r), Expr.reg(rest), Expr.of(inner)))))
+            out.append(BInstr(Instr("SMOD", (Reg("rest"), Expr.reg(rest), Expr.of(inner)))))
+            rest = "rest"
+    return out
+
+
+def _by_cost(k: Kernel, worker: Expr, workers: Expr) -> tuple[list[BItem], str]:
+    """The ``cost`` register of point ``%g`` and the register holding the row-major index
+    of its other grid registers.
+
+    The points go in windows of ``workers`` values of the other registers times every
+    value of the cost register; a window runs costliest first, one round of ``workers``
+    points per cost value, so every worker gets one point of each cost per full window
+    (even totals) and the window's few tensors stay in L2 while its rounds reuse them.
+    Rounds go to the workers alternately forwards and backwards (a snake), which evens out
+    the last window, where fewer points than workers share a cost value."""
+    ext = dict(k.grid)[k.cost]
+    others = k.points // ext
+    out: list[BItem] = []
+
+    def op(name: str, dst: str, a: Expr, b: Expr) -> None:
+        out.append(BInstr(Instr(name, (Reg(dst), a, b))))
+
+    g = Expr.reg
+    # snake: in odd rounds, point = round start + (round size - 1 - worker)
+    op("SDIV", "grd", g("g"), workers)
+    op("SMOD", "godd", g("grd"), Expr.of(2))
+    op("SMUL", "gr0", g("grd"), workers)
+    op("SSUB", "grn", Expr.of(k.points), g("gr0"))
+    op("SMIN", "grn", g("grn"), workers)
+    op("SSUB", "gpt", g("gr0") + g("grn") - 1 - worker, g("g"))
+    op("SMUL", "gpt", g("gpt"), g("godd"))
+    op("SADD", "gpt", g("gpt"), g("g"))
+    # window %gw of %gwn other points (the last one may hold fewer), index %gi in it
+    op("SMUL", "gsz", workers, Expr.of(ext))
+    op("SDIV", "gw", g("gpt"), g("gsz"))
+    op("SMUL", "gb", g("gw"), workers)
+    op("SSUB", "gwn", Expr.of(others), g("gb"))
+    op("SMIN", "gwn", g("gwn"), workers)
+    op("SMUL", "gi", g("gw"), g("gsz"))
+    op("SSUB", "gi", g("gpt"), g("gi"))
+    # costliest first: round %gi // %gwn has cost value ext-1 minus it
+    op("SDIV", k.cost, g("gi"), g("gwn"))
+    op("SSUB", k.cost, Expr.of(ext - 1), g(k.cost))
+    op("SMOD", "gi", g("gi"), g("gwn"))
+    op("SADD", "rest", g("gb"), g("gi"))
+    return out, "rest"
+
+
 def _section(
     k: Kernel, sec: Section, m: Machine, double: bool = True
 ) -> tuple[tuple[BItem, ...], tuple[Buf, ...]]:
@@ -266,20 +333,7 @@ def _section(
     else:
         setup = []
         start, step = Expr.reg("blk"), Expr.reg("nblk")
-    # grid registers from the point's linear index
-    decomp: list[BItem] = []
-    rest = "g"
-    dims = list(k.grid)
-    for i, (r, _) in enumerate(dims):
-        inner = 1
-        for _, e in dims[i + 1 :]:
-            inner *= e
-        if i == len(dims) - 1:
-            decomp.append(BInstr(Instr("SMOV", (Reg(r), Expr.reg(rest)))))
-        else:
-            decomp.append(BInstr(Instr("SDIV", (Reg(r), Expr.reg(rest), Expr.of(inner)))))
-            decomp.append(BInstr(Instr("SMOD", (Reg("rest"), Expr.reg(rest), Expr.of(inner)))))
-            rest = "rest"
+    decomp = _decompose(k, start, step)
     gpar = em.parities.get("p_g")
     head: list[BItem] = []
     tail: list[BItem] = []

@@ -24,7 +24,7 @@ inputs' dtype), within the tolerance table for a K-long sum.
 >>> q = pto.random.normal(0, (2, 64, 32), pto.float16)
 >>> f = pto.jit(lambda q: pto.scaled_dot_product_attention(q, q, q, causal=True), machine="tiny")
 >>> print(f.lower(q).tile_ir.kernels[-1].header())
-kernel @attention grid(b0=2, q=1) attn_tile(bq=64, bk=64) on cluster
+kernel @attention grid(b0=2, q=1) cost(q) attn_tile(bq=64, bk=64) on cluster
 """
 
 from __future__ import annotations
@@ -163,8 +163,14 @@ def _ub_bytes(h: int, bk: int, dv: int, s: int) -> int:
 
 
 LAG = 2
-"""K/V tiles between a tile's softmax and the update with its P V product (the rings have
-two slots, enough for this lag: each producer waits only for its consumer's previous use)."""
+"""K/V tiles between a tile's softmax and the update with its P V product: the cube makes
+the next tiles' S while a tile's S goes to the vector cores and its P comes back (deeper
+lags measured no faster on ``ascend910b``, where the rings' L2 traffic binds)."""
+
+SLOTS = {"ss": 2, "sp": LAG, "so": 2}
+"""Slots of each ring (by its slot register): S and P V are read one tile after they are
+written and P LAG tiles after, so these let each producer wait only for its consumer's
+previous use of a slot. Each slot takes a cross-core flag id (8 on the chip)."""
 
 
 def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int]:
@@ -252,16 +258,17 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
     k_row = batch_rows(p.kt.aval.shape, d)
     v_row = batch_rows(p.v.aval.shape, lk)
     o_row = batch_rows(p.out.aval.shape, lq) + Expr.reg("q") * bq
-    rows = m.clusters * 2 * bq
     # S and P V cross in the inputs' dtype (the fixpipe rounds them once, as the reference
     # rounds its logits): half the fixpipe and vector bytes of f32
-    ws_s = lw.new_buffer("ws_s", d_t, rows * bk)
-    ws_p = lw.new_buffer("ws_p", d_t, rows * bk)
-    ws_o = lw.new_buffer("ws_o", d_t, rows * dv)
-    lw.views.update({ws_s: (rows, bk), ws_p: (rows, bk), ws_o: (rows, dv)})
+    ws: dict[str, str] = {}
+    for reg, name, cols in (("ss", "ws_s", bk), ("sp", "ws_p", bk), ("so", "ws_o", dv)):
+        rows = m.clusters * SLOTS[reg] * bq
+        ws[reg] = lw.new_buffer(name, d_t, rows * cols)
+        lw.views[ws[reg]] = (rows, cols)
+    ws_s, ws_p, ws_o = ws["ss"], ws["sp"], ws["so"]
 
     def ring(slot: str) -> Expr:
-        return Expr.reg("blk") * (2 * bq) + Expr.reg(slot) * bq
+        return Expr.reg("blk") * (SLOTS[slot] * bq) + Expr.reg(slot) * bq
 
     j = Expr.reg("j")
     r = bq // bk
@@ -282,8 +289,7 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
     )
 
     def stage(reg: str, cnt: str, slots: tuple[str, ...], body: list[Stmt]) -> For:
-        head = [SOp("SMOD", slots[0], (Expr.reg(cnt), Expr.of(2)))]
-        head += [SOp("SMOV", x, (Expr.reg(slots[0]),)) for x in slots[1:]]
+        head: list[Stmt] = [SOp("SMOD", x, (Expr.reg(cnt), Expr.of(SLOTS[x]))) for x in slots]
         tail = SOp("SADD", cnt, (Expr.reg(cnt), Expr.of(1)))
         return For("i" + reg, Expr(), Expr.reg(reg), 1, (*head, *body, tail))
 
@@ -442,7 +448,13 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
             "cluster",
             loc,
             flops // 2 if p.causal else flops,
-            (Ring(ws_s, "aic", "ss"), Ring(ws_p, "aiv", "sp"), Ring(ws_o, "aic", "so")),
+            (
+                Ring(ws_s, "aic", "ss", SLOTS["ss"]),
+                Ring(ws_p, "aiv", "sp", SLOTS["sp"]),
+                Ring(ws_o, "aic", "so", SLOTS["so"]),
+            ),
+            # causal: query tile q runs q+1 K/V steps; deal the long ones first
+            "q" if p.causal else "",
         )
     )
 

@@ -215,7 +215,10 @@ class Kernel:
     ``tile`` records the chosen tile shape for the text (``vec_tile(rows=8, cols=4096)``);
     ``dist`` says who runs a grid point: one vector core (``"aiv"``) or a cluster
     (``"cluster"``: the cube core with both vector cores; each vector core then takes its
-    ``%sub``-th half of the epilogue rows).
+    ``%sub``-th half of the epilogue rows). ``cost`` names a grid register that a point's
+    work grows with (causal attention: the query tile, whose K/V loop stops at the
+    diagonal); the Block level then deals the points longest first, so the round-robin
+    gives every worker about the same work (printed ``cost(q)``).
     """
 
     name: str
@@ -228,6 +231,7 @@ class Kernel:
     loc: SourceLoc | None = None
     flops: int = 0
     rings: tuple[Ring, ...] = ()
+    cost: str = ""
 
     @property
     def points(self) -> int:
@@ -256,7 +260,8 @@ class Kernel:
         tile = ", ".join(f"{k}={v}" for k, v in self.tile)
         extra = f" {self.tile_kind}({tile})" if tile else ""
         dist = " on cluster" if self.dist == "cluster" else ""
-        return f"kernel @{self.name} grid({grid}){extra}{dist}"
+        cost = f" cost({self.cost})" if self.cost else ""
+        return f"kernel @{self.name} grid({grid}){cost}{extra}{dist}"
 
     def __str__(self) -> str:
         lines = [self.header() + " {" + _loc(self.loc)]

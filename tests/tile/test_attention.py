@@ -85,7 +85,7 @@ def test_matmul_softmax_matmul_is_attention() -> None:
 
 
 GOLDEN = """\
-kernel @attention grid(q=1) attn_tile(bq=32, bk=32) on cluster {
+kernel @attention grid(q=1) cost(q) attn_tile(bq=32, bk=32) on cluster {
   ring %ws_s aic->aiv x2 by %ss
   ring %ws_p aiv->aic x2 by %sp
   ring %ws_o aic->aiv x2 by %so
@@ -109,7 +109,7 @@ kernel @attention grid(q=1) attn_tile(bq=32, bk=32) on cluster {
       }
       for %ihp in 0..%hp {
         %sp = smod %cp, 2
-        %so = smov %sp
+        %so = smod %cp, 2
         %p0: L0A f16[32,32] = tload %ws_p[%blk*64+%sp*32 : +32, 0 : +32]
         %v0: L0B f16[32,16] = tload %q[%j*32-64 : +32, 0 : +16]
         %o: L0C f32[32,16] = tmatmul %p0, %v0
@@ -137,7 +137,7 @@ kernel @attention grid(q=1) attn_tile(bq=32, bk=32) on cluster {
       %alpha1: UB f32[16,1] = tmov %alpha
       for %ihs in 0..%hs {
         %ss = smod %cs, 2
-        %sp = smov %ss
+        %sp = smod %cs, 2
         %x: UB f16[16,32] = tload %ws_s[%blk*64+%ss*32+%sub*16 : +16, 0 : +32]
         %x: UB f16[16,32] = tmuls %x, 0.25
         %dg = smov %j-%q+1
