@@ -190,7 +190,7 @@ def _estimate(
     s = d.itemsize
     depth = {dt.int8: m.cube_k_i8, dt.float32: m.cube_k_f16 // 2}.get(d, m.cube_k_f16)
     r = t.reuse
-    points = g.points * (g.M // t.m1) * (g.N // t.n1) // r
+    points = g.points * -(-g.M // t.m1) * -(-g.N // t.n1) // r
     active = min(points, m.clusters)
     waves = -(-points // m.clusters)
     steps = (g.K // t.k0) * (t.m1 // t.m0) * (t.n1 // t.n0)
@@ -213,6 +213,11 @@ def _estimate(
     return waves * r * tile + m.dma_latency * 4 + fix, cube + mte1 + mte2
 
 
+def _edges(g: Geom, m1: int, n1: int) -> bool:
+    """Whether tiles ``[m1, n1]`` leave a partial last tile row or column."""
+    return bool(g.M % m1 or g.N % n1)
+
+
 def choose_cube_tiles(
     g: Geom, d: dt.DType, m: Machine, epilogue: Callable[[int, int], tuple[bool, float]] | None
 ) -> CubeTiles:
@@ -221,6 +226,11 @@ def choose_cube_tiles(
     # tiles under 16 waste the cube's 16-wide fractal unless the axis is that short
     cands_m = [x for x in divisors(g.M) if min(16, g.M) <= x <= 512]
     cands_n = [x for x in divisors(g.N) if min(16, g.N) <= x <= 1024 and _aligned(x, g.N, d, m)]
+    if epilogue is None:
+        # edge tiles: a whole number of fractals that need not divide the axis (the last
+        # tile row or column is partial), so awkward sizes get full-sized tiles and waves
+        cands_m += [x for x in range(64, min(g.M, 513), 16) if g.M % x]
+        cands_n += [x for x in range(64, min(g.N, 1025), 16) if g.N % x and _aligned(x, g.N, d, m)]
     cands_k = [x for x in divisors(g.K) if min(16, g.K) <= x <= 1024 and _aligned(x, g.K, d, m)]
     best: tuple[tuple[int, int, float], CubeTiles] | None = None
     for m0 in cands_m:
@@ -252,7 +262,7 @@ def choose_cube_tiles(
                 for j in sorted({js[0], js[-1]}) if js else []:
                     reuse = [1]
                     a_block = 2 * (m0 * g.K + k0 * j * n0) * d.itemsize
-                    if epilogue is None and a_block <= m.l1_bytes:
+                    if epilogue is None and a_block <= m.l1_bytes and not _edges(g, m0, n0):
                         reuse += [r for r in divisors(g.N // n0) if 1 < r <= 8]
                     for r in reuse:
                         tr = CubeTiles(m0, m0, k0, k0 * j, n0, n0, r)
@@ -462,6 +472,92 @@ class _Cube:
             return [a_load, For("nn", Expr(), Expr.of(t.reuse), 1, (k_loop, *stores))]
         return [k_loop, *stores]
 
+    def edge_body(
+        self,
+        a: dict[int, tuple[str, Expr, Expr]],
+        b: dict[int, tuple[str, Expr, Expr]],
+        c: tuple[str, Expr, Expr],
+    ) -> list[Stmt]:
+        """The grid point's K loops and store when the last tile row or column is partial.
+
+        Every tile has one L0 step in m and n (``m0 = m1``, ``n0 = n1``); ``%em``/``%en`` are 1
+        on the last tile row/column, and 0/1-trip loops on them pick the code for the full or
+        the partial extent (its own static shapes, the same tile names, so one buffer holds
+        either). ``a``/``b`` give the GM window of each extent, ``c`` the result's window."""
+        t, d, g = self.t, self.d, self.g
+        assert t.m0 == t.m1 and t.n0 == t.n1 and t.reuse == 1
+        KB, KK = g.K // t.k1, t.k1 // t.k0
+        acc_dt = _acc_dtype(d)
+        assert acc_dt is not None
+        mt, nt = -(-g.M // t.m1), -(-g.N // t.n1)
+        ms = [t.m1] + ([g.M - (mt - 1) * t.m1] if g.M % t.m1 else [])
+        ns = [t.n1] + ([g.N - (nt - 1) * t.n1] if g.N % t.n1 else [])
+        head: list[Stmt] = []
+        # %em = 1 only on the last tile row: max(m - (mt - 2), 0)
+        if len(ms) > 1:
+            head.append(SOp("SMAX", "em", (Expr.reg("m") - (mt - 2), Expr.of(0))))
+        if len(ns) > 1:
+            head.append(SOp("SMAX", "en", (Expr.reg("n") - (nt - 2), Expr.of(0))))
+        sites = iter(range(1 << 30))
+
+        def pick(flag: str, sizes: list[int], emit: Callable[[int], list[Stmt]]) -> list[Stmt]:
+            """``emit(size)`` for the full extent when ``%flag`` is 0, the partial one when 1."""
+            if len(sizes) == 1:
+                return emit(sizes[0])
+            i = next(sites)
+            reg = Expr.reg(flag)
+            return [
+                For(f"{flag}f{i}", reg, Expr.of(1), 1, tuple(emit(sizes[0]))),
+                For(f"{flag}p{i}", Expr(), reg, 1, tuple(emit(sizes[1]))),
+            ]
+
+        def both(emit: Callable[[int, int], list[Stmt]]) -> list[Stmt]:
+            return pick("em", ms, lambda me: pick("en", ns, lambda ne: emit(me, ne)))
+
+        kb, kk = Expr.reg("kb"), Expr.reg("kk")
+
+        def a1(me: int) -> TileVar:
+            return TileVar("a1", Space.L1, d, (me, t.k1))
+
+        def b1(ne: int) -> TileVar:
+            return TileVar("b1", Space.L1, d, (t.k1, ne))
+
+        def a0(me: int) -> TileVar:
+            return TileVar("a0_0", Space.L0A, d, (me, t.k0))
+
+        def b0(ne: int) -> TileVar:
+            return TileVar("b0_0", Space.L0B, d, (t.k0, ne))
+
+        def acc(me: int, ne: int) -> TileVar:
+            return TileVar("acc_0_0", Space.L0C, acc_dt, (me, ne))
+
+        loads = pick(
+            "em", ms, lambda me: [TLoad(a1(me), a[me][0], a[me][1], a[me][2] + kb * t.k1, self.loc)]
+        )
+        loads += pick(
+            "en", ns, lambda ne: [TLoad(b1(ne), b[ne][0], b[ne][1] + kb * t.k1, b[ne][2], self.loc)]
+        )
+        cuts = pick("em", ms, lambda me: [TOp("TEXTRACT", a0(me), (a1(me), Expr(), kk * t.k0))])
+        cuts += pick("en", ns, lambda ne: [TOp("TEXTRACT", b0(ne), (b1(ne), kk * t.k0, Expr()))])
+
+        def mms(op: str) -> tuple[Stmt, ...]:
+            return tuple(both(lambda me, ne: [TOp(op, acc(me, ne), (a0(me), b0(ne)), self.loc)]))
+
+        step: list[Stmt]
+        if KB * KK == 1:
+            step = [*cuts, *mms("TMATMUL")]
+        else:
+            step = [
+                *cuts,
+                SOp("SMIN", "z", (kb * KK + kk, Expr.of(1))),
+                For("i0", Expr.reg("z"), Expr.of(1), 1, mms("TMATMUL")),
+                For("i1", Expr(), Expr.reg("z"), 1, mms("TMATMUL_ACC")),
+            ]
+        inner = For("kk", Expr(), Expr.of(KK), 1, tuple(step))
+        k_loop = For("kb", Expr(), Expr.of(KB), 1, (*loads, inner))
+        stores = both(lambda me, ne: [TStore(c[0], c[1], c[2], acc(me, ne), self.loc)])
+        return [*head, k_loop, *stores]
+
 
 def _views(e: Eqn, g: Geom) -> tuple[Var, Var, tuple[int, int], tuple[int, int], tuple[int, int]]:
     a, b = e.inputs
@@ -577,6 +673,10 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         return True
     if handoff and t.m1 % 2 and g.M > 1:
         return False
+    edges = _edges(g, t.m1, t.n1)
+    if edges:
+        assert not handoff
+        return _lower_edges(lw, e, g, t, d)
     ga, gb, c_row = _cube_operands(lw, e, g, t)
     cube = _Cube(g, t, d, e.loc)
     acc = cube.accs()
@@ -620,6 +720,40 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
             e.loc,
             2 * g.points * g.M * g.N * g.K,
             rings,
+        )
+    )
+    return True
+
+
+def _lower_edges(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, d: dt.DType) -> bool:
+    """The cube kernel of a matmul whose tiles leave a partial last row or column
+    (:meth:`_Cube.edge_body`); the fixpipe stores the result (no epilogue)."""
+    a, b, va, vb, _ = _views(e, g)
+    mt, nt = -(-g.M // t.m1), -(-g.N // t.n1)
+    a_row = g.rows(g.a_strides, g.M) + Expr.reg("m") * t.m1
+    b_row = g.rows(g.b_strides, g.K)
+    n_col = Expr.reg("n") * t.n1
+    ms = {t.m1, g.M - (mt - 1) * t.m1}
+    ns = {t.n1, g.N - (nt - 1) * t.n1}
+    ga = {me: _operand(lw, a, va, (me, t.k1), a_row, Expr()) for me in ms}
+    gb = {ne: _operand(lw, b, vb, (t.k1, ne), b_row, n_col) for ne in ns}
+    c = lw.buffer(e.out)
+    lw.view(c, (g.points * g.M, g.N))
+    c_row = g.rows(g.c_strides, g.M) + Expr.reg("m") * t.m1
+    cube = _Cube(g, t, d, e.loc)
+    order = _Order.of(g, mt, nt, lw.machine.clusters, lw.cfg.swizzle)
+    body = cube.edge_body(ga, gb, (c, c_row, n_col))
+    lw.add_kernel(
+        Kernel(
+            lw.fresh("matmul"),
+            "matmul",
+            order.grid,
+            (Section("aic", (*order.head, *body)),),
+            t.text(),
+            "cube_tile",
+            "cluster",
+            e.loc,
+            2 * g.points * g.M * g.N * g.K,
         )
     )
     return True
