@@ -239,8 +239,13 @@ class Fluid:
         done: list[Any] = []
         for c in self.classes.values():
             h = c.heap
-            # Finish marks within a rounding error of the clock are done.
-            while h and h[0][0] <= c.v + 1e-9 * max(1.0, abs(c.v)):
+            # Finish marks within a rounding error of the byte clock are done, and so are those
+            # whose time still to go the cycle clock cannot resolve (late in a long run, one
+            # ulp of ``now`` outweighs the byte tolerance; waiting would be "now" forever).
+            while h and (
+                h[0][0] <= c.v + 1e-9 * max(1.0, abs(c.v))
+                or (c.rate > 0 and now + (h[0][0] - c.v) / c.rate <= now)
+            ):
                 _, _, token = heapq.heappop(h)
                 c.n -= 1
                 self.active -= 1

@@ -8,10 +8,6 @@ import pytest
 from pypto.npu.memory import Fluid
 
 
-# Known bug: Fluid.complete only forgives a rounding error of the bytes, not of the clock. The fix
-# (also finish a transfer when now + remainder / rate == now) is in Fluid.complete; drop this
-# marker with it (strict: the test then fails until the marker goes).
-@pytest.mark.xfail(strict=True, reason="Fluid.complete waits on a remainder below the clock's ulp")
 @pytest.mark.parametrize("cap", [37.0, 67.26726726726727, 80.0])
 def test_a_transfer_finishes_when_the_clock_cannot_resolve_its_remainder(cap: float) -> None:
     # At 1e7 cycles one ulp of the clock is ~2e-9 cycles. Advancing the per-class byte clock by
