@@ -210,7 +210,12 @@ def _estimate(
     single_acc = 2 * t.m1 * t.n1 * 4 > m.l0c_bytes
     epi = vec(t.m1, t.n1) if vec is not None else 0.0
     tile = max(cube, mte1, mte2, epi) + (fix if single_acc else 0.0)
-    return waves * r * tile + m.dma_latency * 4 + fix, cube + mte1 + mte2
+    # the pipeline fills once (the first blocks come from HBM before the cube can start) and
+    # drains once (the cube's last block after the last load): both shrink with k1
+    blocks = g.K // t.k1
+    fill = 2 * m.dma_latency + (t.m1 + t.n1) * t.k1 * s / min(m.gm_read, bw)
+    drain = cube / blocks
+    return waves * r * tile + m.dma_latency * 4 + fix + fill + drain, cube + mte1 + mte2
 
 
 def _edges(g: Geom, m1: int, n1: int) -> bool:
