@@ -19,7 +19,12 @@ int32 has no cube path and runs on the vector cores as multiply-adds of columns 
 Tile sizes: ``pto.set_cube_tile_shapes([m0, m1], [k0, k1], [n0, n1])`` (checked: they divide
 the axes, fit L0A/L0B/L1 double-buffered and L0C, 32-byte aligned), or chosen by a small cost
 model (cube, MTE1, MTE2 and fixpipe time per tile times the waves over the cube cores) among the
-divisors of M, K and N — so awkward sizes (1000 x 3000 x 700) get equal tiles that divide them.
+divisors of M, K and N and, without an epilogue, among whole fractals that need not divide M
+and N: the last tile row or column is then partial and runs on its real extent (its own static
+shapes, picked per grid point by 0/1-trip loops). So awkward sizes (1000 x 3000 x 700) get full
+tiles in one wave (24 of 176 x 175) instead of equal tiles in two (40 of 125 x 140). When every
+cube core has a single tile, the idle vector cores read the operands ahead of the cube so its
+loads hit L2 (:func:`_prefetch`).
 
 The chosen tiles are in the kernel's header; the efficiency (roofline cycles / simulated
 cycles) comes from a timing-only profile — on ``ascend910b`` with 4096 x 4096 x 4096 for the
@@ -211,11 +216,13 @@ def _estimate(
     epi = vec(t.m1, t.n1) if vec is not None else 0.0
     tile = max(cube, mte1, mte2, epi) + (fix if single_acc else 0.0)
     # the pipeline fills once (the first blocks come from HBM before the cube can start) and
-    # drains once (the cube's last block after the last load): both shrink with k1
-    blocks = g.K // t.k1
-    fill = 2 * m.dma_latency + (t.m1 + t.n1) * t.k1 * s / min(m.gm_read, bw)
-    drain = cube / blocks
-    return waves * r * tile + m.dma_latency * 4 + fix + fill + drain, cube + mte1 + mte2
+    # drains once (the cube's last block after the last load): both shrink with k1 (counted
+    # without an epilogue, whose vector pipeline fills and drains on its own)
+    ends = 0.0
+    if vec is None:
+        fill = 2 * m.dma_latency + (t.m1 + t.n1) * t.k1 * s / min(m.gm_read, bw)
+        ends = fill + cube / (g.K // t.k1)
+    return waves * r * tile + m.dma_latency * 4 + fix + ends, cube + mte1 + mte2
 
 
 def _edges(g: Geom, m1: int, n1: int) -> bool:
@@ -748,12 +755,15 @@ def _lower_edges(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, d: dt.DType) -> bo
     cube = _Cube(g, t, d, e.loc)
     order = _Order.of(g, mt, nt, lw.machine.clusters, lw.cfg.swizzle)
     body = cube.edge_body(ga, gb, (c, c_row, n_col))
+    sections = [Section("aic", (*order.head, *body))]
+    if g.points * mt * nt <= lw.machine.clusters and g.K // t.k1 > 1:
+        sections.append(_prefetch(lw, g, t, d, ga[t.m1][0], gb[t.n1][0], order, mt, nt))
     lw.add_kernel(
         Kernel(
             lw.fresh("matmul"),
             "matmul",
             order.grid,
-            (Section("aic", (*order.head, *body)),),
+            tuple(sections),
             t.text(),
             "cube_tile",
             "cluster",
@@ -762,6 +772,57 @@ def _lower_edges(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, d: dt.DType) -> bo
         )
     )
     return True
+
+
+def _prefetch(
+    lw: Lowering,
+    g: Geom,
+    t: CubeTiles,
+    d: dt.DType,
+    a: str,
+    b: str,
+    order: _Order,
+    mt: int,
+    nt: int,
+) -> Section:
+    """The vector cores' part of a one-wave matmul: they read the operands ahead of the cube
+    so that the cube core's loads find them in L2.
+
+    With one tile per cube core no tile's loads hide another's first reads from HBM, and a
+    cube core's MTE2 pays those at the HBM rate on top of its L2 reads. The idle vector cores
+    take that over: the two of grid point ``(m, n)`` read every ``2*nt``-th K block of the A
+    rows of tile row ``m`` (from block ``2n + sub``) and every ``2*mt``-th K block of the B
+    columns of tile column ``n`` (from block ``2m + sub``), in K order, into a scratch UB
+    tile nothing uses: between them, each block of A and B once. Reads only, so no flags.
+    Windows past the end of an axis shift back inside it (they read some rows twice)."""
+    m = lw.machine
+    s = d.itemsize
+    KB = g.K // t.k1
+    cap = m.ub_bytes // 4  # a double-buffered scratch tile well inside UB
+    ra = max(1, min(t.m1, g.M, cap // (t.k1 * s)))
+    cb = max(1, min(t.n1, g.N, cap // (t.k1 * s)))
+    body: list[Stmt] = [*order.head]
+    a_base, b_base = g.rows(g.a_strides, g.M), g.rows(g.b_strides, g.K)
+    pa, pb = Expr.reg("pa"), Expr.reg("pb")
+    a_loads: list[Stmt] = []
+    for i in range(-(-t.m1 // ra)):
+        r = f"ar{i}"
+        a_loads += [
+            SOp("SMIN", r, (Expr.reg("m") * t.m1 + i * ra, Expr.of(g.M - ra))),
+            TLoad(TileVar("pfa", Space.UB, d, (ra, t.k1)), a, a_base + Expr.reg(r), pa * t.k1),
+        ]
+    b_loads: list[Stmt] = []
+    for j in range(-(-t.n1 // cb)):
+        r = f"bc{j}"
+        b_loads += [
+            SOp("SMIN", r, (Expr.reg("n") * t.n1 + j * cb, Expr.of(g.N - cb))),
+            TLoad(TileVar("pfb", Space.UB, d, (t.k1, cb)), b, b_base + pb * t.k1, Expr.reg(r)),
+        ]
+    body += [
+        For("pa", Expr.reg("n") * 2 + Expr.reg("sub"), Expr.of(KB), 2 * nt, tuple(a_loads)),
+        For("pb", Expr.reg("m") * 2 + Expr.reg("sub"), Expr.of(KB), 2 * mt, tuple(b_loads)),
+    ]
+    return Section("aiv", tuple(body))
 
 
 def _group_name(lw: Lowering, e: Eqn) -> str:
