@@ -34,7 +34,7 @@ headline number (``f.profile(a, b, numerics=False).efficiency``):
     >>> a = np.zeros((256, 512), np.float16)
     >>> f = pto.jit(lambda x, y: x @ y, machine="tiny")
     >>> print(f.lower(a, a.T.copy()).tile_ir.kernels[0].header())
-    kernel @matmul grid(m=2, n=1) cube_tile(m=128, k=512, n=64, ...) on cluster
+    kernel @matmul grid(m=2, n=1) cube_tile(m=128, k=128, n=128, ...) on cluster
     >>> f.profile(a, a.T.copy(), numerics=False).bound
     'cube'
 """
