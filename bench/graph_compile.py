@@ -1,6 +1,6 @@
 """Graph-mode costs on a LLaMA-style decoder block (seq 512, hidden 1024, 8 heads, SwiGLU 2816).
 
-- ``trace+passes``: ``pto.jit(f).lower(*args)`` — tracing to the Tensor IR and running the
+- ``trace+passes``: ``pto.jit(f, backend="interpret").lower(*args)`` — tracing to the Tensor IR and running the
   tensor passes (simplify, constant folding, CSE, DCE, fusion) — against
   ``jax.jit(f).lower(*args).compile()`` of the same function written in ``jax.numpy``, each
   from a fresh function object so no cache answers. Target: pypto faster (ratio < 1).
@@ -87,13 +87,15 @@ def _rows(settings: Settings) -> Iterator[Row]:
     repeats = 3 if settings.quick else 9
 
     # Sanity first: the three implementations must agree before their times mean anything.
-    y = np.asarray(pto.jit(decoder)(*pargs))
+    y = np.asarray(pto.jit(decoder, backend="interpret")(*pargs))
     ref = decoder_numpy(*args)
     agree = bool(np.allclose(y, ref, rtol=2e-3, atol=2e-3))
 
     def compile_case(name: str, pfn: Any, jfn: Any, target: str, eqns: int) -> Row:
         cands = {
-            "pypto": Candidate("pto.jit(f).lower(*a)", {"pto": pto, "f": pfn, "a": pargs}),
+            "pypto": Candidate(
+                'pto.jit(f, backend="interpret").lower(*a)', {"pto": pto, "f": pfn, "a": pargs}
+            ),
             "jax": Candidate(
                 "jax.jit(lambda *b: g(*b)).lower(*a).compile()",
                 {"jax": jax, "g": jfn, "a": jargs},
@@ -112,17 +114,20 @@ def _rows(settings: Settings) -> Iterator[Row]:
             "eqns": eqns,
         }
 
-    low = pto.jit(decoder).lower(*pargs)
+    low = pto.jit(decoder, backend="interpret").lower(*pargs)
     yield compile_case(
         "decoder: trace + tensor passes", decoder, decoder_jax, "< 1", len(low.tensor_ir.eqns)
     )
-    glow = pto.jit(pto.grad(loss)).lower(*(pargs[1], pargs[0], cos, sin))
+    glow = pto.jit(pto.grad(loss), backend="interpret").lower(*(pargs[1], pargs[0], cos, sin))
     gp = (pargs[1], pargs[0], cos, sin)
     gj = (jargs[1], jargs[0], cos, sin)
 
     def gcase() -> Row:
         cands = {
-            "pypto": Candidate("pto.jit(pto.grad(f)).lower(*a)", {"pto": pto, "f": loss, "a": gp}),
+            "pypto": Candidate(
+                'pto.jit(pto.grad(f), backend="interpret").lower(*a)',
+                {"pto": pto, "f": loss, "a": gp},
+            ),
             "jax": Candidate(
                 "jax.jit(jax.grad(lambda *b: g(*b))).lower(*a).compile()",
                 {"jax": jax, "g": loss_jax, "a": gj},
@@ -142,7 +147,7 @@ def _rows(settings: Settings) -> Iterator[Row]:
         }
 
     yield gcase()
-    compiled = pto.jit(decoder)
+    compiled = pto.jit(decoder, backend="interpret")
     compiled(*pargs)
     cands = {
         "pypto": Candidate("f(*a)", {"f": compiled, "a": pargs}),
