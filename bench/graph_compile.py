@@ -1,7 +1,7 @@
 """Graph-mode costs on a LLaMA-style decoder block (seq 512, hidden 1024, 8 heads, SwiGLU 2816).
 
-- ``trace+passes``: ``pto.jit(f, backend="interpret").lower(*args)`` — tracing to the Tensor IR and running the
-  tensor passes (simplify, constant folding, CSE, DCE, fusion) — against
+- ``trace+passes``: ``pto.jit(f, backend="interpret").lower(*args)`` — tracing to the Tensor
+  IR and running the tensor passes (simplify, constant folding, CSE, DCE, fusion) — against
   ``jax.jit(f).lower(*args).compile()`` of the same function written in ``jax.numpy``, each
   from a fresh function object so no cache answers. Target: pypto faster (ratio < 1).
 - the same for the gradient of a scalar loss over the block (``jit(grad(loss))``).
