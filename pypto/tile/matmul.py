@@ -42,7 +42,7 @@ headline number (``f.profile(a, b, numerics=False).efficiency``):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pypto import dtypes as dt
@@ -223,6 +223,31 @@ def _estimate(
         fill = 2 * m.dma_latency + (t.m1 + t.n1) * t.k1 * s / min(m.gm_read, bw)
         ends = fill + cube / (g.K // t.k1)
     return waves * r * tile + m.dma_latency * 4 + fix + ends, cube + mte1 + mte2
+
+
+def _k_loop(
+    loads: Sequence[Stmt],
+    cuts: Sequence[Stmt],
+    mms: Callable[[str], tuple[Stmt, ...]],
+    KB: int,
+    KK: int,
+) -> For:
+    """The K loops of one output tile: ``KB`` L1 blocks (``loads``), each ``KK`` L0 steps
+    (``cuts``, then the matmuls ``mms(op)`` on registers ``%kb``/``%kk``)."""
+    step: list[Stmt]
+    if KB * KK == 1:
+        step = [*cuts, *mms("TMATMUL")]
+    else:
+        # the first K step starts the accumulator, the others add to it: 0/1-trip loops
+        # on %z = min(step index, 1) pick the instruction
+        step = [
+            *cuts,
+            SOp("SMIN", "z", (Expr.reg("kb") * KK + Expr.reg("kk"), Expr.of(1))),
+            For("i0", Expr.reg("z"), Expr.of(1), 1, mms("TMATMUL")),
+            For("i1", Expr(), Expr.reg("z"), 1, mms("TMATMUL_ACC")),
+        ]
+    inner = For("kk", Expr(), Expr.of(KK), 1, tuple(step))
+    return For("kb", Expr(), Expr.of(KB), 1, (*loads, inner))
 
 
 def _edges(g: Geom, m1: int, n1: int) -> bool:
@@ -466,20 +491,7 @@ class _Cube:
                 TOp(op, acc[i][j], (a0[i], b0[j]), self.loc) for i in range(im) for j in range(jn)
             )
 
-        step: list[Stmt]
-        if KB * KK == 1:
-            step = [*cuts, *mms("TMATMUL")]
-        else:
-            # the first K step starts the accumulator, the others add to it: 0/1-trip loops
-            # on %z = min(step index, 1) pick the instruction
-            step = [
-                *cuts,
-                SOp("SMIN", "z", (kb * KK + kk, Expr.of(1))),
-                For("i0", Expr.reg("z"), Expr.of(1), 1, mms("TMATMUL")),
-                For("i1", Expr(), Expr.reg("z"), 1, mms("TMATMUL_ACC")),
-            ]
-        inner = For("kk", Expr(), Expr.of(KK), 1, tuple(step))
-        k_loop = For("kb", Expr(), Expr.of(KB), 1, (*loads, inner))
+        k_loop = _k_loop(loads, cuts, mms, KB, KK)
         if whole:
             return [a_load, For("nn", Expr(), Expr.of(t.reuse), 1, (k_loop, *stores))]
         return [k_loop, *stores]
@@ -555,18 +567,7 @@ class _Cube:
         def mms(op: str) -> tuple[Stmt, ...]:
             return tuple(both(lambda me, ne: [TOp(op, acc(me, ne), (a0(me), b0(ne)), self.loc)]))
 
-        step: list[Stmt]
-        if KB * KK == 1:
-            step = [*cuts, *mms("TMATMUL")]
-        else:
-            step = [
-                *cuts,
-                SOp("SMIN", "z", (kb * KK + kk, Expr.of(1))),
-                For("i0", Expr.reg("z"), Expr.of(1), 1, mms("TMATMUL")),
-                For("i1", Expr(), Expr.reg("z"), 1, mms("TMATMUL_ACC")),
-            ]
-        inner = For("kk", Expr(), Expr.of(KK), 1, tuple(step))
-        k_loop = For("kb", Expr(), Expr.of(KB), 1, (*loads, inner))
+        k_loop = _k_loop(loads, cuts, mms, KB, KK)
         stores = both(lambda me, ne: [TStore(c[0], c[1], c[2], acc(me, ne), self.loc)])
         return [*head, k_loop, *stores]
 
