@@ -30,7 +30,7 @@ def test_to_jax_is_the_same_computation() -> None:
 
 def test_check_reports_each_backend_and_output(capsys: pytest.CaptureFixture[str]) -> None:
     x, w = pto.random.normal(0, (4, 8)), pto.random.normal(1, (8, 6))
-    report = pto.check(model, x, w)
+    report = pto.check(model, x, w, verbose=True)  # (other tests may leave an IPython shell)
     out = capsys.readouterr().out
     assert report.ok and "all outputs match JAX" in out
     assert out.count("eager") == 2 and out.count("interpret") == 2
