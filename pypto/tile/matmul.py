@@ -721,21 +721,33 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         aiv = _vector_epilogue(lw, e, plan, t, g, ws, ws_dt, ring_row, c_row, used, order)
         sections = [Section("aic", (*order.head, *slot, *cube.body(ga, gb, stores))), aiv]
         rings = (Ring(ws, "aic", "slot"),)
-    lw.add_kernel(
-        Kernel(
-            name,
-            "matmul",
-            order.grid,
-            tuple(sections),
-            t.text(),
-            "cube_tile",
-            "cluster",
-            e.loc,
-            2 * g.points * g.M * g.N * g.K,
-            rings,
-        )
-    )
+    lw.add_kernel(_cube_kernel(name, e, g, t, order, sections, rings))
     return True
+
+
+def _cube_kernel(
+    name: str,
+    e: Eqn,
+    g: Geom,
+    t: CubeTiles,
+    order: _Order,
+    sections: Sequence[Section],
+    rings: tuple[Ring, ...] = (),
+) -> Kernel:
+    """A matmul's cluster kernel: its grid, tile text and cube flops (2MNK, no padding)."""
+    flops = 2 * g.points * g.M * g.N * g.K
+    return Kernel(
+        name,
+        "matmul",
+        order.grid,
+        tuple(sections),
+        t.text(),
+        "cube_tile",
+        "cluster",
+        e.loc,
+        flops,
+        rings,
+    )
 
 
 def _lower_edges(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, d: dt.DType) -> bool:
@@ -759,19 +771,7 @@ def _lower_edges(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, d: dt.DType) -> bo
     sections = [Section("aic", (*order.head, *body))]
     if g.points * mt * nt <= lw.machine.clusters and g.K // t.k1 > 1:
         sections.append(_prefetch(lw, g, t, d, ga[t.m1][0], gb[t.n1][0], order, mt, nt))
-    lw.add_kernel(
-        Kernel(
-            lw.fresh("matmul"),
-            "matmul",
-            order.grid,
-            tuple(sections),
-            t.text(),
-            "cube_tile",
-            "cluster",
-            e.loc,
-            2 * g.points * g.M * g.N * g.K,
-        )
-    )
+    lw.add_kernel(_cube_kernel(lw.fresh("matmul"), e, g, t, order, sections))
     return True
 
 
