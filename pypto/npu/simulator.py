@@ -607,7 +607,7 @@ class _Engine:
         if self.races:
             acc = self.acc[sid]
             if acc is not None:
-                self._check_races(gp, sid, start, acc(core, item))
+                self._check_races(gp, item, start, acc(core, item))
         if self.numerics:
             ex = self.exec[sid]
             if ex is not None:
@@ -618,7 +618,9 @@ class _Engine:
                 self.stopped = (gp, sid, start)
                 raise _Stop
 
-    def _check_races(self, gp: int, sid: int, start: float, ranges: list[Any]) -> None:
+    def _check_races(self, gp: int, item: tuple[Any, ...], start: float, ranges: list[Any]) -> None:
+        # A shadow entry keeps the instruction's queue item, (sid, issue cycle, ...): the
+        # race report needs its program order (see _race).
         vc = self.vc[gp]
         ep = vc[gp]
         shadow = self.shadow
@@ -627,29 +629,46 @@ class _Engine:
             for e in shadow.get(key, ()):
                 if e[0] < r1 and r0 < e[1] and e[2] < c1 and c0 < e[3]:
                     if e[4] != gp and (w or e[6]) and vc.get(e[4], -1) < e[5]:
-                        raise self._race(key, (r0, r1, c0, c1), (gp, sid, w, start), e)
+                        raise self._race(key, (r0, r1, c0, c1), (gp, item, w, start), e)
                     if (r0 <= e[0] and e[1] <= r1 and c0 <= e[2] and e[3] <= c1) and (
                         w or (not e[6] and e[4] == gp)
                     ):
                         continue
                 keep.append(e)
-            keep.append((r0, r1, c0, c1, gp, ep, w, sid, start))
+            keep.append((r0, r1, c0, c1, gp, ep, w, item, start))
             shadow[key] = keep
 
     def _race(
-        self, key: int, rng: tuple[int, int, int, int], cur: tuple[int, int, bool, float], e: Any
+        self,
+        key: int,
+        rng: tuple[int, int, int, int],
+        cur: tuple[int, tuple[Any, ...], bool, float],
+        e: Any,
     ) -> SimulationError:
+        """The error for a race between the access ``cur`` (global pipe, queue item, writes,
+        start) and the earlier-checked shadow entry ``e``.
+
+        On one core the two are named in program order: the order the core's front end issued
+        them, which its issue cycles give (strictly increasing, across loop iterations too).
+        That is the order the program meant, whatever order a missing flag let them start in,
+        so the first one is the one the second must wait for: the write before a read (RAW),
+        the read before a write that overwrites it (WAR). On two cores there is no program
+        order between them; they are named in the order they started."""
         cp = self.cp
-        # Name the two in the order they started (then program order).
         a, b = (e[4], e[7], e[6], e[8]), cur
-        if (b[3], b[1]) < (a[3], a[1]):
+        ca, cb = a[0] // NPIPES, b[0] // NPIPES
+        if (b[1][1] < a[1][1]) if ca == cb else ((b[3], b[1][0]) < (a[3], a[1][0])):
             a, b = b, a
+        sa, sb = a[1][0], b[1][0]
 
         def who(g: int, s: int, write: bool) -> str:
             c = self.cores[g // NPIPES]
             verb = "writes" if write else "reads"
             pipe = PIPE_ORDER[g % NPIPES]
             return f"{cp.instrs[s].op} ({c.name}, pipe {pipe}, {cp.where(s)}) {verb}"
+
+        def short(s: int, note: str = "") -> str:
+            return f"the {cp.instrs[s].op} ({cp.core_kind[s]} #{cp.local_index[s]}{note})"
 
         r0, r1, c0, c1 = max(rng[0], e[0]), min(rng[1], e[1]), max(rng[2], e[2]), min(rng[3], e[3])
         if key < 0:
@@ -659,19 +678,21 @@ class _Engine:
             c = self.cores[key // 8]
             what = f"{_SPACE_NAME[key % 8]} of {c.describe()} bytes [{hex(r0)}, {hex(r1)})"
         p1, p2 = PIPE_ORDER[a[0] % NPIPES], PIPE_ORDER[b[0] % NPIPES]
-        if a[0] // NPIPES != b[0] // NPIPES:
+        if ca != cb:
             hint = "order them with a cross-core flag (XSET_FLAG/XWAIT_FLAG) or a BARRIER"
         elif p1 == p2:
             hint = "they are on one pipe of one core: this cannot happen"
         else:
+            # Later in the template yet first in program order: an earlier loop iteration.
+            again = ", an earlier loop iteration" if cp.local_index[sa] > cp.local_index[sb] else ""
             hint = (
-                f"order them with SET_FLAG {p1}, {p2} after the first and WAIT_FLAG {p1}, {p2} "
-                "before the second"
+                f"order them with SET_FLAG {p1}, {p2} after {short(sa, again)} "
+                f"and WAIT_FLAG {p1}, {p2} before {short(sb)}"
             )
         return SimulationError(
-            f"data race on {what}: {who(a[0], a[1], a[2])} while {who(b[0], b[1], b[2])}, "
+            f"data race on {what}: {who(a[0], sa, a[2])} while {who(b[0], sb, b[2])}, "
             "and no flag orders the two",
-            op=cp.instrs[cur[1]].op,
+            op=cp.instrs[cur[1][0]].op,
             hint=hint,
         )
 
