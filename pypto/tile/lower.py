@@ -248,6 +248,20 @@ def _kind_of(shape: tuple[int, ...], S: tuple[int, ...]) -> str | None:
     return None
 
 
+LAYOUT_OPS = ("slice", "transpose", "concat")
+"""Layout ops a row kernel takes as address patterns of its loads and stores (no compute)."""
+
+
+@dataclass(frozen=True)
+class Window:
+    """A row-kernel input read straight from another buffer: ``src`` with its leading axes
+    permuted by ``perm`` (the last axis stays last), from column ``lo`` (a last-axis slice)."""
+
+    src: Var
+    perm: tuple[int, ...]
+    lo: int
+
+
 @dataclass
 class RowPlan:
     eqns: list[Eqn]
@@ -261,18 +275,76 @@ class RowPlan:
     dtypes: list[dt.DType]
     period: dict[Any, int] = field(default_factory=dict)
     """inputs broadcast over leading axes ("full" tiles): the rows after which they repeat"""
+    windows: dict[Any, Window] = field(default_factory=dict)
+    """inputs read through a slice and/or a leading-axes transpose of another buffer"""
+    cats: dict[Any, tuple[Var, ...]] = field(default_factory=dict)
+    """outputs concatenated along the last axis from full values: stored piece by piece"""
+
+    def row_blocks(self) -> list[int]:
+        """Row counts the tile rows must divide: a tile never wraps a broadcast operand's
+        period, nor crosses a block of rows a transposed window reads as one rectangle."""
+        blocks = set(self.period.values())
+        for w in self.windows.values():
+            if w.perm[:-1] != tuple(range(len(w.perm) - 1)):
+                blocks.add(self.S[-2])
+        return sorted(blocks)
+
+
+def _main_shape(eqns: list[Eqn]) -> tuple[int, ...] | None:
+    """The shape a row kernel tiles: the largest value its compute reads or writes (layout
+    ops' sources and concatenations are read and written through windows, not tiled)."""
+    compute = [e for e in eqns if e.op not in LAYOUT_OPS]
+    if compute:
+        vals = [e.out.aval.shape for e in compute]
+        vals += [a.aval.shape for e in compute for a in e.inputs if isinstance(a, Var)]
+    else:
+        vals = [e.out.aval.shape for e in eqns if e.op != "concat"]
+    if not vals:
+        return None
+    return max(vals, key=lambda s: math.prod(s))
+
+
+def _window_of(
+    e: Eqn,
+    S: tuple[int, ...],
+    inside: set[Var],
+    wide: dict[Var, Window],
+    windows: dict[Any, Window],
+) -> Window | None:
+    """The window a slice or transpose reads, or None when it is not one."""
+    x = e.inputs[0]
+    if not isinstance(x, Var) or x.aval.ndim != len(S) or not S:
+        return None
+    n = len(S)
+    if e.op == "transpose":
+        perm = tuple(e.kwargs["perm"])
+        if x in inside or perm[-1] != n - 1:
+            return None
+        return Window(x, perm, 0)
+    index = tuple(e.kwargs["index"])
+    base = wide.get(x) or windows.get(x)
+    if base is None:
+        if x in inside:
+            return None
+        base = Window(x, tuple(range(n)), 0)
+    xs = x.aval.shape
+    lo, hi, step = index[-1]
+    lead_full = all(i == (0, d, 1) for i, d in zip(index[:-1], xs[:-1], strict=True))
+    if not lead_full or step != 1 or hi - lo != S[-1] or xs[:-1] != S[:-1]:
+        return None
+    return Window(base.src, base.perm, base.lo + lo)
 
 
 def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan | None:
-    """The row-kernel plan of a group, or None when some value does not fit the row model."""
-    vals = [e.out for e in eqns]
-    S: tuple[int, ...] = max((v.aval.shape for v in vals), key=lambda s: math.prod(s))
-    for e in eqns:
-        for a in e.inputs:
-            if isinstance(a, Var) and math.prod(a.aval.shape) > math.prod(S):
-                S = a.aval.shape
-    if not S:
-        S = (1,)
+    """The row-kernel plan of a group, or None when some value does not fit the row model.
+
+    Slices along the last axis and transposes of the leading axes of values from outside the
+    group become windows of the kernel's loads, and a concatenation along the last axis of
+    the group's values the placement of its stores: no copy kernels of their own."""
+    found = _main_shape(eqns)
+    if found is None:
+        return None
+    S: tuple[int, ...] = found if found else (1,)
     C = S[-1]
     R = math.prod(S) // C if C else 0
     if R == 0 or C == 0:
@@ -282,7 +354,39 @@ def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan |
     inside = {e.out for e in eqns}
     inputs: list[Var] = []
     reduces = False
+    windows: dict[Any, Window] = {}
+    wide: dict[Var, Window] = {}  # transposes wider than a tile row, read through slices
+    cats: dict[Any, tuple[Var, ...]] = {}
     for e in eqns:
+        if any(a in cats or a in wide for a in e.inputs if isinstance(a, Var) and e.op != "slice"):
+            return None  # a concatenation or a wide transpose is read only through windows
+        if e.op in ("slice", "transpose"):
+            w = _window_of(e, S, inside, wide, windows)
+            if w is None:
+                return None
+            if e.out.aval.shape == S:
+                windows[e.out] = w
+                kinds[e.out] = _kind_of(S, S) or "full"
+                inputs.append(e.out)
+            elif e.op == "transpose" and e.out.aval.shape[:-1] == S[:-1]:
+                if e.out in used_outside:
+                    return None
+                wide[e.out] = w
+            else:
+                return None
+            continue
+        if e.op == "concat":
+            parts = tuple(p for p in e.inputs if isinstance(p, Var))
+            axis = e.kwargs["axis"] % max(1, len(S))
+            if (
+                axis != len(S) - 1
+                or len(parts) != len(e.inputs)
+                or any(kinds.get(p) != "full" or p.aval.shape != S for p in parts)
+                or e.out.aval.shape != (*S[:-1], len(parts) * C)
+            ):
+                return None
+            cats[e.out] = parts
+            continue
         rule = OPS[e.op].rules.get("tile")
         if not isinstance(rule, RowRule):
             return None
@@ -316,9 +420,11 @@ def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan |
             if "full" in ins and k != "full":
                 return None
             kinds[e.out] = k
+    if any(v not in used_outside for v in cats):
+        return None
     outputs = [e.out for e in eqns if e.out in used_outside]
     dtypes = [v.aval.dtype for v in list(kinds)]
-    return RowPlan(eqns, S, R, C, kinds, inputs, outputs, reduces, dtypes, period)
+    return RowPlan(eqns, S, R, C, kinds, inputs, outputs, reduces, dtypes, period, windows, cats)
 
 
 class RowBuilder:
@@ -334,6 +440,7 @@ class RowBuilder:
         self.post: list[Stmt] = []
         self.tiles: dict[Any, TileVar] = {}
         self.in_pre: set[str] = set()
+        self.axes: set[str] = set()  # leading-axis index registers already computed
         self._n = 0
         self.loc: SourceLoc | None = None
         self.row = Expr.reg("r") * tr
@@ -394,6 +501,8 @@ class RowBuilder:
     def load(self, v: Var) -> TileVar:
         lw, plan = self.lw, self.plan
         kind = plan.kinds[v]
+        if v in plan.windows:
+            return self._load_window(v, plan.windows[v])
         buf = lw.buffer(v)
         size = v.aval.size
         logical_cols = {"full": plan.C, "col": 1, "row": plan.C, "one": 1}[kind]
@@ -428,6 +537,81 @@ class RowBuilder:
         else:
             self.body.append(ld)
         return t
+
+    def _load_window(self, v: Var, w: Window) -> TileVar:
+        """Load the tile of ``v`` from its window: the source's rows through the permutation
+        (the tile's rows run along the last leading axis, one source axis), its columns from
+        ``w.lo``."""
+        lw, plan = self.lw, self.plan
+        t = self.new(v.aval.dtype, plan.kinds[v], "x")
+        P, k = w.src.aval.shape, len(w.perm) - 1
+        if w.perm[:k] == tuple(range(k)):
+            rows, cols, row = math.prod(P[:k]), P[-1], self.row
+            col = self.col + w.lo
+        else:
+            # the output's leading index i of the tile's first row, source axis perm[i];
+            # source axes up to a = perm[k-1] address rows of the view, the others columns
+            O = plan.S[:-1]
+            a = w.perm[k - 1]
+            rows, cols = math.prod(P[: a + 1]), math.prod(P[a + 1 : k]) * P[-1]
+            row, col = Expr(), self.col + w.lo
+            for i in range(k):
+                if O[i] == 1:
+                    continue
+                reg = self._axis_index(i)
+                b = w.perm[i]
+                if b <= a:
+                    row = row + Expr.reg(reg) * math.prod(P[b + 1 : a + 1])
+                else:
+                    col = col + Expr.reg(reg) * (math.prod(P[b + 1 : k]) * P[-1])
+        buf = lw.buffer(w.src)
+        lay = lw.view(buf, (rows, cols))
+        found = window(lay, cols, t.shape, row, col)
+        if found is None:
+            buf = relayout(lw, buf, (rows, cols), self.loc)
+            found = window(lw.views[buf], cols, t.shape, row, col)
+            assert found is not None
+        wshape, wr, wc = found
+        self.body.append(TLoad(TileVar(t.name, Space.UB, t.dtype, wshape), buf, wr, wc, self.loc))
+        return t
+
+    def _axis_index(self, i: int) -> str:
+        """The register holding leading axis ``i``'s index of the tile's first row (computed
+        once per grid point)."""
+        reg = f"ax{i}"
+        if reg not in self.axes:
+            self.axes.add(reg)
+            O = self.plan.S[:-1]
+            inner = math.prod(O[i + 1 :])
+            row = self.row
+            if inner > 1:
+                self.body.append(SOp("SDIV", reg, (row, Expr.of(inner))))
+                row = Expr.reg(reg)
+            if i:
+                self.body.append(SOp("SMOD", reg, (row, Expr.of(O[i]))))
+            elif inner == 1:
+                self.body.append(SOp("SMOV", reg, (row,)))
+        return reg
+
+    def store_cat(self, v: Var) -> None:
+        """Store the pieces of a concatenation along the last axis, each at its columns."""
+        lw, plan = self.lw, self.plan
+        parts = plan.cats[v]
+        cols = len(parts) * plan.C
+        buf = lw.buffer(v)
+        lay = lw.view(buf, (v.aval.size // cols, cols))
+        for i, p in enumerate(parts):
+            t = self.tiles[p]
+            w = window(lay, cols, t.shape, self.row, self.col + i * plan.C)
+            if w is None:
+                raise TileError(
+                    f"cannot store {v.aval} into its buffer laid out as {list(lay)}",
+                    op="concat",
+                )
+            wshape, wr, wc = w
+            self.body.append(
+                TStore(buf, wr, wc, TileVar(t.name, t.space, t.dtype, wshape), self.loc)
+            )
 
     def store(self, v: Var, t: TileVar) -> None:
         lw, plan = self.lw, self.plan
@@ -481,10 +665,11 @@ def _used_outside(f: Func, eqns: list[Eqn]) -> set[Var]:
 def ub_bytes_needed(plan: RowPlan, tr: int, tc: int) -> int:
     """An upper estimate of the UB a row kernel needs: every value's tile, I/O tiles twice."""
     total = 0
+    stored = {p for ps in plan.cats.values() for p in ps}
     for v, k in plan.kinds.items():
         r, c = {"full": (tr, tc), "col": (tr, 1), "row": (1, tc), "one": (1, max(tc, tr))}[k]
         nb = -(-r * c * v.aval.dtype.itemsize // 32) * 32
-        io = v in plan.inputs or v in plan.outputs
+        io = v in plan.inputs or v in plan.outputs or v in stored
         total += nb * (2 if io and k in ("full", "col") else 1)
     return total
 
@@ -505,10 +690,10 @@ def choose_row_tile(lw: Lowering, plan: RowPlan, name: str) -> tuple[int, int]:
         problems = []
         if plan.R % tr or plan.C % tc:
             problems.append("does not divide it")
-        if any(p % tr for p in plan.period.values()):
+        if any(p % tr for p in plan.row_blocks()):
             problems.append(
-                f"does not divide the {sorted(set(plan.period.values()))} rows "
-                "after which a broadcast operand repeats"
+                f"does not divide the {plan.row_blocks()} rows after which a broadcast "
+                "operand repeats or a transposed operand's rows jump"
             )
         if tc != plan.C and not col_split_ok:
             problems.append(f"splits rows of {plan.C}, but the kernel reduces over whole rows")
@@ -541,7 +726,7 @@ def _best_row_tile(lw: Lowering, plan: RowPlan) -> tuple[int, int]:
     best: tuple[Any, ...] | None = None
     for tc in sorted(col_opts, reverse=True):
         for tr in divisors(plan.R):
-            if any(p % tr for p in plan.period.values()):
+            if any(p % tr for p in plan.row_blocks()):
                 continue
             need = ub_bytes_needed(plan, tr, tc)
             if need > cap:
@@ -589,6 +774,8 @@ def lower_row_kernel(lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | No
     for v in plan.inputs:
         b.tiles[v] = b.load(v)
     for e in plan.eqns:
+        if e.op in LAYOUT_OPS:
+            continue  # windows of the loads and stores
         b.loc = e.loc or loc
         rule = OPS[e.op].rules["tile"]
         assert isinstance(rule, RowRule)
@@ -596,7 +783,10 @@ def lower_row_kernel(lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | No
         b.tiles[e.out] = rule.fn(b, e, args)
     b.loc = loc
     for v in plan.outputs:
-        b.store(v, b.tiles[v])
+        if v in plan.cats:
+            b.store_cat(v)
+        else:
+            b.store(v, b.tiles[v])
     grid = [("r", plan.R // tr)]
     if plan.C // tc > 1:
         grid.append(("c", plan.C // tc))
@@ -660,6 +850,13 @@ def lower_func(
     def flush() -> None:
         if pending:
             eqns = [e for _, es in pending for e in es]
+            if all(e.op in LAYOUT_OPS for e in eqns):
+                # nothing to compute: the layout kernels move the bytes
+                pending.clear()
+                for e in eqns:
+                    with hinted(lw, [e]):
+                        lower_single(lw, e)
+                return
             with hinted(lw, eqns):
                 plan = plan_row(lw, eqns, _used_outside(f, eqns))
                 assert plan is not None
@@ -674,10 +871,13 @@ def lower_func(
                 _reshape(lw, e)
             continue
         if fuse and pending:
-            merged = [e for _, es in pending for e in es] + eqns
-            plan = plan_row(lw, merged, _used_outside(f, merged))
-            if plan is not None and _merges(lw, plan):
-                pending.append((gname, eqns))
+            layout = all(e.op in LAYOUT_OPS for _, es in pending for e in es)
+            if layout and all(e.op in LAYOUT_OPS for e in eqns):
+                # slices and transposes wait for the compute that reads them through windows
+                if plan_row(lw, eqns, _used_outside(f, eqns)) is not None:
+                    pending.append((gname, eqns))
+                    continue
+            elif _merge_into(lw, f, pending, (gname, eqns)):
                 continue
         flush()
         if plan_row(lw, eqns, _used_outside(f, eqns)) is not None:
@@ -692,6 +892,28 @@ def lower_func(
     return lw.result()
 
 
+def _merge_into(
+    lw: Lowering, f: Func, pending: list[tuple[str, list[Eqn]]], group: tuple[str, list[Eqn]]
+) -> bool:
+    """Add ``group`` to the pending row kernel if they fit one kernel. Leading layout groups
+    that keep it from fitting (a transpose also read elsewhere, say) become kernels of their
+    own first."""
+    for drop in range(len(pending)):
+        if drop and any(e.op not in LAYOUT_OPS for e in pending[drop - 1][1]):
+            break
+        merged = [e for _, es in pending[drop:] for e in es] + group[1]
+        plan = plan_row(lw, merged, _used_outside(f, merged))
+        if plan is not None and _merges(lw, plan):
+            for _, es in pending[:drop]:
+                for e in es:
+                    with hinted(lw, [e]):
+                        lower_single(lw, e)
+            del pending[:drop]
+            pending.append(group)
+            return True
+    return False
+
+
 def _merges(lw: Lowering, plan: RowPlan) -> bool:
     """Whether groups merge into one row kernel: their hints agree and the tile fits."""
     try:
@@ -701,8 +923,9 @@ def _merges(lw: Lowering, plan: RowPlan) -> bool:
             else:
                 from pypto.tile.longrow import takes
 
-                # what the multi-pass kernel cannot take (argmax) stays a kernel of its own
-                return takes(plan)
+                # what the multi-pass kernel cannot take (argmax, windows) stays a kernel of
+                # its own
+                return not (plan.windows or plan.cats) and takes(plan)
     except TileError:
         return False
     return True

@@ -669,7 +669,14 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
             return False
         plan = plan_row(lw, epilogue, used)
         # (an operand repeating over leading axes would need epilogue rows dividing its period)
-        if plan is None or plan.reduces or plan.period or plan.kinds.get(out) != "full":
+        if (
+            plan is None
+            or plan.reduces
+            or plan.period
+            or plan.windows
+            or plan.cats
+            or plan.kinds.get(out) != "full"
+        ):
             return False
     handoff = plan is not None or not cast_ok(acc_dt, out.aval.dtype)
     ws_dt = out.aval.dtype if cast_ok(acc_dt, out.aval.dtype) else acc_dt

@@ -11,6 +11,7 @@ import pytest
 
 import pypto as pto
 from pypto.isa import parse
+from tests.tile.conftest import DTYPES, assert_same, sample
 
 
 def strip(text: str) -> str:
@@ -239,3 +240,120 @@ def test_block_verifier_catches_unbalanced_flags_and_overflowing_buffers() -> No
         broken.verify(m)
     with pytest.raises(BlockIRError, match="past UB"):
         bf.verify(m.replace(ub_bytes=16 * 1024, name="small"))
+
+
+# ---------------------------------------------------------------- layout ops as windows
+def rope(x: Any, cos: Any, sin: Any) -> Any:
+    """Rotary embedding of a [16, 2*32] projection split into 2 heads (a decoder's q or k)."""
+    t = x.reshape(16, 2, 32).transpose(1, 0, 2)
+    t1, t2 = t[..., :16], t[..., 16:]
+    return pto.concat([t1 * cos - t2 * sin, t1 * sin + t2 * cos], axis=-1)
+
+
+ROPE = """\
+tile_func @rope {
+  .tensor x f16[16,64] in
+  .tensor cos f16[16,16] in
+  .tensor sin f16[16,16] in
+  .tensor out f16[32,32] out
+  kernel @transpose_slice_mul_mul_sub_mul_add_concat grid(r=2) vec_tile(rows=16, cols=16) {
+    .aiv
+      %ax0 = sdiv %r*16, 16
+      %ax1 = smod %r*16, 16
+      %x1: UB f16[16,16] = tload %x[%ax1 : +16, %ax0*32 : +16]
+      %x2: UB f16[16,16] = tload %x[%ax1 : +16, %ax0*32+16 : +16]
+      %px3 = smod %r*16, 16
+      %x3: UB f16[16,16] = tload %cos[%px3 : +16, 0 : +16]
+      %px4 = smod %r*16, 16
+      %x4: UB f16[16,16] = tload %sin[%px4 : +16, 0 : +16]
+      %t5: UB f16[16,16] = tmul %x1, %x3
+      %t6: UB f16[16,16] = tmul %x2, %x4
+      %t7: UB f16[16,16] = tsub %t5, %t6
+      %t8: UB f16[16,16] = tmul %x1, %x4
+      %t9: UB f16[16,16] = tmul %x2, %x3
+      %t10: UB f16[16,16] = tadd %t8, %t9
+      tstore %out[%r*16 : +16, 0 : +16], %t7
+      tstore %out[%r*16 : +16, 16 : +16], %t10
+  }
+  return %out as [2, 16, 32]
+}"""
+
+
+def test_golden_rope_reads_heads_and_halves_through_windows() -> None:
+    # head split, the two halves and the concatenation are the addresses of one kernel's
+    # loads and stores: no copy kernels
+    x = pto.random.normal(0, (16, 64), pto.float16)
+    c = pto.random.normal(1, (16, 16), pto.float16)
+    low = pto.jit(rope, machine="tiny").lower(x, c, c)
+    assert strip(str(low.tile_ir)) == ROPE
+    unfused = pto.jit(rope, machine="tiny", fuse=False).lower(x, c, c).tile_ir.kernels
+    assert {"transpose", "slice", "concat"} <= {k.name.rstrip("0123456789") for k in unfused}
+
+
+LAYOUT_CASES: dict[str, tuple[Any, list[tuple[int, ...]], list[str]]] = {
+    "rope": (rope, [(16, 64), (16, 16), (16, 16)], ["transpose_slice_mul_mul_sub_mul_add_concat"]),
+    "4-d transpose": (
+        lambda x: pto.exp(x.transpose(2, 0, 1, 3)) * 2.0,
+        [(3, 4, 5, 16)],
+        ["transpose_exp_mul"],
+    ),
+    "another 4-d transpose": (
+        lambda x: x.transpose(1, 2, 0, 3) + 1.0,
+        [(3, 4, 8, 16)],
+        ["transpose_add"],
+    ),
+    "overlapping slices": (lambda x: x[..., 8:24] * x[..., 0:16], [(6, 40)], ["slice_mul"]),
+    "three pieces": (
+        lambda x: pto.concat([x + 1, x * 2, -x], axis=-1),
+        [(6, 16)],
+        ["add_mul_neg_concat"],
+    ),
+    "a slice into softmax": (
+        lambda x: pto.softmax(x[..., 16:48], axis=-1),
+        [(32, 64)],
+        ["slice_softmax"],
+    ),
+    # the transpose is read by two later slices, one after the compute: it stays a copy
+    "a transpose read twice": (
+        lambda x, c: (lambda t: pto.concat([t[..., :8] * c, t[..., 8:]], axis=-1))(
+            x.transpose(1, 0, 2)
+        ),
+        [(8, 3, 16), (8, 8)],
+        ["transpose", "slice_mul_concat"],
+    ),
+    # a transposed value also used outside the kernel is stored from its tile
+    "a transpose kept": (
+        lambda x: (lambda t: (t * 2.0, t.sum(axis=0)))(x.transpose(1, 0, 2)),
+        [(4, 8, 16)],
+        ["transpose_mul", "sum_cols"],
+    ),
+}
+
+
+@pytest.mark.parametrize("machine", ["tiny", "ascend910b"])
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+@pytest.mark.parametrize("case", list(LAYOUT_CASES))
+def test_slices_transposes_and_concats_become_windows_of_row_kernels(
+    case: str, dtype: str, machine: str
+) -> None:
+    fn, shapes, kernels = LAYOUT_CASES[case]
+    args = [sample(s, DTYPES[dtype], seed=i) for i, s in enumerate(shapes)]
+    low = pto.jit(fn, machine=machine).lower(*args)
+    assert [k.name for k in low.tile_ir.kernels] == kernels
+    assert_same(fn, *args, machine=machine)
+
+
+def test_a_user_vec_tile_crossing_a_transposed_block_keeps_the_copy() -> None:
+    # rows of 8 would straddle two blocks of 4 rows the window reads apart: the transpose
+    # stays a copy kernel and the user's tile holds for the compute
+    x = sample((4, 2, 16), pto.float32)
+    fn = lambda x: x.transpose(1, 0, 2) * 2.0  # noqa: E731
+    kernels = pto.jit(fn, machine="tiny", tile=dict(vec=(8, 16))).lower(x).tile_ir.kernels
+    assert [k.name for k in kernels] == ["transpose", "mul"]
+    assert kernels[1].header().endswith("vec_tile(rows=8, cols=16)")
+    auto = pto.jit(fn, machine="tiny").lower(x).tile_ir.kernels
+    assert [k.name for k in auto] == ["transpose_mul"]
+    np.testing.assert_array_equal(
+        np.asarray(pto.jit(fn, machine="tiny", tile=dict(vec=(8, 16)))(x)),
+        np.asarray(x).transpose(1, 0, 2) * 2.0,
+    )
