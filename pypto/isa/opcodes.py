@@ -134,7 +134,7 @@ def _specs() -> dict[str, OpSpec]:
         ),
         OpSpec("TROWEXPAND", "TT", "vector", "broadcast a [r,1] tile across columns"),
         OpSpec("TCOLEXPAND", "TT", "vector", "broadcast a [1,c] tile across rows"),
-        OpSpec("TTRANS", "TT", "vector", "transpose a tile"),
+        OpSpec("TTRANS", "TT", "vector", "transpose a tile: UB → UB (V), L1 → L0A/L0B (MTE1)"),
         OpSpec("SET_FLAG", "PPE", "sync", "on the source pipe: signal event id to the dest pipe"),
         OpSpec("WAIT_FLAG", "PPE", "sync", "on the dest pipe: wait for the source pipe's event"),
         OpSpec("XSET_FLAG", "PKE", "sync", "on a pipe: signal a cross-core flag to a cluster peer"),
@@ -165,6 +165,8 @@ def pipe_of(ins: Instr) -> Pipe:
     if spec.group in ("scalar", "branch", "loop"):
         return Pipe.S
     if spec.group == "vector":
+        if op == "TTRANS" and isinstance(ins.args[1], Tile) and ins.args[1].space is Space.L1:
+            return Pipe.MTE1  # the chip's transposing 2-D load into L0
         return Pipe.V
     if op in _FIXED_PIPE:
         return _FIXED_PIPE[op]

@@ -195,7 +195,14 @@ def _ub(c: _Ctx, *tiles: Tile) -> None:
 def _verify_vector(c: _Ctx, ins: Instr) -> None:
     op, a = ins.op, ins.args
     tiles = [x for x in a if isinstance(x, Tile)]
-    _ub(c, *tiles)
+    if op == "TTRANS" and tiles[1].space is Space.L1:
+        # the transposing L1 -> L0 load of the cube core (MTE1)
+        for i, t in enumerate(tiles):
+            _check_tile(c, t, f"operand {i}")
+        if tiles[0].space not in (Space.L0A, Space.L0B):
+            raise c.fail(f"TTRANS from L1 writes L0A or L0B, not {tiles[0].space}")
+    else:
+        _ub(c, *tiles)
     dst = tiles[0]
     if op in UNARY:
         _same(c, dst, tiles[1], op)

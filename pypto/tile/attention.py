@@ -5,7 +5,9 @@ matmul) one ``attention`` group. Its kernel's grid runs over the batch dims and 
 ``[bq, D]``; for each query tile the K/V tiles ``[bk, D]`` go by in a loop:
 
 * the cube core computes ``S = Q Kᵀ`` (f32 in L0C) and hands it to the two vector cores
-  through a GM workspace ring (each takes half the rows);
+  through a GM workspace ring (each takes half the rows). When the group transposes K itself
+  (``q @ k.T``, as the composite does), K's ``[bk, D]`` tiles go to L1 as they are and MTE1
+  transposes them into L0B (``TTRANS``, the chip's transposing 2-D load): no ``Kᵀ`` in GM;
 * the vector cores scale and mask ``S``, keep the running row max ``m`` and row sum ``l``,
   compute ``P = exp(S - m)`` and hand ``P`` (in the inputs' dtype) back to the cube core
   through a second ring;
@@ -39,7 +41,7 @@ from pypto.graph.ir import Eqn, Lit, Var
 from pypto.isa.ir import Expr, Space
 from pypto.ops.composite import causal_mask
 from pypto.tile.ir import For, Kernel, Ring, Section, SOp, Stmt, TileVar, TLoad, TOp, TStore
-from pypto.tile.lower import GROUP_RULES, Lowering, divisors, lower_single
+from pypto.tile.lower import GROUP_RULES, Lowering, _used_outside, divisors, lower_single
 
 __all__ = ["AttentionPlan", "match_attention"]
 
@@ -54,8 +56,11 @@ class AttentionPlan:
     out: Var
     scale: float
     masks: list[Var]
-    transpose: Eqn | None  # the group's own transpose of k, lowered before the kernel
+    transpose: Eqn | None  # the group's own transpose of k
     causal: bool
+    k: Var | None = None
+    """the keys ``[.., Lk, D]`` before that transpose: the cube core loads their tiles and
+    transposes them on the way into L0B (no transpose kernel)"""
 
 
 def _lit(x: object) -> float | None:
@@ -135,7 +140,10 @@ def match_attention(lw: Lowering, eqns: list[Eqn]) -> AttentionPlan | None:
             causal = True
     if causal:
         masks = [mk for mk in masks if id(mk) not in consts]
-    return AttentionPlan(q, kt, v, mm2.out, scale, masks, tr, causal)
+    k = tr.inputs[0] if tr is not None and tr.out not in _used_outside(lw.func, eqns) else None
+    return AttentionPlan(
+        q, kt, v, mm2.out, scale, masks, tr, causal, k if isinstance(k, Var) else None
+    )
 
 
 def _strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
@@ -221,7 +229,7 @@ def lower_attention(lw: Lowering, eqns: list[Eqn]) -> bool:
     bq, bk = _tiles(lw, plan)
     if not bq:
         return False
-    if plan.transpose is not None:
+    if plan.transpose is not None and plan.k is None:
         lower_single(lw, plan.transpose)
     _kernel(lw, plan, bq, bk, eqns[-1])
     return True
@@ -252,10 +260,9 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
         assert lw.views[buf] == (v.aval.size // cols, cols)
         return buf
 
-    qb, ktb, vb = gm(p.q, lq, d), gm(p.kt, d, lk), gm(p.v, lk, dv)
+    qb, vb = gm(p.q, lq, d), gm(p.v, lk, dv)
     ob_ = gm(p.out, lq, dv)
     q_row = batch_rows(p.q.aval.shape, lq) + Expr.reg("q") * bq
-    k_row = batch_rows(p.kt.aval.shape, d)
     v_row = batch_rows(p.v.aval.shape, lk)
     o_row = batch_rows(p.out.aval.shape, lq) + Expr.reg("q") * bq
     # S and P V cross in the inputs' dtype (the fixpipe rounds them once, as the reference
@@ -300,12 +307,22 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
     p0 = TileVar("p0", Space.L0A, d_t, (bq, bk))
     v0 = TileVar("v0", Space.L0B, d_t, (bk, dv))
     o0 = TileVar("o", Space.L0C, f32, (bq, dv))
+    if p.k is not None:
+        # K tiles [bk, D] as they are in GM; MTE1 transposes them into L0B
+        k1 = TileVar("k1", Space.L1, d_t, (bk, d))
+        k_row = batch_rows(p.k.aval.shape, lk)
+        k_load: list[Stmt] = [
+            TLoad(k1, gm(p.k, lk, d), k_row + j * bk, Expr(), loc),
+            TOp("TTRANS", k0, (k1,), loc),
+        ]
+    else:
+        k_load = [TLoad(k0, gm(p.kt, d, lk), batch_rows(p.kt.aval.shape, d), j * bk, loc)]
     cube_s = stage(
         "hs",
         "cs",
         ("ss",),
         [
-            TLoad(k0, ktb, k_row, j * bk, loc),
+            *k_load,
             TOp("TMATMUL", s0, (q0, k0), loc),
             TStore(ws_s, ring("ss"), Expr(), s0, loc),
         ],

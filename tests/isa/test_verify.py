@@ -72,6 +72,11 @@ def core(kind: str, *lines: str) -> str:
         ),
         (core("aiv", "TTRANS UB[0]:f32[8,4], UB[0x100]:f32[8,4]"), "writes its transpose"),
         (
+            core("aic", "TTRANS L1[0]:f16[32,16], L1[0x400]:f16[16,32]"),
+            "TTRANS from L1 writes L0A or L0B, not L1",
+        ),
+        (core("aic", "TTRANS L0B[0]:f16[32,16], L1[0]:f16[16,16]"), "writes its transpose"),
+        (
             core("aiv", "TEXTRACT UB[0]:f32[8,8], UB[0x100]:f32[8,16], 0, 12"),
             "columns 12..20 outside 16",
         ),

@@ -37,6 +37,19 @@ def test_gemm_with_l1_l0_tiling_and_k_accumulation(sim, program, m) -> None:
     assert prof.flops == 2 * 128 * 256 * 128
 
 
+def test_a_transposing_l1_to_l0b_move_multiplies_by_the_transpose(sim, program) -> None:
+    a = RNG.standard_normal((64, 32)).astype(np.float16)
+    b = RNG.standard_normal((48, 32)).astype(np.float16)
+    prof = sim(program("matmul_bt"), "tiny", {"a": a, "b": b})
+    rtol, atol = tolerance(dt.float32, k=32)
+    np.testing.assert_allclose(prof.outputs["c"], f32(a) @ f32(b).T, rtol=rtol, atol=atol)
+    (tt,) = [e for e in prof.events if e.op == "TTRANS"]
+    m = machine("tiny")
+    # on the cube core's MTE1 at the L1 -> L0B rate, like any move into L0B
+    assert tt.pipe == "MTE1"
+    assert tt.end - tt.start == m.local_latency + 48 * 32 * 2 / m.l1_l0b
+
+
 @pytest.mark.parametrize("m", MACHINES, ids=["tiny", "four"])
 def test_cube_to_vector_hand_off_in_a_cluster(sim, program, m) -> None:
     a = RNG.standard_normal((256, 64)).astype(np.float16)
