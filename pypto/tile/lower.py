@@ -397,7 +397,7 @@ def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan |
                     return None
                 if k == "rep":
                     period[a] = a.aval.size // C
-                    k = "full"
+                    k = _kind_of(S, S) or "full"  # full size ("col" when rows are one wide)
                 kinds[a] = k
                 inputs.append(a)
         if rule.reduces:

@@ -43,7 +43,34 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     ("mean-keep", lambda x: pto.mean(x, -1, keepdims=True)),
     ("T.T", lambda x: x.T.T),
     ("clip", lambda x: pto.clip(x, -1.5, 1.5)),
+    # layout ops that keep the shape: slices, concatenations and transposes of leading axes,
+    # which row kernels take as windows of their loads and stores
+    ("roll", lambda x: _last(x, lambda n: pto.concat([x[..., 1:], x[..., :1]], axis=-1))),
+    (
+        "halves",
+        lambda x: _last(
+            x,
+            lambda n: pto.concat([x[..., : n // 2] * 0.5, pto.tanh(x[..., n // 2 :])], axis=-1),
+        ),
+    ),
+    ("swap-lead", lambda x: _swap_lead(x)),
 ]
+
+
+def _last(x: Any, f: Callable[[int], Any]) -> Any:
+    """``f(n)`` for a last axis of ``n`` > 1 elements, else ``x``."""
+    n = x.shape[-1] if x.ndim else 1
+    return f(n) if n > 1 else x
+
+
+def _swap_lead(x: Any) -> Any:
+    """An elementwise op between two transposes of the leading axes (the shape comes back)."""
+    if x.ndim < 3:
+        return x
+    p = (1, 0, *range(2, x.ndim))
+    return (pto.sin(x.transpose(p)) * 1.5).transpose(p)
+
+
 BINARY: list[tuple[str, Callable[[Any, Any], Any]]] = [
     ("add", pto.add),
     ("sub", pto.sub),

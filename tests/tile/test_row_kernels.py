@@ -357,3 +357,13 @@ def test_a_user_vec_tile_crossing_a_transposed_block_keeps_the_copy() -> None:
         np.asarray(pto.jit(fn, machine="tiny", tile=dict(vec=(8, 16)))(x)),
         np.asarray(x).transpose(1, 0, 2) * 2.0,
     )
+
+
+@pytest.mark.parametrize("machine", ["tiny", "ascend910b"])
+def test_an_operand_repeating_over_leading_axes_with_one_wide_rows(machine: str) -> None:
+    # [1, 2, 1] against [2, 2, 1]: the rows are one element wide, so the repeating operand is
+    # a column like the result (it was refused as a full tile against a column result)
+    a = sample((1, 2, 1), pto.float32)
+    b = sample((2, 2, 1), pto.float32, seed=1)
+    assert_same(lambda x, y: x + y, a, b, machine=machine)
+    assert_same(lambda x, y: pto.exp(x) * y + x, a, b, machine=machine)
