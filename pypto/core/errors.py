@@ -3,10 +3,16 @@
 Every user mistake raises a :class:`PyptoError` subclass whose message names the op, the shapes
 and dtypes involved and the caller's own ``file:line``, with an optional hint. Internal frames
 are cut from the traceback at the dispatch boundary so the user sees their own line first.
+
+An op traced by the user's own code is placed at the user's line (:func:`user_location`). An op
+that pypto emits on the user's behalf — a recorded equation re-bound into an enclosing trace, the
+forward pass replayed by autodiff, the equations of a VJP rule — is placed, via
+:class:`at_location`, at the line of the equation it comes from (:func:`op_location`).
 """
 
 from __future__ import annotations
 
+import contextvars
 import os
 import sys
 import types
@@ -24,6 +30,8 @@ __all__ = [
     "SourceLoc",
     "TileError",
     "TraceError",
+    "at_location",
+    "op_location",
     "strip_internal_frames",
     "user_location",
 ]
@@ -51,6 +59,53 @@ def user_location(depth: int = 1) -> SourceLoc | None:
     """The innermost frame outside the pypto package: where the user's own code called in."""
     f: types.FrameType | None = sys._getframe(depth)
     while f is not None:
+        fn = f.f_code.co_filename
+        if not _is_internal(fn):
+            return SourceLoc(fn, f.f_lineno)
+        f = f.f_back
+    return None
+
+
+# The location set by the innermost at_location block, and the frame that entered it.
+_AT: contextvars.ContextVar[tuple[SourceLoc, types.FrameType] | None] = contextvars.ContextVar(
+    "pypto_op_location", default=None
+)
+
+
+class at_location:
+    """``with at_location(loc):`` ops that pypto's own code traces in the block go at ``loc``.
+
+    User code called back from inside the block (a custom_vjp's ``fwd`` and ``bwd``, a function
+    traced for the first time there) keeps its own lines: ``loc`` stands only for the frames at
+    and outside the one that entered the block. ``loc=None`` changes nothing. Blocks nest; leaving
+    one restores the location of the block around it.
+    """
+
+    __slots__ = ("_loc", "_token")
+
+    def __init__(self, loc: SourceLoc | None) -> None:
+        self._loc = loc
+        self._token: contextvars.Token[tuple[SourceLoc, types.FrameType] | None] | None = None
+
+    def __enter__(self) -> None:
+        if self._loc is not None:
+            self._token = _AT.set((self._loc, sys._getframe(1)))
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            _AT.reset(self._token)
+            self._token = None
+
+
+def op_location() -> SourceLoc | None:
+    """Where an op traced now belongs: the innermost user frame, unless pypto's own code traces
+    it inside an :class:`at_location` block, which then gives the location.
+    """
+    at = _AT.get()
+    f: types.FrameType | None = sys._getframe(1)
+    while f is not None:
+        if at is not None and f is at[1]:
+            return at[0]
         fn = f.f_code.co_filename
         if not _is_internal(fn):
             return SourceLoc(fn, f.f_lineno)

@@ -3,8 +3,10 @@
 The derivative of a traced :class:`Func` is another Func, built by tracing a *joint* function:
 evaluate the equations forward, then walk them backward applying each op's VJP rule (written
 in pypto ops, registered in the op table). The backward graph is ordinary IR, so it optimizes,
-lowers and compiles like a forward one. Integer and bool values get no cotangent (JAX's
-float0); for such inputs ``vjp`` returns zeros and ``grad`` refuses them.
+lowers and compiles like a forward one. A replayed forward equation keeps its source line, and
+the equations a VJP rule emits take the line of the equation it differentiates, so printed IR and
+errors from lower levels name the user's own op (as JAX does). Integer and bool values get no
+cotangent (JAX's float0); for such inputs ``vjp`` returns zeros and ``grad`` refuses them.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from pypto import dtypes as dt
-from pypto.core.errors import DTypeError, TraceError
+from pypto.core.errors import DTypeError, TraceError, at_location
 from pypto.core.passes import PassManager
 from pypto.graph import interpret, passes, pytree
 from pypto.graph.ir import Func, Lit, Var
@@ -51,7 +53,7 @@ def backward_func(f: Func, n_out: int) -> Func:
         from pypto.core import dispatch, hints
 
         for e in f.eqns:
-            with hints.hinted(e.hint):
+            with hints.hinted(e.hint), at_location(e.loc):
                 env[e.out] = dispatch.bind(OPS[e.op], tuple(read(a) for a in e.inputs), e.kwargs)
         ct_env: dict[Var, Any] = {}
         for o, ct in zip(f.outputs[:n_out], cts, strict=True):
@@ -65,12 +67,13 @@ def backward_func(f: Func, n_out: int) -> Func:
             rule = op.rules.get("vjp")
             if rule is None:
                 continue  # not differentiable: nothing flows back
-            ins = [read(a) for a in e.inputs]
-            grads = rule(ct, *ins, out=env[e.out], **e.kwargs)
-            for a, g in zip(e.inputs, grads, strict=True):
-                if g is None or not isinstance(a, Var) or not a.aval.dtype.is_floating:
-                    continue
-                ct_env[a] = g if a not in ct_env else api.add(ct_env[a], g)
+            with at_location(e.loc):  # the rule's equations, and the sums of their cotangents
+                ins = [read(a) for a in e.inputs]
+                grads = rule(ct, *ins, out=env[e.out], **e.kwargs)
+                for a, g in zip(e.inputs, grads, strict=True):
+                    if g is None or not isinstance(a, Var) or not a.aval.dtype.is_floating:
+                        continue
+                    ct_env[a] = g if a not in ct_env else api.add(ct_env[a], g)
         grads_out = [ct_env.get(p) for p in f.params]
         outs = [read(o) for o in f.outputs]
         return (

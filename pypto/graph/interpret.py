@@ -2,7 +2,8 @@
 
 :func:`run` is the ``backend="interpret"`` executor: each equation calls its op's numpy
 implementation. :func:`evaluate` re-applies each equation through :func:`pypto.core.dispatch.bind`,
-so evaluating on tracers inlines the function into an enclosing trace (``jit(grad(f))``).
+so evaluating on tracers inlines the function into an enclosing trace (``jit(grad(f))``); a
+re-bound equation keeps its own source line and ``pto.hint``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from pypto.core import dispatch, hints
+from pypto.core.errors import at_location
 from pypto.graph.ir import Atom, Func, Lit, Var
 from pypto.ops import api
 from pypto.ops.table import OPS
@@ -44,7 +46,7 @@ def evaluate(func: Func, values: Sequence[Any]) -> list[Any]:
         return dispatch.current_trace().const(a.value) if isinstance(a, Lit) else env[a]  # type: ignore[attr-defined]
 
     for e in func.eqns:
-        with hints.hinted(e.hint):  # a re-bound equation keeps its pto.hint
+        with hints.hinted(e.hint), at_location(e.loc):
             env[e.out] = dispatch.bind(OPS[e.op], tuple(read(a) for a in e.inputs), e.kwargs)
     return [read(o) for o in func.outputs]
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core import dispatch, hints
-from pypto.core.errors import PyptoError, TraceError, strip_internal_frames, user_location
+from pypto.core.errors import PyptoError, TraceError, op_location, strip_internal_frames
 from pypto.eager.tensor import Tensor
 from pypto.graph import pytree
 from pypto.graph.ir import Atom, Eqn, Func, Lit, Var
@@ -106,7 +106,7 @@ class GraphTrace:
                 atoms,
                 tuple(params.items()),
                 out,
-                user_location(),
+                op_location(),
                 self._region,
                 hints.current(),
             )

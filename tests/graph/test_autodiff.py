@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import jax
@@ -11,8 +12,11 @@ import numpy as np
 import pytest
 
 import pypto as pto
+from pypto.graph.autodiff import backward_func
+from pypto.graph.tracer import trace
 from pypto.reference import compare
 
+from .locations import printed_lines
 from .roundtrip import assert_round_trip
 
 HERE = os.path.basename(__file__)
@@ -259,3 +263,102 @@ def test_vjp_cotangent_with_the_wrong_structure_or_shape() -> None:
     assert f"{HERE}:{want}" in str(e.value)
     with pytest.raises(pto.TraceError, match="f32\\[3\\]"):
         f_vjp((pto.ones(3), pto.ones(2)))
+
+
+# ---- source locations --------------------------------------------------------------------
+# A replayed forward equation keeps the line of the user's op; each backward equation carries
+# the line of the forward equation whose VJP rule emitted it (JAX's convention), not the line
+# that called grad or jit.
+
+
+def three_lines(x):
+    h = pto.sin(x)
+    t = pto.exp(h)
+    return (t * t).sum()
+
+
+L = three_lines.__code__.co_firstlineno  # the def; the body is L + 1 .. L + 3
+X8 = np.linspace(-1.0, 1.0, 8 * 128, dtype=np.float32).reshape(8, 128)
+
+
+def test_jit_of_grad_keeps_the_lines_of_the_users_ops() -> None:
+    traced = printed_lines(pto.jit(pto.grad(three_lines)).lower(X8).traced, HERE)
+    forward = [("sin", L + 1), ("exp", L + 2), ("mul", L + 3), ("sum", L + 3)]
+    # the forward as vjp evaluates it, then as the joint function replays it
+    assert traced[:8] == forward + forward
+    backward = traced[8:]
+    lines = [n for _, n in backward]
+    # walked in reverse: the sum and the product first, sin's rule (its cos) last
+    assert lines == sorted(lines, reverse=True) and set(lines) == {L + 1, L + 2, L + 3}
+    assert [n for op, n in backward if op in ("broadcast_to", "cos")] == [L + 3, L + 1]
+    optimized = printed_lines(pto.jit(pto.grad(three_lines)).lower(X8).tensor_ir, HERE)
+    assert {n for _, n in optimized} == {L + 1, L + 2, L + 3}
+
+
+def test_kernels_lowered_from_a_backward_carry_the_users_lines() -> None:
+    tile_ir = str(pto.jit(pto.grad(three_lines)).lower(X8).tile_ir)
+    lines = {int(n) for n in re.findall(rf"# {re.escape(HERE)}:(\d+)", tile_ir)}
+    assert lines == {L + 1, L + 2, L + 3}, tile_ir
+
+
+def two_lines(x):
+    h = pto.tanh(x)
+    return h * x
+
+
+T = two_lines.__code__.co_firstlineno
+
+
+@pytest.mark.parametrize("how", ["vjp", "value_and_grad", "eager"])
+def test_vjp_and_value_and_grad_keep_the_lines_of_the_users_ops(how: str) -> None:
+    def through_vjp(x):
+        y, f_vjp = pto.vjp(two_lines, x)
+        return f_vjp(y)[0]
+
+    def through_value_and_grad(x):
+        return pto.value_and_grad(lambda a: two_lines(a).sum())(x)[1]
+
+    total = line() - 2  # the .sum() of through_value_and_grad, and its rule's equations
+
+    if how == "eager":  # eager grad runs the same joint function: its equations, directly
+        func, _, _ = trace(two_lines, [X8])
+        ops = printed_lines(backward_func(func, 1), HERE)
+        assert ops[:2] == [("tanh", T + 1), ("mul", T + 2)]
+    else:
+        fn = through_vjp if how == "vjp" else through_value_and_grad
+        ops = printed_lines(pto.jit(fn).lower(X8).traced, HERE)
+    assert {n for _, n in ops} == {T + 1, T + 2} | ({total} if how == "value_and_grad" else set())
+    assert [n for op, n in ops if op == "sub"] == [T + 1]  # tanh's rule: ct * (1 - y * y)
+
+
+def test_nested_grad_keeps_the_lines_of_the_users_ops() -> None:
+    outer = line() + 1
+    low = pto.jit(pto.grad(lambda x: pto.grad(three_lines)(x).sum())).lower(X8)
+    lines = {n for _, n in printed_lines(low.traced, HERE)}
+    assert lines == {L + 1, L + 2, L + 3, outer}  # outer: the lambda's own .sum()
+
+
+def test_a_tile_error_in_a_grad_program_names_the_users_line() -> None:
+    at = line() + 4
+
+    def f(x):
+        with pto.hint(tile=(7, 128)):
+            y = pto.exp(x)
+        return (y * x).sum()
+
+    with pytest.raises(pto.TileError) as e:
+        pto.jit(pto.grad(f))(X8)
+    assert f"(with pto.hint at {HERE}:{at})" in str(e.value)
+    assert e.value.loc is not None and e.value.loc.line == at
+
+
+def test_a_failed_backward_leaves_no_location_behind() -> None:
+    @pto.custom_vjp
+    def doubled(x):
+        return x * 2.0
+
+    doubled.defvjp(lambda x: (doubled(x), None), lambda res, g: ())  # no cotangent: an error
+    with pytest.raises(pto.TraceError, match="returned 0 cotangents"):
+        pto.jit(pto.grad(lambda x: doubled(x).sum())).lower(X8)
+    ops = printed_lines(pto.jit(two_lines).lower(X8).traced, HERE)
+    assert ops == [("tanh", T + 1), ("mul", T + 2)]

@@ -14,6 +14,7 @@ import pypto as pto
 from pypto.graph.passes import inline
 from pypto.reference import compare
 
+from .locations import printed_lines
 from .roundtrip import assert_round_trip
 
 HERE = os.path.basename(__file__)
@@ -423,3 +424,26 @@ def test_closing_over_a_traced_value_is_refused() -> None:
 
     with pytest.raises(pto.TraceError, match="closes over a value traced by an enclosing"):
         pto.grad(loss, argnums=1)(np.ones(2, np.float32), np.ones(2, np.float32))
+
+
+# ---- source locations -------------------------------------------------------------------
+
+
+def test_the_equations_of_bwd_carry_the_lines_of_bwd() -> None:
+    """Under ``jit(value_and_grad(f))`` the call sits at the caller's line, and the equations
+    ``bwd`` emits at the lines of ``bwd``: the code that made them, where a fix goes (JAX does
+    the same). After inlining, the body's equations keep the body's lines."""
+    x = rng.standard_normal((8, 128)).astype(np.float32)
+    call = line() + 3
+
+    def loss(x):
+        return log1pexp(x).sum()
+
+    body = log1pexp.__wrapped__.__code__.co_firstlineno + 2  # after @pto.custom_vjp and def
+    bwd = log1pexp_bwd.__code__.co_firstlineno + 1
+    low = pto.jit(pto.value_and_grad(loss)).lower(x)
+    traced = printed_lines(low.traced, HERE)
+    assert traced[:2] == [("custom_vjp_call", call), ("sum", call)]
+    assert {n for op, n in traced[2:] if op in ("exp", "div")} == {bwd}
+    assert {n for _, n in traced} == {call, bwd}
+    assert {n for op, n in printed_lines(low.tensor_ir, HERE) if op == "log"} == {body}
