@@ -17,8 +17,16 @@ matmul) one ``attention`` group. Its kernel's grid runs over the batch dims and 
 At the end each vector core writes ``acc / l`` in the output dtype. The ``Lq x Lk`` score
 matrix never reaches GM: only the rings' two slots per cluster do. A causal mask (the composite's
 constant lower-triangular mask, ``Lq == Lk``) stops the K/V loop at the diagonal and masks only
-the diagonal tile (the mask row is picked from a two-tile constant: all-true, then
-lower-triangular); any other mask with the full ``[Lq, Lk]`` extent is loaded tile by tile.
+the diagonal tiles, with the rows of a lower-triangular ``[bq, bq]`` tile each vector core
+loads once per grid point; any other mask with the full ``[Lq, Lk]`` extent is loaded tile by
+tile.
+
+Where it pays (:func:`_makespan`), a grid point takes **two query tiles** (``g=2`` in the
+header): each K/V tile it loads serves both, the cube core keeps the pair in L1 and moves one
+tile at a time into L0A, and each vector core keeps statistics and an accumulator per tile.
+The rings' traffic per tile step drops by the shared K/V bytes (an eighth); under a causal
+mask the pair's first tile runs its partner's last steps fully masked, so both tiles hand the
+same ring slots over in the same order.
 Numerics: the scores and the softmax stay in f32 (the reference rounds the logits to the
 inputs' dtype), within the tolerance table for a K-long sum.
 
@@ -156,16 +164,20 @@ def _strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
     return res[::-1]
 
 
-def _ub_bytes(h: int, bk: int, dv: int, s: int) -> int:
-    """UB of the vector cores' tiles: scores (P in place) and mask, the PV tile (double),
-    its f32 copy, the accumulator, the output tile (double) and the row statistics."""
+def _ub_bytes(h: int, bk: int, bq: int, dv: int, s: int, g: int = 1) -> int:
+    """UB of the vector cores' tiles: scores (P in place), the causal mask's rows, the PV
+    tile, its f32 copy, an accumulator per query tile, the output tile and the row
+    statistics. With one query tile per point the loop's transfers are double-buffered;
+    with two the Block level keeps them single (double ones do not fit)."""
+    io = 2 if g == 1 else 1
     return (
-        2 * h * bk * s
-        + 2 * h * bk
-        + 2 * h * dv * s
-        + 2 * h * dv * 4
-        + 2 * h * dv * s
-        + 12 * 32 * (h // 8 + 1)
+        io * h * bk * s
+        + h * bq
+        + (2 * h * bk if bk < bq else 0)
+        + io * h * dv * s
+        + (1 + g) * h * dv * 4
+        + io * h * dv * s
+        + (6 + 6 * g) * 32 * (h // 8 + 1)
         + bk * 4
     )
 
@@ -181,10 +193,11 @@ written and P LAG tiles after, so these let each producer wait only for its cons
 previous use of a slot. Each slot takes a cross-core flag id (8 on the chip)."""
 
 
-def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int]:
-    """(bq, bk): the largest tiles whose cube operands fit L0 (single-buffered) and whose
+def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
+    """(bq, bk, g): the largest tiles whose cube operands fit L0 (single-buffered) and whose
     vector tiles fit UB, keeping every cluster busy where the grid allows (causal: bk
-    divides bq, so the diagonal is the last bq/bk K/V tiles of a query tile)."""
+    divides bq, so the diagonal is the last bq/bk K/V tiles of a query tile); ``g = 2``
+    query tiles per grid point where they fit, so each K/V tile loaded serves both."""
     m = lw.machine
     s = p.q.aval.dtype.itemsize
     lq, d = p.q.aval.shape[-2:]
@@ -202,7 +215,7 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int]:
                 (bq * d + bq * bk) * s <= m.l0a_bytes
                 and (d * bk + bk * dv) * s <= m.l0b_bytes
                 and (bq * bk + bq * dv) * 4 <= m.l0c_bytes
-                and _ub_bytes(h, bk, dv, s) <= m.ub_bytes
+                and _ub_bytes(h, bk, bq, dv, s) <= m.ub_bytes
             )
             if not fits:
                 continue
@@ -217,8 +230,38 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int]:
             if best is None or key > best[0]:
                 best = (key, bq, bk)
     if best is None:
-        return 0, 0
-    return best[1], best[2]
+        return 0, 0, 0
+    bq, bk = best[1], best[2]
+    # (a mask operand is one more DMA per step: its kernel keeps one query tile per point)
+    pairs = (lq // bq) % 2 == 0 and lq // bq > 1 and not p.masks
+    l1 = (2 * bq * d + 2 * bk * d) * s <= m.l1_bytes
+    fits = pairs and l1 and _ub_bytes(max(1, bq // 2), bk, bq, dv, s, 2) <= m.ub_bytes
+    # pairs share K/V loads but deal coarser points: pair only if the busiest cluster
+    # (causal points dealt longest first) gets less work
+    better = fits and _makespan(p, bq, bk, 2, m.clusters) < _makespan(p, bq, bk, 1, m.clusters)
+    return bq, bk, 2 if better else 1
+
+
+PAIR_STEP = 0.89
+"""Time of a K/V step of two query tiles that share its K/V loads, per tile, against one
+tile's step: causal attention (b4 h32 s2048 d128, ``ascend910b``) takes 0.941 of the time in
+pairs, which also run one extra step per pair (18 against 17 steps per two tiles)."""
+
+
+def _makespan(p: AttentionPlan, bq: int, bk: int, g: int, clusters: int) -> float:
+    """The busiest cluster's work in one-tile K/V steps with ``g`` query tiles per point,
+    the points dealt longest first (as the Block level deals a ``cost`` axis)."""
+    lq = p.q.aval.shape[-2]
+    lk = p.kt.aval.shape[-1]
+    r = bq // bk
+    # causal: every tile of a point runs to the point's last diagonal
+    per = [((q + 1) * g * r if p.causal else lk // bk) * g for q in range(lq // (g * bq))]
+    costs = sorted(per * math.prod(p.out.aval.shape[:-2]), reverse=True)
+    loads = [0.0] * clusters
+    for c in costs:
+        i = loads.index(min(loads))
+        loads[i] += c * (PAIR_STEP if g == 2 else 1.0)
+    return max(loads)
 
 
 def lower_attention(lw: Lowering, eqns: list[Eqn]) -> bool:
@@ -226,16 +269,21 @@ def lower_attention(lw: Lowering, eqns: list[Eqn]) -> bool:
     plan = match_attention(lw, eqns)
     if plan is None:
         return False
-    bq, bk = _tiles(lw, plan)
+    bq, bk, g = _tiles(lw, plan)
     if not bq:
         return False
     if plan.transpose is not None and plan.k is None:
         lower_single(lw, plan.transpose)
-    _kernel(lw, plan, bq, bk, eqns[-1])
+    _kernel(lw, plan, bq, bk, g, eqns[-1])
     return True
 
 
-def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None:
+def _gate(reg: str, left: Expr) -> list[Stmt]:
+    """``%reg = clamp(left, 0, 1)``: the trip count of a 0/1-trip loop on ``left > 0``."""
+    return [SOp("SMIN", reg, (left, Expr.of(1))), SOp("SMAX", reg, (Expr.reg(reg), Expr()))]
+
+
+def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int, last: Eqn) -> None:
     m = lw.machine
     loc = last.loc
     d_t = p.q.aval.dtype
@@ -244,7 +292,9 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
     lk, dv = p.kt.aval.shape[-1], p.v.aval.shape[-1]
     ob = p.out.aval.shape[:-2]
     keep = [i for i, n in enumerate(ob) if n > 1]
-    grid = [(f"b{j}", ob[i]) for j, i in enumerate(keep)] + [("q", lq // bq)]
+    # a grid point owns g query tiles of bq rows (%q counts groups of g)
+    gq = g * bq
+    grid = [(f"b{j}", ob[i]) for j, i in enumerate(keep)] + [("q", lq // gq)]
 
     def batch_rows(shape: tuple[int, ...], rows: int) -> Expr:
         st = _strides(shape[:-2], ob)
@@ -262,34 +312,43 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
 
     qb, vb = gm(p.q, lq, d), gm(p.v, lk, dv)
     ob_ = gm(p.out, lq, dv)
-    q_row = batch_rows(p.q.aval.shape, lq) + Expr.reg("q") * bq
+    q_row = batch_rows(p.q.aval.shape, lq) + Expr.reg("q") * gq
     v_row = batch_rows(p.v.aval.shape, lk)
-    o_row = batch_rows(p.out.aval.shape, lq) + Expr.reg("q") * bq
+    o_row = batch_rows(p.out.aval.shape, lq) + Expr.reg("q") * gq
     # S and P V cross in the inputs' dtype (the fixpipe rounds them once, as the reference
     # rounds its logits): half the fixpipe and vector bytes of f32
     ws: dict[str, str] = {}
     for reg, name, cols in (("ss", "ws_s", bk), ("sp", "ws_p", bk), ("so", "ws_o", dv)):
-        rows = m.clusters * SLOTS[reg] * bq
+        rows = m.clusters * SLOTS[reg] * gq
         ws[reg] = lw.new_buffer(name, d_t, rows * cols)
         lw.views[ws[reg]] = (rows, cols)
     ws_s, ws_p, ws_o = ws["ss"], ws["sp"], ws["so"]
 
-    def ring(slot: str) -> Expr:
-        return Expr.reg("blk") * (SLOTS[slot] * bq) + Expr.reg(slot) * bq
+    def ring(slot: str, t: int = 0) -> Expr:
+        return Expr.reg("blk") * (SLOTS[slot] * gq) + Expr.reg(slot) * gq + t * bq
 
     j = Expr.reg("j")
     r = bq // bk
-    n = Expr.reg("q") * r + r if p.causal else Expr.of(lk // bk)
+
+    def steps(t: int) -> Expr:
+        """The K/V tiles query tile t of the point reads (causal: up to its diagonal)."""
+        return Expr.reg("q") * (g * r) + (t + 1) * r if p.causal else Expr.of(lk // bk)
+
+    n = steps(g - 1)
     # Software pipeline, LAG K/V tiles deep: iteration j makes S_j (and on the vector cores
     # P_j) while the P V product of tile j-LAG goes through the cube, so the hand-offs'
     # latency hides behind the softmax of the tiles in between; 0/1-trip loops on
-    # %hs = [j < n] and %hp = [j >= LAG] pick the stages.
+    # %hs = [j < n] and %hp = [j >= LAG] pick the stages. Under a causal mask a point's
+    # earlier query tiles reach their diagonal sooner: %a<t> = [j < n_t].
     stages: list[Stmt] = [
-        SOp("SMIN", "hs", (n - j, Expr.of(1))),
-        SOp("SMAX", "hs", (Expr.reg("hs"), Expr())),
+        *_gate("hs", n - j),
         SOp("SMAX", "hp", (j - (LAG - 1), Expr())),
         SOp("SMIN", "hp", (Expr.reg("hp"), Expr.of(1))),
     ]
+    early = list(range(g - 1)) if p.causal else []
+    for t in early:
+        stages += _gate(f"a{t}", steps(t) - j)
+
     count: tuple[Stmt, ...] = (
         SOp("SMOV", "cs", (Expr(),)),
         SOp("SMOV", "cp", (Expr(),)),
@@ -317,140 +376,181 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
         ]
     else:
         k_load = [TLoad(k0, gm(p.kt, d, lk), batch_rows(p.kt.aval.shape, d), j * bk, loc)]
-    cube_s = stage(
-        "hs",
-        "cs",
-        ("ss",),
-        [
-            *k_load,
+    q_in: list[Stmt]
+    if g == 1:
+        q_in = [TLoad(q0, qb, q_row, Expr(), loc)]  # stays in L0A for the whole point
+    else:
+        # the point's query tiles wait in L1; each S product moves its tile into L0A
+        q1 = TileVar("q1", Space.L1, d_t, (gq, d))
+        q_in = [TLoad(q1, qb, q_row, Expr(), loc)]
+
+    # A query tile that stopped at its diagonal still goes through its point's last steps
+    # (with every score masked on the vector cores), so both tiles hand over the same ring
+    # slots in the same order: a hand-off skipped on one side would desynchronise the flags
+    # of the slot the tiles share.
+    cube_s: list[Stmt] = list(k_load)
+    cube_o: list[Stmt] = [TLoad(v0, vb, v_row + j * bk - LAG * bk, Expr(), loc)]
+    for t in range(g):
+        pick = [] if g == 1 else [TOp("TEXTRACT", q0, (q1, Expr.of(t * bq), Expr()), loc)]
+        cube_s += [
+            *pick,
             TOp("TMATMUL", s0, (q0, k0), loc),
-            TStore(ws_s, ring("ss"), Expr(), s0, loc),
-        ],
-    )
-    cube_o = stage(
-        "hp",
-        "cp",
-        ("sp", "so"),
-        [
-            TLoad(p0, ws_p, ring("sp"), Expr(), loc),
-            TLoad(v0, vb, v_row + j * bk - LAG * bk, Expr(), loc),
+            TStore(ws_s, ring("ss", t), Expr(), s0, loc),
+        ]
+        cube_o += [
+            TLoad(p0, ws_p, ring("sp", t), Expr(), loc),
             TOp("TMATMUL", o0, (p0, v0), loc),
-            TStore(ws_o, ring("so"), Expr(), o0, loc),
-        ],
-    )
+            TStore(ws_o, ring("so", t), Expr(), o0, loc),
+        ]
     aic = Section(
         "aic",
         (
-            TLoad(q0, qb, q_row, Expr(), loc),
-            For("j", Expr(), n + LAG, 1, (*stages, cube_s, cube_o)),
+            *q_in,
+            For(
+                "j",
+                Expr(),
+                n + LAG,
+                1,
+                (
+                    *stages,
+                    stage("hs", "cs", ("ss",), cube_s),
+                    stage("hp", "cp", ("sp", "so"), cube_o),
+                ),
+            ),
         ),
         count,
     )
 
-    # the vector cores: rows %sub*h .. of the query tile
+    # the vector cores: rows %sub*h .. of each query tile of the point
     h = bq // 2 if bq > 1 else 1
     sub = Expr.reg("sub") * h if bq > 1 else Expr()
 
     def ub(name: str, dtype: dt.DType, shape: tuple[int, int]) -> TileVar:
         return TileVar(name, Space.UB, dtype, shape)
 
-    mx, ls, acc = ub("m", f32, (h, 1)), ub("l", f32, (h, 1)), ub("acc", f32, (h, dv))
-    al = ub("alpha", f32, (h, 1))
-    # the rescale factors of the last LAG tiles: the update of tile j-LAG uses the oldest
-    hist = [ub(f"alpha{i}", f32, (h, 1)) for i in range(1, LAG + 1)]
     neg = ub("ninf", d_t, (1, bk))
     pre: list[Stmt] = [*count, TOp("TEXPANDS", neg, (-math.inf,), loc)]
-    x = ub("x", d_t, (h, bk))
-    soft: list[Stmt] = [TLoad(x, ws_s, ring("ss") + sub, Expr(), loc)]
-    if p.scale != 1.0:
-        soft.append(TOp("TMULS", x, (x, p.scale), loc))
+    start: list[Stmt] = []
+    tri = ub("tril", dt.bool_, (h, bq))
     if p.causal:
-        # only the last bq/bk tiles of the row reach past the diagonal: mask those with the
-        # matching columns of a lower-triangular constant
-        tri = lw.const_buffer("tril", causal_mask(bq, bq))
-        mk = ub("mask", dt.bool_, (h, bk))
-        jj = j - Expr.reg("q") * r
-        soft += [
-            SOp("SMOV", "dg", (jj + 1,)),
-            SOp("SMAX", "dg", (Expr.reg("dg"), Expr())),
-            SOp("SMIN", "dg", (Expr.reg("dg"), Expr.of(1))),
-            For(
-                "idg",
-                Expr(),
-                Expr.reg("dg"),
-                1,
-                (
-                    SOp("SMOV", "jj", (jj,)),
-                    TLoad(mk, tri, sub, Expr.reg("jj") * bk, loc),
-                    TOp("TSEL", x, (mk, x, neg), loc),
-                ),
-            ),
+        # the rows of a lower-triangular [bq, bq] mask this vector core takes, once per point
+        start.append(TLoad(tri, lw.const_buffer("tril", causal_mask(bq, bq)), sub, Expr(), loc))
+    shifts: list[Stmt] = []
+    soft_all: list[Stmt] = []
+    update_all: list[Stmt] = []
+    fin: list[Stmt] = []
+    for t in range(g):
+        sfx = "" if g == 1 else str(t)  # one query tile: the names of the golden text
+        mx, ls = ub(f"m{sfx}", f32, (h, 1)), ub(f"l{sfx}", f32, (h, 1))
+        acc, al = ub(f"acc{sfx}", f32, (h, dv)), ub(f"alpha{sfx}", f32, (h, 1))
+        # the rescale factors of the last LAG tiles: the update of tile j-LAG uses the oldest
+        hist = [
+            ub(f"alpha{sfx}_{i}" if sfx else f"alpha{i}", f32, (h, 1)) for i in range(1, LAG + 1)
         ]
-    for i, mv in enumerate(p.masks):
-        mb = gm(mv, lq, lk)
-        mrow = batch_rows(mv.aval.shape, lq) + Expr.reg("q") * bq + sub
-        mt = ub(f"mask{i}", dt.bool_, (h, bk))
-        soft += [TLoad(mt, mb, mrow, j * bk, loc), TOp("TSEL", x, (mt, x, neg), loc)]
-    # P = exp(S - m) in the inputs' dtype (the reference's softmax precision); the row
-    # statistics and the accumulator in f32
-    mj, mn, rs = ub("mj", d_t, (h, 1)), ub("mn", f32, (h, 1)), ub("rs", d_t, (h, 1))
-    mjf, mnx, rsf = mj, mn, rs
-    if d_t is not f32:
-        mjf, mnx, rsf = ub("mjf", f32, (h, 1)), ub("mnx", d_t, (h, 1)), ub("rsf", f32, (h, 1))
-    soft.append(TOp("TROWMAX", mj, (x,), loc))
-    if mjf is not mj:
-        soft.append(TOp("TCVT", mjf, (mj,), loc))
-    soft += [
-        TOp("TMAX", mn, (mx, mjf), loc),
-        TOp("TSUB", al, (mx, mn), loc),
-        TOp("TEXP", al, (al,), loc),
-        TOp("TMOV", mx, (mn,), loc),
-    ]
-    if mnx is not mn:  # the max of values of the dtype is one of them: exact
-        soft.append(TOp("TCVT", mnx, (mn,), loc))
-    soft += [
-        TOp("TSUB", x, (x, mnx), loc),
-        TOp("TEXP", x, (x,), loc),
-        TOp("TROWSUM", rs, (x,), loc),
-    ]
-    if rsf is not rs:
-        soft.append(TOp("TCVT", rsf, (rs,), loc))
-    soft += [
-        TOp("TMUL", ls, (ls, al), loc),
-        TOp("TADD", ls, (ls, rsf), loc),
-        TStore(ws_p, ring("sp") + sub, Expr(), x, loc),
-    ]
-    ot = ub("ot", d_t, (h, dv))
-    update: list[Stmt] = [TLoad(ot, ws_o, ring("so") + sub, Expr(), loc)]
-    otf = ot
-    if d_t is not f32:
-        otf = ub("otf", f32, (h, dv))
-        update.append(TOp("TCVT", otf, (ot,), loc))
-    update += [
-        TOp("TMUL", acc, (acc, hist[-1]), loc),
-        TOp("TADD", acc, (acc, otf), loc),
-    ]
+        x = ub("x", d_t, (h, bk))
+        soft: list[Stmt] = [TLoad(x, ws_s, ring("ss", t) + sub, Expr(), loc)]
+        if p.scale != 1.0:
+            soft.append(TOp("TMULS", x, (x, p.scale), loc))
+        if p.causal:
+            # only the last bq/bk tiles of the row reach past the diagonal: mask those with
+            # the matching columns of the lower-triangular tile (no DMA per step)
+            jj = j - (Expr.reg("q") * g + t) * r
+            mk = tri
+            sel: list[Stmt] = []
+            if r > 1:
+                mk = ub("mask", dt.bool_, (h, bk))
+                sel += [
+                    SOp("SMOV", "jj", (jj,)),
+                    TOp("TEXTRACT", mk, (tri, Expr(), Expr.reg("jj") * bk), loc),
+                ]
+            soft += [*_gate("dg", jj + 1)]
+            if t in early:
+                # a tile that stopped at its diagonal sees every later step's scores masked
+                soft += [
+                    SOp("SMIN", "dg", (Expr.reg("dg"), Expr.reg(f"a{t}"))),
+                    SOp("SSUB", "dz", (Expr.of(1), Expr.reg(f"a{t}"))),
+                    For("idz", Expr(), Expr.reg("dz"), 1, (TOp("TEXPANDS", x, (-math.inf,), loc),)),
+                ]
+            soft.append(
+                For(
+                    "idg",
+                    Expr(),
+                    Expr.reg("dg"),
+                    1,
+                    (*sel, TOp("TSEL", x, (mk, x, neg), loc)),
+                )
+            )
+        for i, mv in enumerate(p.masks):
+            mb = gm(mv, lq, lk)
+            mrow = batch_rows(mv.aval.shape, lq) + Expr.reg("q") * gq + t * bq + sub
+            mt = ub(f"mask{i}", dt.bool_, (h, bk))
+            soft += [TLoad(mt, mb, mrow, j * bk, loc), TOp("TSEL", x, (mt, x, neg), loc)]
+        # P = exp(S - m) in the inputs' dtype (the reference's softmax precision); the row
+        # statistics and the accumulator in f32
+        mj, mn, rs = ub("mj", d_t, (h, 1)), ub("mn", f32, (h, 1)), ub("rs", d_t, (h, 1))
+        mjf, mnx, rsf = mj, mn, rs
+        if d_t is not f32:
+            mjf, mnx = ub("mjf", f32, (h, 1)), ub("mnx", d_t, (h, 1))
+            rsf = ub("rsf", f32, (h, 1))
+        soft.append(TOp("TROWMAX", mj, (x,), loc))
+        if mjf is not mj:
+            soft.append(TOp("TCVT", mjf, (mj,), loc))
+        soft += [
+            TOp("TMAX", mn, (mx, mjf), loc),
+            TOp("TSUB", al, (mx, mn), loc),
+            TOp("TEXP", al, (al,), loc),
+            TOp("TMOV", mx, (mn,), loc),
+        ]
+        if mnx is not mn:  # the max of values of the dtype is one of them: exact
+            soft.append(TOp("TCVT", mnx, (mn,), loc))
+        soft += [
+            TOp("TSUB", x, (x, mnx), loc),
+            TOp("TEXP", x, (x,), loc),
+            TOp("TROWSUM", rs, (x,), loc),
+        ]
+        if rsf is not rs:
+            soft.append(TOp("TCVT", rsf, (rs,), loc))
+        soft += [
+            TOp("TMUL", ls, (ls, al), loc),
+            TOp("TADD", ls, (ls, rsf), loc),
+            TStore(ws_p, ring("sp", t) + sub, Expr(), x, loc),
+        ]
+        ot = ub("ot", d_t, (h, dv))
+        update: list[Stmt] = [TLoad(ot, ws_o, ring("so", t) + sub, Expr(), loc)]
+        otf = ot
+        if d_t is not f32:
+            otf = ub("otf", f32, (h, dv))
+            update.append(TOp("TCVT", otf, (ot,), loc))
+        update += [
+            TOp("TMUL", acc, (acc, hist[-1]), loc),
+            TOp("TADD", acc, (acc, otf), loc),
+        ]
+        shifts += [
+            *(TOp("TMOV", hist[i], (hist[i - 1],), loc) for i in range(LAG - 1, 0, -1)),
+            TOp("TMOV", hist[0], (al,), loc),
+        ]
+        soft_all += soft
+        update_all += update
+        fin.append(TOp("TDIV", acc, (acc, ls), loc))
+        out_t = acc
+        if d_t is not f32:
+            out_t = ub("y", d_t, (h, dv))
+            fin.append(TOp("TCVT", out_t, (acc,), loc))
+        fin.append(TStore(ob_, o_row + t * bq + sub, Expr(), out_t, loc))
+        # the running max starts finite (in the dtype) so fully masked rows of a tile give
+        # exp(-inf) = 0
+        start += [
+            TOp("TEXPANDS", mx, (-6e4 if d_t is not f32 else -1e30,), loc),
+            TOp("TEXPANDS", ls, (0.0,), loc),
+            TOp("TEXPANDS", al, (1.0,), loc),
+            *(TOp("TEXPANDS", a, (1.0,), loc) for a in hist[:-1]),
+            TOp("TEXPANDS", acc, (0.0,), loc),
+        ]
     body: list[Stmt] = [
         *stages,
-        *(TOp("TMOV", hist[i], (hist[i - 1],), loc) for i in range(LAG - 1, 0, -1)),
-        TOp("TMOV", hist[0], (al,), loc),
-        stage("hs", "cs", ("ss", "sp"), soft),
-        stage("hp", "cp", ("so",), update),
-    ]
-    fin: list[Stmt] = [TOp("TDIV", acc, (acc, ls), loc)]
-    out_t = acc
-    if d_t is not f32:
-        out_t = ub("y", d_t, (h, dv))
-        fin.append(TOp("TCVT", out_t, (acc,), loc))
-    fin.append(TStore(ob_, o_row + sub, Expr(), out_t, loc))
-    # the running max starts finite (in the dtype) so fully masked rows of a tile give
-    # exp(-inf) = 0
-    start: list[Stmt] = [
-        TOp("TEXPANDS", mx, (-6e4 if d_t is not f32 else -1e30,), loc),
-        TOp("TEXPANDS", ls, (0.0,), loc),
-        TOp("TEXPANDS", al, (1.0,), loc),
-        *(TOp("TEXPANDS", a, (1.0,), loc) for a in hist[:-1]),
-        TOp("TEXPANDS", acc, (0.0,), loc),
+        *shifts,
+        stage("hs", "cs", ("ss", "sp"), soft_all),
+        stage("hp", "cp", ("so",), update_all),
     ]
     aiv = Section("aiv", (*start, For("j", Expr(), n + LAG, 1, tuple(body)), *fin), tuple(pre))
     flops = 2 * math.prod(ob) * lq * lk * (d + dv)
@@ -460,7 +560,7 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, last: Eqn) -> None
             "attention",
             tuple(grid),
             (aic, aiv),
-            (("bq", bq), ("bk", bk)),
+            (("bq", bq), ("bk", bk), *((("g", g),) if g > 1 else ())),
             "attn_tile",
             "cluster",
             loc,

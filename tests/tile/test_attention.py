@@ -73,7 +73,8 @@ def test_long_causal_several_kv_tiles() -> None:
     q = arr((1, 256, 64), pto.float16)
     low = check(lambda q: pto.scaled_dot_product_attention(q, q, q, causal=True), q)
     (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
-    assert dict(att.grid)["q"] > 1
+    # several query tiles, two per grid point sharing each K/V tile
+    assert dict(att.grid)["q"] * dict(att.tile).get("g", 1) > 1
 
 
 def test_matmul_softmax_matmul_is_attention() -> None:
@@ -113,8 +114,8 @@ kernel @attention grid(q=1) cost(q) attn_tile(bq=32, bk=32) on cluster {
       for %ihp in 0..%hp {
         %sp = smod %cp, 2
         %so = smod %cp, 2
-        %p0: L0A f16[32,32] = tload %ws_p[%blk*64+%sp*32 : +32, 0 : +32]
         %v0: L0B f16[32,16] = tload %q[%j*32-64 : +32, 0 : +16]
+        %p0: L0A f16[32,32] = tload %ws_p[%blk*64+%sp*32 : +32, 0 : +32]
         %o: L0C f32[32,16] = tmatmul %p0, %v0
         tstore %ws_o[%blk*64+%so*32 : +32, 0 : +16], %o
         %cp = sadd %cp, 1
@@ -126,6 +127,7 @@ kernel @attention grid(q=1) cost(q) attn_tile(bq=32, bk=32) on cluster {
       %cp = smov 0
       %ninf: UB f16[1,32] = texpands -inf
     }
+    %tril: UB bool[16,32] = tload %c[%sub*16 : +16, 0 : +32]
     %m: UB f32[16,1] = texpands -60000.0
     %l: UB f32[16,1] = texpands 0.0
     %alpha: UB f32[16,1] = texpands 1.0
@@ -143,13 +145,10 @@ kernel @attention grid(q=1) cost(q) attn_tile(bq=32, bk=32) on cluster {
         %sp = smod %cs, 2
         %x: UB f16[16,32] = tload %ws_s[%blk*64+%ss*32+%sub*16 : +16, 0 : +32]
         %x: UB f16[16,32] = tmuls %x, 0.25
-        %dg = smov %j-%q+1
+        %dg = smin %j-%q+1, 1
         %dg = smax %dg, 0
-        %dg = smin %dg, 1
         for %idg in 0..%dg {
-          %jj = smov %j-%q
-          %mask: UB bool[16,32] = tload %c[%sub*16 : +16, %jj*32 : +32]
-          %x: UB f16[16,32] = tsel %mask, %x, %ninf
+          %x: UB f16[16,32] = tsel %tril, %x, %ninf
         }
         %mj: UB f16[16,1] = trowmax %x
         %mjf: UB f32[16,1] = tcvt %mj
@@ -199,3 +198,47 @@ def test_grad_of_causal_attention_on_npu_equals_jax() -> None:
     want = jax.grad(pto.to_jax(loss), argnums=(0, 1, 2))(*args)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_pairs_of_query_tiles_share_each_kv_tile(d: pto.DType) -> None:
+    # one cluster, no mask: two query tiles per point halve the K/V loads
+    q, k, v = arr((2, 256, 32), d), arr((2, 192, 32), d, 1), arr((2, 192, 48), d, 2)
+    low = check(sdpa(False), q, k, v)
+    (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
+    assert dict(att.tile).get("g") == 2
+    aic = str(att).split(".aiv")[0]
+    assert aic.count("ttrans") == 1 and aic.count("tmatmul") == 4  # one K load, two tiles
+
+
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_causal_pairs_mask_the_step_past_the_first_tiles_diagonal(
+    d: pto.DType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pairs when a paired step is cheap enough: the first tile of a pair runs its partner's
+    # last K/V steps with every score masked, leaving its softmax and output unchanged
+    import pypto.tile.attention as attention
+
+    monkeypatch.setattr(attention, "PAIR_STEP", 0.5)
+    q, k, v = (arr((1, 512, 32), d, s) for s in range(3))
+    low = check(sdpa(True), q, k, v)
+    (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
+    assert dict(att.tile).get("g") == 2 and dict(att.grid)["q"] > 1
+    assert "for %idz in 0..%dz" in str(att)
+
+
+def test_pairing_is_chosen_by_the_busiest_cluster() -> None:
+    # 6 heads x 8 causal query tiles on 24 clusters: single tiles balance exactly (9 steps
+    # each), pairs could not (a pair of the last tiles is 16 steps)
+    q = np.zeros((2, 3, 1024, 64), np.float16)
+    low = pto.jit(sdpa(True), machine="ascend910b").lower(q, q, q)
+    (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
+    assert "g" not in dict(att.tile)
+    # the benchmark's size: 128 heads of 16 tiles deal finely either way, and pairs save
+    q = np.zeros((4, 32, 2048, 128), np.float16)
+    (att,) = [
+        k
+        for k in pto.jit(sdpa(True), machine="ascend910b").lower(q, q, q).tile_ir.kernels
+        if k.kind == "attention"
+    ]
+    assert dict(att.tile).get("g") == 2
