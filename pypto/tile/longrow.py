@@ -25,9 +25,13 @@ at the end (as the op table's implementation does); sums of integers accumulate 
 declared dtype. Chunked summation changes the order of the additions, within the tolerance
 the numerics contract allows for reductions.
 
+argmax keeps three per-row tiles: the running maximum, its index and the column where the
+chunk starts. Each chunk's maximum and the first index holding it (its first NaN, if any) are
+found as in the row kernel; the chunk's index replaces the running one only when its maximum
+is greater, or is the first NaN of the row, so ties keep the first index, as numpy does.
+
 The per-row tiles, the loops and their double buffers go through the Block-IR scheduler like
-any other kernel. argmax inside a fused long-row group is refused (a standalone one goes
-through the two-step reduction of :mod:`pypto.tile.reduce`).
+any other kernel.
 """
 
 from __future__ import annotations
@@ -41,10 +45,10 @@ import numpy as np
 from pypto import dtypes as dt
 from pypto.core.errors import SourceLoc, TileError
 from pypto.graph.ir import Eqn, Var
-from pypto.isa.ir import Expr
+from pypto.isa.ir import Cond, Expr
 from pypto.ops.table import OPS
 from pypto.tile.ir import For, Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore, walk
-from pypto.tile.lower import Lowering, RowBuilder, RowPlan, RowRule, divisors
+from pypto.tile.lower import Lowering, RowBuilder, RowPlan, RowRule, divisors, relayout
 
 __all__ = ["lower_long_rows", "takes"]
 
@@ -98,31 +102,23 @@ class _Levels:
 
 
 def takes(plan: RowPlan) -> bool:
-    """Whether the multi-pass kernel takes ``plan`` (groups merge into one only then): no
-    argmax, and every output full-size or per-row."""
-    return all(e.op != "argmax" for e in plan.eqns) and all(
-        plan.kinds[v] in ("full", "col") for v in plan.outputs
-    )
+    """Whether the multi-pass kernel takes ``plan`` (groups merge into one only then): every
+    output full-size, per-row or (one row) a scalar."""
+    return all(_stores(plan, v) for v in plan.outputs)
+
+
+def _stores(plan: RowPlan, v: Var) -> bool:
+    """Whether the multi-pass kernel stores the output ``v``: a chunked full-size value or a
+    per-row one (a scalar is the per-row value of a single row)."""
+    k = plan.kinds[v]
+    return k in ("full", "col") or (k == "one" and plan.R == 1)
 
 
 def lower_long_rows(lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | None) -> None:
     """Lower a row kernel whose rows do not fit UB as a multi-pass kernel over column chunks."""
     what = f"@{name} over rows of {plan.C} " + "/".join(sorted({d.short for d in plan.dtypes}))
-    for e in plan.eqns:
-        if e.op == "argmax":
-            general = OPS[e.op].rules.get("tile_general")
-            if len(plan.eqns) == 1 and general is not None:
-                general(lw, e)  # the two-step argmax of pypto.tile.reduce
-                return
-            raise TileError(
-                f"argmax fused into kernel {what}: a row of {plan.C} does not fit UB "
-                f"({lw.machine.ub_bytes} bytes) and argmax has no multi-pass form",
-                op="argmax",
-                loc=e.loc or loc,
-                hint="take argmax in a kernel of its own, or over shorter rows",
-            )
     for v in plan.outputs:
-        if plan.kinds[v] not in ("full", "col"):
+        if not _stores(plan, v):
             raise TileError(
                 f"kernel {what}: rows do not fit UB and {v.aval} is a "
                 f"{plan.kinds[v]} output, which the multi-pass kernel does not store",
@@ -130,8 +126,20 @@ def lower_long_rows(lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | Non
                 loc=loc,
                 hint="compute it in a kernel of its own (pto.jit(..., fuse=False))",
             )
-    tr, cw = _choose(lw, plan, name, loc, what)
-    lw.add_kernel(_build(lw, plan, name, loc, tr, cw).kernel)
+    # Every pass (and its tail) loads the chunked inputs: one laid out with rows other than C
+    # holds no chunk window, so it is copied into rows of C once, not at every load.
+    copies: dict[Var, str] = {}
+    for v in plan.inputs:
+        buf = lw.var_buf.get(v)
+        rows = (v.aval.size // plan.C, plan.C)
+        if buf is not None and plan.kinds[v] in CHUNKED and lw.view(buf, rows)[1] != plan.C:
+            copies[v] = buf
+            lw.var_buf[v] = relayout(lw, buf, rows, loc)
+    try:
+        tr, cw = _choose(lw, plan, name, loc, what)
+        lw.add_kernel(_build(lw, plan, name, loc, tr, cw).kernel)
+    finally:
+        lw.var_buf.update(copies)  # later kernels (and the parameters) keep their buffers
 
 
 def _units(plan: RowPlan, align: int) -> int:
@@ -160,18 +168,18 @@ def _choose(
             if need <= cap:
                 return tr, cw
             problems.append(f"needs {need} bytes of UB; {m.name} has {cap}")
-        fit = _best(lw, plan, name, loc, unit)
+        fit = _best(lw, plan, name, loc, unit, what)
         raise TileError(
             f"vector tile {list(user)} for the multi-pass kernel {what} (a "
             f"[{plan.R},{plan.C}] view) " + " and ".join(problems),
             op="set_vec_tile_shapes",
             hint=f"a tile that fits: pto.set_vec_tile_shapes({fit[0]}, {fit[1]})",
         )
-    return _best(lw, plan, name, loc, unit)
+    return _best(lw, plan, name, loc, unit, what)
 
 
 def _best(
-    lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | None, unit: int
+    lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | None, unit: int, what: str
 ) -> tuple[int, int]:
     cap = lw.machine.ub_bytes
     workers = lw.workers("aiv")
@@ -189,10 +197,12 @@ def _best(
             best = (score, tr, cw)
     if best is None:
         raise TileError(
-            f"a [1,{plan.C}] row does not fit UB ({cap} bytes) even in chunks of {unit} columns",
-            op="lower",
+            f"multi-pass kernel {what} (a [{plan.R},{plan.C}] view): not even a chunk of "
+            f"{unit} columns fits UB ({cap} bytes on {lw.machine.name})",
+            op="/".join(dict.fromkeys(e.op for e in plan.eqns)),
             loc=loc,
-            hint="reduce over a shorter axis or split the computation",
+            hint="run on a machine with more UB, or split the computation into smaller kernels "
+            "(pto.jit(..., fuse=False))",
         )
     return best[1], best[2]
 
@@ -289,6 +299,7 @@ def _build(
     if ch.tail is not None:
         ch.tail.loc = loc
     per_row: dict[Any, TileVar] = {}
+    running: dict[Any, tuple[TileVar, TileVar]] = {}  # argmax: (maximum, chunk start)
     reduced = {id(e) for e in lv.reductions}
     body: list[Stmt] = []
     loops: list[list[Stmt]] = []  # the statements of each loop body and tail, for the estimate
@@ -314,9 +325,11 @@ def _build(
             args = [per_row[a] if isinstance(a, Var) else a for a in e.inputs]
             per_row[e.out] = rule.fn(b, e, args)
         b.loc = loc
+        b.grid_c = 1  # stored once per row block: no chunk register
         for v in plan.outputs:
             if not chunked(v) and lv.level[v] == level:
                 b.store(v, per_row[v])
+        b.grid_c = 2
 
     def chunk(bb: RowBuilder, reds: list[Eqn], stores: list[Any], accs: dict[Any, TileVar]) -> None:
         """One chunk's statements into ``bb.body``: recompute, reduce into ``accs``, store."""
@@ -348,6 +361,9 @@ def _build(
             bb.loc = e.loc or loc
             x = local[e.inputs[0]]
             acc = accs[e.out]
+            if e.op == "argmax":
+                _argmax_chunk(bb, x, acc, *running[e.out], last=bb is ch.tail)
+                continue
             row_op, comb = ROW_OPS[e.op]
             if x.dtype is not acc.dtype:
                 wide = bb.new(acc.dtype, "full")
@@ -368,9 +384,18 @@ def _build(
         accs: dict[Any, TileVar] = {}
         b.body = body
         for e in reds:
-            ad = _acc_dtype(e.op, e.out.aval.dtype)
-            accs[e.out] = acc = b.new(ad, "col", "acc")
-            body.append(TOp("TEXPANDS", acc, (_identity(e.op, ad),), e.loc or loc))
+            if e.op == "argmax":
+                # the index, the running maximum and the column where the next chunk starts
+                md = _acc_dtype("max", e.inputs[0].aval.dtype)
+                accs[e.out] = b.new(dt.int32, "col", "acc")
+                running[e.out] = (b.new(md, "col", "top"), b.new(dt.int32, "col", "at"))
+                inits = zip((accs[e.out], *running[e.out]), (0.0, _identity("max", md), 0.0))
+            else:
+                ad = _acc_dtype(e.op, e.out.aval.dtype)
+                accs[e.out] = b.new(ad, "col", "acc")
+                inits = zip((accs[e.out],), (_identity(e.op, ad),))
+            for t, v in inits:
+                body.append(TOp("TEXPANDS", t, (v,), e.loc or loc))
         inner: list[Stmt] = []
         b.body = inner
         chunk(b, reds, stores, accs)
@@ -407,6 +432,47 @@ def _build(
         loc=loc,
     )
     return _Built(kernel, _need(lw, body, b.pre, loops))
+
+
+def _argmax_chunk(
+    b: RowBuilder, x: TileVar, at: TileVar, top: TileVar, start: TileVar, last: bool
+) -> None:
+    """Fold one chunk of argmax's rows into the running index ``at`` and maximum ``top``;
+    ``start`` holds the chunk's first column and moves on to the next chunk's (none follows
+    the ``last`` chunk)."""
+    if x.dtype is dt.bool_:
+        x = b.op("TCVT", b.new(dt.int8, "full"), x)
+    iota = b.lw.const_buffer("iota", np.arange(b.tc, dtype=np.int32).reshape(1, b.tc))
+    idx = b.new(dt.int32, "row", "i")
+    b.pre.append(TLoad(idx, iota, Expr(), Expr(), b.loc))
+    b.in_pre.add(idx.name)
+    m = b.op("TROWMAX", b.new(x.dtype, "col"), x)
+    sel = b.op(
+        "TSEL",
+        b.new(dt.int32, "full"),
+        b.op("TCMP", b.new(dt.bool_, "full"), x, m, Cond.EQ),
+        idx,
+        b.lit(b.tc, dt.int32),
+    )
+    floating = x.dtype.is_floating
+    if floating:
+        # a chunk holding NaN has NaN for its maximum (TROWMAX propagates it), which no
+        # element equals: its pick is its first NaN, as numpy's argmax picks the first NaN
+        nan = b.op("TCMP", b.new(dt.bool_, "full"), x, x, Cond.NE)
+        sel = b.op("TSEL", b.new(dt.int32, "full"), nan, idx, sel)
+    first = b.op("TROWMIN", b.new(dt.int32, "col"), sel)
+    first = b.op("TADD", b.new(dt.int32, "col"), first, start)
+    # a later chunk wins only with a greater maximum (ties keep the first index) ...
+    b.op("TSEL", at, b.op("TCMP", b.new(dt.bool_, "col"), m, top, Cond.GT), first, at)
+    if floating:
+        # ... or with the row's first NaN; once the maximum is NaN it stays
+        nan_here = b.op("TCMP", b.new(dt.bool_, "col"), m, m, Cond.NE)
+        nan_before = b.op("TCMP", b.new(dt.bool_, "col"), top, top, Cond.NE)
+        pick = b.op("TSEL", b.new(dt.int32, "col"), nan_here, first, at)
+        b.op("TSEL", at, nan_before, at, pick)
+    b.op("TMAX", top, top, m)
+    if not last:
+        b.op("TADDS", start, start, float(b.tc))
 
 
 def _need(lw: Lowering, body: list[Stmt], pre: list[Stmt], loops: list[list[Stmt]]) -> int:

@@ -13,9 +13,12 @@ at the input as groups of kept and reduced axes (size-1 axes dropped, neighbours
 * anything else — the kept axes are moved in front with a transpose, then ``[K, R]``.
 
 A row that does not fit UB is split as ``[K, R1, R2]``: a column reduction over ``R1``, then a
-row reduction over ``R2``. Sums of float16/bfloat16 accumulate in float32 and sums of integers
-and bools in int32 between the two steps, and round once at the end, as the op table's
-implementation does; max and min of bools run on int8 (the vector unit takes no bool maths).
+row reduction over ``R2``. When no divisor ``R2`` fits (a prime row length, say), rows of the
+narrowest divisor from 8 up, or the whole rows, are walked in column chunks by the multi-pass
+kernel of :mod:`pypto.tile.longrow`, and their partials reduced after. Sums of
+float16/bfloat16 accumulate in float32 and sums of integers and bools in int32 between the
+steps, and round once at the end, as the op table's implementation does; max and min of bools
+run on int8 (the vector unit takes no bool maths).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pypto.isa.ir import Expr, Space
 from pypto.ops.table import AVal, register_rule
 from pypto.tile.ir import For, Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore
 from pypto.tile.layout import TILE_BYTES, Access, alias, copy, transpose_into
+from pypto.tile.longrow import lower_long_rows
 from pypto.tile.lower import (
     KernelRule,
     Lowering,
@@ -67,9 +71,11 @@ def _row_eqns(
     out: str,
     od: dt.DType,
     loc: SourceLoc | None,
+    partial: bool = False,
 ) -> tuple[list[Eqn], Var]:
     """``op`` over the rows of ``x`` viewed ``[K, R]`` (then a cast to ``od``) as equations
-    over fresh values bound to the buffers: the row kernel lowers them."""
+    over fresh values bound to the buffers: the row kernel lowers them. A ``partial`` sum
+    yields its accumulator dtype ``od`` directly (a float16 sum is not rounded to float16)."""
     xv = Var(AVal((K, R), xd))
     lw.var_buf[xv] = xbuf
     if op == "argmax":
@@ -78,6 +84,8 @@ def _row_eqns(
     else:
         params = (("axes", (1,)), ("keepdims", False))
         mid = (dt.int32 if not xd.is_floating else xd) if op == "sum" else xd
+        if partial:
+            mid = od
     ov = Var(AVal((K,), mid))
     eqns = [Eqn(op, (xv,), params, ov, loc)]
     if mid is not od:
@@ -99,7 +107,8 @@ def _rows(
     od: dt.DType,
     loc: SourceLoc | None,
 ) -> None:
-    """``op`` over the rows of ``[K, R]``; rows too long for UB go through a column step."""
+    """``op`` over the rows of ``[K, R]``; rows too long for UB go through a column step, or
+    through multi-pass row kernels when no divisor of ``R`` fits UB (a prime ``R``)."""
     eqns, ov = _row_eqns(lw, op, xbuf, xd, K, R, out, od, loc)
     plan = plan_row(lw, eqns, {ov})
     assert plan is not None
@@ -109,22 +118,35 @@ def _rows(
         return
     # a row that does not fit: [K, R1, R2] with R2 the widest divisor that does
     fits = [d for d in divisors(R) if 8 <= d < R and _need(lw, op, xd, K, d, od, loc) <= limit]
-    if not fits:
-        raise TileError(
-            f"{op} over rows of {R} elements: a row does not fit UB "
-            f"({lw.machine.ub_bytes} bytes) and {R} has no divisor to split it by",
-            op=op,
-            loc=loc,
-            hint="reduce over a shorter axis, or in two steps",
-        )
-    r2 = fits[-1]
+    if fits:
+        r2 = fits[-1]
+        if op == "argmax":
+            _argmax_split(lw, xbuf, xd, K, R // r2, r2, out, loc)
+            return
+        ad = acc_dtype(op, xd)
+        tmp = lw.new_buffer("part", ad, K * r2)
+        column_reduce(lw, op, xbuf, xd, K, R // r2, r2, tmp, ad, loc)
+        _rows(lw, op, tmp, ad, K, r2, out, od, loc)
+        return
+    # Every divisor from 8 up is too wide for UB: rows of the narrowest, R2, are walked in
+    # column chunks (R/R2 times the rows to spread over the cores), then their partials are
+    # reduced; with no such divisor, the whole rows are. The row kernel's own estimate leaves
+    # out the rule's temporaries, so the multi-pass kernel is asked for directly.
+    wide = [d for d in divisors(R) if 8 <= d < R]
+    if not wide:
+        lower_long_rows(lw, plan, lw.fresh(op), loc)
+        return
+    r2 = wide[0]
     if op == "argmax":
-        _argmax_split(lw, xbuf, xd, K, R // r2, r2, out, loc)
+        _argmax_split(lw, xbuf, xd, K, R // r2, r2, out, loc, chunked=True)
         return
     ad = acc_dtype(op, xd)
-    tmp = lw.new_buffer("part", ad, K * r2)
-    column_reduce(lw, op, xbuf, xd, K, R // r2, r2, tmp, ad, loc)
-    _rows(lw, op, tmp, ad, K, r2, out, od, loc)
+    tmp = lw.new_buffer("part", ad, K * (R // r2))
+    part, pv = _row_eqns(lw, op, xbuf, xd, K * (R // r2), r2, tmp, ad, loc, partial=True)
+    pplan = plan_row(lw, part, {pv})
+    assert pplan is not None
+    lower_long_rows(lw, pplan, lw.fresh(op), loc)
+    _rows(lw, op, tmp, ad, K, R // r2, out, od, loc)
 
 
 def _argmax_split(
@@ -136,12 +158,15 @@ def _argmax_split(
     R2: int,
     out: str,
     loc: SourceLoc | None,
+    chunked: bool = False,
 ) -> None:
     """argmax over rows of ``[K, R1*R2]`` in two row kernels: the maximum and its position in
     each ``R2``-long piece, then the first piece holding its row's maximum (NaN included) and
-    that piece's position, picked without a data-dependent address (a select and a sum)."""
+    that piece's position, picked without a data-dependent address (a select and a sum).
+    With ``chunked``, the pieces are too long for UB and the first kernel walks them in
+    column chunks."""
     xv = Var(AVal((K * R1, R2), xd))
-    mv = Var(AVal((K * R1,), xd if xd is not dt.bool_ else dt.bool_))
+    mv = Var(AVal((K * R1,), xd))
     iv = Var(AVal((K * R1,), dt.int32))
     lw.var_buf[xv] = xbuf
     lw.var_buf[mv] = lw.new_buffer("pmax", mv.aval.dtype, K * R1)
@@ -152,13 +177,16 @@ def _argmax_split(
     ]
     plan = plan_row(lw, first, {mv, iv})
     assert plan is not None
-    # one row per tile: the row kernel's UB estimate leaves out argmax's temporaries
-    cfg = lw.cfg
-    lw.cfg = replace(cfg, vec=(1, R2))
-    try:
-        lower_row_kernel(lw, plan, lw.fresh("argmax"), loc)
-    finally:
-        lw.cfg = cfg
+    if chunked:
+        lower_long_rows(lw, plan, lw.fresh("argmax"), loc)
+    else:
+        # one row per tile: the row kernel's UB estimate leaves out argmax's temporaries
+        cfg = lw.cfg
+        lw.cfg = replace(cfg, vec=(1, R2))
+        try:
+            lower_row_kernel(lw, plan, lw.fresh("argmax"), loc)
+        finally:
+            lw.cfg = cfg
     m2 = Var(AVal((K, R1), mv.aval.dtype))
     i2 = Var(AVal((K, R1), dt.int32))
     lw.var_buf[m2], lw.var_buf[i2] = lw.var_buf[mv], lw.var_buf[iv]

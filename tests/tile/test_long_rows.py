@@ -10,12 +10,13 @@ import numpy as np
 import pytest
 
 import pypto as pto
-from tests.tile.conftest import DTYPES, sample
+from tests.tile.conftest import DTYPES, assert_same, npu_and_interpret, sample
 
 MACHINES = ("tiny", "ascend910b")
 FLOATS = ("f32", "f16", "bf16")
 C = 120000  # 480 KB of float32 a row: no whole row fits UB (192 KiB)
 ROWS = 4
+PRIME = 100003  # a prime row length: no divisor to split a row by
 
 
 def _check(fn: Any, *args: Any, machine: str) -> None:
@@ -148,9 +149,82 @@ def test_integer_and_bool_rows() -> None:
     _check(lambda x: (x > 0).max(-1), xf, machine="tiny")
 
 
-def test_argmax_over_long_rows_runs_on_its_own() -> None:
+def test_argmax_over_long_rows_fuses_with_its_operand() -> None:
+    """argmax is a reduction of the multi-pass kernel like the others: of the first level
+    over its operand, of a later one over softmax's output (the third pass)."""
     x = sample((ROWS, 200000), pto.float32)
-    _check(lambda x: pto.argmax(x * 2.0, axis=-1), x, machine="tiny")
+    fn = lambda x: pto.argmax(x * 2.0, axis=-1)  # noqa: E731
+    text = _tile_ir(fn, x)
+    assert text.count("kernel @") == 1 and _passes(text) == 1, text
+    assert_same(fn, x)
+    fn = lambda x: (pto.argmax(pto.softmax(x, axis=-1), axis=-1), pto.argmax(x, axis=-1))  # noqa: E731
+    text = _tile_ir(fn, x)
+    assert text.count("kernel @") == 1 and _passes(text) == 3, text
+    assert_same(fn, x)
+
+
+def _chunk(text: str) -> int:
+    m = re.search(r"vec_tile\(rows=\d+, cols=(\d+)\)", text)
+    assert m is not None, text
+    return int(m.group(1))
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("dtype", [*FLOATS, "i32", "i8", "bool"])
+def test_argmax_over_long_prime_rows(dtype: str, machine: str) -> None:
+    """One multi-pass kernel: a running maximum and its index over the chunks and the tail."""
+    x = sample((3, PRIME), DTYPES[dtype])
+    fn = lambda x: pto.argmax(x, axis=-1)  # noqa: E731
+    text = _tile_ir(fn, x, machine=machine)
+    assert text.count("kernel @") == 1 and _passes(text) == 1, text
+    assert PRIME % _chunk(text) and "trowmax" in text and "tsel" in text
+    assert_same(fn, x, machine=machine)
+    assert_same(lambda x: pto.argmax(x[1]), x, machine=machine)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_argmax_ties_and_nans_across_chunks(dtype: str) -> None:
+    """Ties keep the first index and the first NaN wins, whichever chunks they fall in, on
+    rows that share a tile (8 rows: tiles of 4 on the small machine)."""
+    n = 50021  # prime; two bytes an element are too many for one row in UB
+    fn = lambda x: pto.argmax(x, axis=-1)  # noqa: E731
+    x = np.array(sample((8, n), pto.float32))
+    cw = _chunk(_tile_ir(fn, pto.tensor(x).astype(DTYPES[dtype])))
+    tail = n // cw * cw
+    assert 0 < tail < n and n // cw >= 3
+    nan, inf = np.nan, np.inf
+    x[0, [cw - 1, cw]] = 9.0  # a tie across the first chunk boundary
+    x[1, [cw, 3 * cw - 1, n - 1]] = 9.0  # ... across several chunks and the tail
+    x[2, [tail - 1, tail]] = 9.0  # ... across the loop's last chunk and the tail
+    x[3, [5, 2 * cw + 1, n - 1]] = (9.0, nan, nan)  # the first NaN beats a greater number
+    x[4, [0, n - 3]] = (inf, nan)  # a NaN in the tail beats +inf
+    x[5] = -inf  # every element the maximum
+    x[6, n - 1] = inf  # the last element
+    x[7, [3, cw + 1]] = (nan, inf)  # a NaN in the first chunk holds
+    want = [cw - 1, cw, tail - 1, 2 * cw + 1, n - 3, 0, n - 1, 3]
+    t = pto.tensor(x).astype(DTYPES[dtype])
+    got, _ = npu_and_interpret(fn, t)
+    assert got.tolist() == want
+    assert_same(fn, t)
+    b = np.zeros((2, PRIME), bool)
+    b[0, [PRIME - 1, PRIME - 2]] = True  # the first True is in the tail; no True at all
+    assert_same(fn, pto.tensor(b))
+
+
+def test_a_scalar_result_of_one_long_row() -> None:
+    """A 1-D reduction's scalar is the per-row value of the single row."""
+    x = sample((PRIME,), pto.float16)
+    _check(lambda x: (x.mean(), x.max() - x.min(), pto.argmax(x)), x, machine="tiny")
+
+
+def test_an_input_of_other_rows_is_copied_once() -> None:
+    """An input laid out in rows of another length holds no chunk window: it is copied into
+    rows of C once, not by every pass that loads it."""
+    x = sample((12, 40000), pto.float16)
+    fn = lambda x: pto.softmax((x * 2.0).reshape(4, 120000), axis=-1)  # noqa: E731
+    text = _tile_ir(fn, x)
+    assert text.count("kernel @relayout") == 1 and _passes(text) == 3, text
+    _check(fn, x, machine="tiny")
 
 
 def test_a_user_tile_is_the_chunk() -> None:
@@ -193,26 +267,13 @@ def test_the_doc_shows_the_multi_pass_kernel() -> None:
     assert re.sub(r"\s+#.*", "", str(low.tile_ir)) in blocks, "docs/lowering.md is out of date"
 
 
-def test_argmax_fused_into_a_long_row_kernel_is_a_tile_error() -> None:
-    """Fusion keeps argmax in a group of its own; a row kernel that holds it with other ops
-    over rows too long for UB is refused with the op, shape, dtype and a way out."""
-    from pypto.graph.ir import Eqn, Var
-    from pypto.ops.table import AVal
-    from pypto.tile.config import TileConfig
-    from pypto.tile.lower import Lowering, lower_row_kernel, plan_row
-
-    func = pto.make_graph(lambda x: x * 2.0)(sample((ROWS, C), pto.float32))
-    lw = Lowering(func, pto.npu.machine("tiny"), TileConfig())
-    x, y = Var(AVal((ROWS, C), pto.float32)), Var(AVal((ROWS, C), pto.float32))
-    i = Var(AVal((ROWS,), pto.int32))
-    lw.var_buf[x] = lw.new_buffer("x", pto.float32, ROWS * C, "in")
-    eqns = [
-        Eqn("exp", (x,), (), y, None),
-        Eqn("argmax", (y,), (("axis", 1), ("keepdims", False)), i, None),
-    ]
-    plan = plan_row(lw, eqns, {i})
-    assert plan is not None
+def test_a_row_whose_chunks_do_not_fit_is_a_tile_error() -> None:
+    """Not even the narrowest chunk fits a machine with a tiny UB: the error names the op, the
+    kernel's rows and dtypes, and a way out."""
+    small = pto.npu.machine("tiny").replace(ub_bytes=512)
+    x = sample((2, 1009), pto.float32)
     with pytest.raises(pto.TileError) as err:
-        lower_row_kernel(lw, plan, "exp_argmax", None)
+        pto.jit(lambda x: pto.argmax(x, axis=-1), machine=small)(x)
     msg = str(err.value)
-    assert "argmax" in msg and str(C) in msg and "f32" in msg and "hint:" in msg
+    assert "argmax" in msg and "1009" in msg and "f32" in msg and "512 bytes" in msg
+    assert "hint:" in msg

@@ -16,6 +16,7 @@ from pypto.core.tolerance import tolerance
 from .conftest import DTYPES, npu_and_interpret, sample
 
 SHAPES = [(7,), (4, 6), (3, 5, 7), (2, 3, 4, 5), (1, 7, 1), (13, 1000)]
+PRIME = 100003  # too long for one row in UB, and no divisor to split it by
 # every dtype on the small machine; two of them on the full chip (48 vector cores)
 CASES = [(d, "tiny") for d in DTYPES] + [("f16", "ascend910b"), ("i8", "ascend910b")]
 
@@ -103,3 +104,41 @@ def test_zero_size_and_scalars() -> None:
 def test_mean_and_column_sum_in_a_graph() -> None:
     x = sample((6, 5, 7), pto.bfloat16)
     assert_close(lambda x: pto.mean(x, axis=(0, 2)) * 2 + x.sum(1).max(), x, 42, "tiny")
+
+
+# sizes with no divisor that fits UB: 3·p, p, 4·p (p prime)
+PRIME_SHAPES = [(3, PRIME), (1, PRIME), (2, 2, 30011)]
+PRIME_CASES = [(d, "tiny") for d in ("f32", "f16", "bf16", "i8", "bool")] + [
+    ("f32", "ascend910b"),
+    ("bf16", "ascend910b"),
+]
+
+
+@pytest.mark.parametrize(("dtype", "machine"), PRIME_CASES)
+@pytest.mark.parametrize("shape", PRIME_SHAPES, ids=str)
+def test_all_axes_reductions_over_a_prime_size(
+    shape: tuple[int, ...], dtype: str, machine: str
+) -> None:
+    """Rows of a divisor too wide for UB, or whole rows, are walked in column chunks; their
+    partials (float32 for float sums) are reduced after."""
+    d = DTYPES[dtype]
+    x = sample(shape, d)
+    n = math.prod(shape)
+    for op in ("sum", "max", "min"):
+        f = getattr(pto, op)
+        assert_close(lambda x, f=f: f(x), x, n, machine)
+    assert_close(lambda x: pto.argmax(x), x, 1, machine)
+    if d.is_floating:
+        assert_close(lambda x: pto.mean(x), x, n, machine)
+
+
+def test_argmax_over_a_long_prime_leading_axis() -> None:
+    """argmax over axis 0 of [p, 3]: the axis is moved last, then walked in chunks; ties
+    (small integers) keep the first index."""
+    x = sample((PRIME, 3), pto.int8)
+    assert_close(lambda x: pto.argmax(x, axis=0), x, 1, "tiny")
+    y = np.array(sample((PRIME, 2), pto.float16))
+    y[[7, PRIME - 1], 0] = np.nan
+    y[[5, 90000], 1] = 9.0
+    got, want = npu_and_interpret(lambda x: pto.argmax(x, axis=0), pto.tensor(y))
+    assert got.tolist() == want.tolist() == [7, 5]
