@@ -57,6 +57,8 @@ class Sizes:
     compile_runs: int
     pinned_cube: tuple[list[int], list[int], list[int]]
     """cube tile shapes fixed for both sizes in the static-size row (m, k, n)"""
+    pinned_attn: tuple[int, int, int]
+    """attention tiles (bq, bk, g) fixed for both sizes in the static-size row"""
 
 
 FULL = Sizes(
@@ -68,6 +70,7 @@ FULL = Sizes(
     compile_seqs=(256, 4096),
     compile_runs=7,
     pinned_cube=([128, 128], [128, 256], [128, 128]),
+    pinned_attn=(128, 128, 2),
 )
 QUICK = Sizes(
     gemm=256,
@@ -78,6 +81,7 @@ QUICK = Sizes(
     compile_seqs=(64, 256),
     compile_runs=2,
     pinned_cube=([32, 32], [32, 64], [32, 32]),
+    pinned_attn=(32, 32, 2),
 )
 
 
@@ -317,7 +321,7 @@ def _compile_rows(sizes: Sizes) -> Iterator[Row]:
     sizes_of: dict[str, int] = {}
     pinned_of: dict[str, int] = {}
     err: str | None = None
-    pinned = dict(cube=sizes.pinned_cube)
+    pinned = dict(cube=sizes.pinned_cube, attn=sizes.pinned_attn)
     for s in (small, large):
         fn, args = make_block(s, hidden, heads), block_args(s, hidden, heads, ffn)
         try:

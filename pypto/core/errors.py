@@ -125,7 +125,9 @@ class PyptoError(Exception):
         hint: str | None = None,
     ) -> None:
         self.op = op
-        self.loc = loc if loc is not None else user_location(2)
+        # the user's line; inside an at_location block (lowering an op, replaying it for a
+        # gradient) the op's own line
+        self.loc = loc if loc is not None else op_location()
         self.hint = hint
         self.detail = message
         super().__init__(self._format())

@@ -45,11 +45,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from pypto import dtypes as dt
+from pypto.core.errors import TileError
 from pypto.graph.ir import Eqn, Lit, Var
 from pypto.isa.ir import Expr, Space
 from pypto.ops.composite import causal_mask
 from pypto.tile.ir import For, Kernel, Ring, Section, SOp, Stmt, TileVar, TLoad, TOp, TStore
-from pypto.tile.lower import GROUP_RULES, Lowering, _used_outside, divisors, lower_single
+from pypto.tile.lower import GROUP_RULES, Lowering, divisors, lower_single, used_outside
 
 __all__ = ["AttentionPlan", "match_attention"]
 
@@ -148,7 +149,7 @@ def match_attention(lw: Lowering, eqns: list[Eqn]) -> AttentionPlan | None:
             causal = True
     if causal:
         masks = [mk for mk in masks if id(mk) not in consts]
-    k = tr.inputs[0] if tr is not None and tr.out not in _used_outside(lw.func, eqns) else None
+    k = tr.inputs[0] if tr is not None and tr.out not in used_outside(lw.func, eqns) else None
     return AttentionPlan(
         q, kt, v, mm2.out, scale, masks, tr, causal, k if isinstance(k, Var) else None
     )
@@ -193,6 +194,36 @@ written and P LAG tiles after, so these let each producer wait only for its cons
 previous use of a slot. Each slot takes a cross-core flag id (8 on the chip)."""
 
 
+def _problems(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int) -> list[str]:
+    """Why tiles (bq, bk, g) cannot run this attention (empty: they can): the grid, the cube
+    operands in L0 (single-buffered), the vector tiles in UB and, for pairs, L1."""
+    m = lw.machine
+    s = p.q.aval.dtype.itemsize
+    lq, d = p.q.aval.shape[-2:]
+    lk, dv = p.kt.aval.shape[-1], p.v.aval.shape[-1]
+    out = []
+    if lq % bq:
+        out.append(f"bq={bq} does not divide the {lq} queries")
+    if lk % bk:
+        out.append(f"bk={bk} does not divide the {lk} keys")
+    elif p.causal and bq % bk:
+        out.append(f"bk={bk} does not divide bq={bq} (the causal diagonal)")
+    if bq % 2 and lq > 1:
+        out.append(f"bq={bq} is odd: the two vector cores each take half its rows")
+    for space, need, cap in (
+        ("L0A", (bq * d + bq * bk) * s, m.l0a_bytes),
+        ("L0B", (d * bk + bk * dv) * s, m.l0b_bytes),
+        ("L0C", (bq * bk + bq * dv) * 4, m.l0c_bytes),
+        ("UB", _ub_bytes(max(1, bq // 2), bk, bq, dv, s, g), m.ub_bytes),
+        ("L1", (g * bq * d + 2 * bk * d) * s if g == 2 else 0, m.l1_bytes),
+    ):
+        if need > cap:
+            out.append(f"{space} needs {need} bytes; {m.name} has {cap}")
+    if g == 2 and (lq // bq % 2 or p.masks):
+        out.append("g=2 needs an even number of query tiles and no mask operand")
+    return out
+
+
 def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
     """(bq, bk, g): the largest tiles whose cube operands fit L0 (single-buffered) and whose
     vector tiles fit UB, keeping every cluster busy where the grid allows (causal: bk
@@ -205,19 +236,10 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
     batch = math.prod(p.out.aval.shape[:-2])
     best = None
     for bq in divisors(lq):
-        if bq > 128 or (bq % 2 and lq > 1):
+        if bq > 128:
             continue
         for bk in divisors(bq) if p.causal else divisors(lk):
-            if bk > 256:
-                continue
-            h = max(1, bq // 2)
-            fits = (
-                (bq * d + bq * bk) * s <= m.l0a_bytes
-                and (d * bk + bk * dv) * s <= m.l0b_bytes
-                and (bq * bk + bq * dv) * 4 <= m.l0c_bytes
-                and _ub_bytes(h, bk, bq, dv, s) <= m.ub_bytes
-            )
-            if not fits:
+            if bk > 256 or _problems(lw, p, bq, bk, 1):
                 continue
             busy = min(batch * (lq // bq), m.clusters)
             # every cube operand double-buffered lets the cube run a tile ahead
@@ -232,14 +254,32 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
     if best is None:
         return 0, 0, 0
     bq, bk = best[1], best[2]
-    # (a mask operand is one more DMA per step: its kernel keeps one query tile per point)
-    pairs = (lq // bq) % 2 == 0 and lq // bq > 1 and not p.masks
-    l1 = (2 * bq * d + 2 * bk * d) * s <= m.l1_bytes
-    fits = pairs and l1 and _ub_bytes(max(1, bq // 2), bk, bq, dv, s, 2) <= m.ub_bytes
+    fits = lq // bq > 1 and not _problems(lw, p, bq, bk, 2)
     # pairs share K/V loads but deal coarser points: pair only if the busiest cluster
     # (causal points dealt longest first) gets less work
     better = fits and _makespan(p, bq, bk, 2, m.clusters) < _makespan(p, bq, bk, 1, m.clusters)
     return bq, bk, 2 if better else 1
+
+
+def _user_tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
+    """The user's ``attn`` tiles (larger than an axis: shrunk to it), checked."""
+    assert lw.cfg.attn is not None
+    bq, bk, g = lw.cfg.attn
+    lq, lk = p.q.aval.shape[-2], p.kt.aval.shape[-1]
+    bq, bk = min(bq, lq), min(bk, lk)
+    problems = _problems(lw, p, bq, bk, g)
+    if problems:
+        auto = _tiles(lw, p)
+        fit = f"tile=dict(attn={auto})" if auto[0] else "smaller tiles"
+        raise TileError(
+            f"attention tiles attn=({bq}, {bk}, {g}) for q {p.q.aval}, "
+            + (f"k {p.k.aval}" if p.k is not None else f"kᵀ {p.kt.aval}")
+            + f", v {p.v.aval}: "
+            + "; ".join(problems),
+            op="scaled_dot_product_attention",
+            hint=f"tiles that fit: {fit}",
+        )
+    return bq, bk, g
 
 
 PAIR_STEP = 0.89
@@ -269,7 +309,7 @@ def lower_attention(lw: Lowering, eqns: list[Eqn]) -> bool:
     plan = match_attention(lw, eqns)
     if plan is None:
         return False
-    bq, bk, g = _tiles(lw, plan)
+    bq, bk, g = _user_tiles(lw, plan) if lw.cfg.attn is not None else _tiles(lw, plan)
     if not bq:
         return False
     if plan.transpose is not None and plan.k is None:

@@ -4,6 +4,9 @@
 the others its rows (of the kernel's 2-D view). ``cube`` is ``([m0, m1], [k0, k1], [n0, n1])``:
 the L0 and L1 tile sizes of matmuls (each L1 size a multiple of its L0 size).
 
+``attn`` is ``(bq, bk)`` or ``(bq, bk, g)`` for flash attention: query rows per tile, K/V rows
+per step and query tiles per grid point (``g=2``: a pair shares each K/V load).
+
 Two scheduling knobs ride along (per jit only, ``tile=dict(...)``): ``double_buffer=False``
 gives every tile a single buffer (no ping-pong: loads wait for the compute on the previous
 tile), and ``swizzle=G`` sets the band height of a matmul's grouped tile order — output tiles
@@ -51,6 +54,7 @@ class TileConfig:
     cube: CubeTiles | None = None
     double_buffer: bool | None = None
     swizzle: int | None = None
+    attn: tuple[int, int, int] | None = None
 
     def merged(self, other: TileConfig) -> TileConfig:
         return TileConfig(
@@ -60,6 +64,7 @@ class TileConfig:
                 other.double_buffer if other.double_buffer is not None else self.double_buffer
             ),
             swizzle=other.swizzle if other.swizzle is not None else self.swizzle,
+            attn=other.attn if other.attn is not None else self.attn,
         )
 
 
@@ -102,6 +107,21 @@ def _cube(m: Sequence[int], k: Sequence[int], n: Sequence[int]) -> CubeTiles:
     return (out[0], out[1], out[2])
 
 
+def _attn(v: Any) -> tuple[int, int, int]:
+    t = tuple(v) if isinstance(v, list | tuple) else (v,)
+    ok = len(t) in (2, 3) and all(
+        not isinstance(d, bool) and isinstance(d, int) and d > 0 for d in t
+    )
+    if not ok or (len(t) == 3 and t[2] not in (1, 2)):
+        raise TileError(
+            f"attention tiles attn={v!r} must be (bq, bk) or (bq, bk, g), positive integers "
+            "with g (query tiles per grid point) 1 or 2",
+            op="jit",
+            hint="e.g. tile=dict(attn=(128, 128, 2))",
+        )
+    return (t[0], t[1], t[2] if len(t) == 3 else 1)
+
+
 def set_vec_tile_shapes(*dims: int) -> None:
     """Set the vector tile shape for every later compile (``None``-like reset: no arguments is
     an error; use :func:`reset_tile_shapes`)."""
@@ -126,20 +146,23 @@ def parse(tile: Any) -> TileConfig:
     scheduling knobs ``double_buffer``/``swizzle``), or None.
 
     >>> parse(dict(vec=(8, 256), double_buffer=False, swizzle=4))
-    TileConfig(vec=(8, 256), cube=None, double_buffer=False, swizzle=4)
+    TileConfig(vec=(8, 256), cube=None, double_buffer=False, swizzle=4, attn=None)
+    >>> parse(dict(attn=(128, 64))).attn
+    (128, 64, 1)
     """
     if tile is None:
         return TileConfig()
     if isinstance(tile, TileConfig):
         return tile
     if isinstance(tile, dict):
-        bad = set(tile) - {"vec", "cube", "double_buffer", "swizzle"}
+        bad = set(tile) - {"vec", "cube", "double_buffer", "swizzle", "attn"}
         if bad:
             raise TileError(
                 f"unknown tile setting {sorted(bad)}",
                 op="jit",
-                hint="use vec=..., cube=..., double_buffer=... and swizzle=...",
+                hint="use vec=..., cube=..., attn=..., double_buffer=... and swizzle=...",
             )
+        attn = _attn(tile["attn"]) if tile.get("attn") is not None else None
         vec = _vec(tuple(tile["vec"])) if tile.get("vec") is not None else None
         cube = _cube(*tile["cube"]) if tile.get("cube") is not None else None
         db = tile.get("double_buffer")
@@ -152,7 +175,7 @@ def parse(tile: Any) -> TileConfig:
                 op="jit",
                 hint="swizzle=1 is row-major order; swizzle=4 walks bands of 4 tile rows",
             )
-        return TileConfig(vec, cube, db, sw)
+        return TileConfig(vec, cube, db, sw, attn)
     raise TileError(
         f"tile={tile!r} is not a tile setting",
         op="jit",
@@ -199,6 +222,7 @@ def hint(
                 ("cube", cfg.cube),
                 ("double_buffer", cfg.double_buffer),
                 ("swizzle", cfg.swizzle),
+                ("attn", cfg.attn),
             )
             if v is not None
         )
@@ -219,7 +243,9 @@ def hint(
 def from_hint(h: tuple[tuple[str, Any], ...]) -> TileConfig:
     """The tile settings of an equation's hint (``cores`` is the lowering's own business)."""
     d = dict(h)
-    return TileConfig(d.get("vec"), d.get("cube"), d.get("double_buffer"), d.get("swizzle"))
+    return TileConfig(
+        d.get("vec"), d.get("cube"), d.get("double_buffer"), d.get("swizzle"), d.get("attn")
+    )
 
 
 def current() -> TileConfig:

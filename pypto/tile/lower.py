@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from pypto import dtypes as dt
-from pypto.core.errors import SourceLoc, TileError
+from pypto.core.errors import SourceLoc, TileError, at_location
 from pypto.graph.ir import Eqn, Func, Lit, Var
 from pypto.isa.ir import Expr, Space, TensorDecl
 from pypto.npu.machine import Machine
@@ -49,6 +49,9 @@ class RowRule:
 
     fn: Callable[..., TileVar]
     reduces: bool = False  # reduces over the last axis (the kernel keeps whole rows)
+    scratch: int = 0
+    """UB bytes of temporaries per tile element beyond the equation's own value (argmax's
+    masks and index tiles), for the estimate that picks the tile and one pass or several"""
 
     def __call__(self, *args: Any) -> TileVar:
         return self.fn(*args)
@@ -646,7 +649,8 @@ class RowBuilder:
             self.body.append(st)
 
 
-def _used_outside(f: Func, eqns: list[Eqn]) -> set[Var]:
+def used_outside(f: Func, eqns: list[Eqn]) -> set[Var]:
+    """The values ``eqns`` produce that other equations or the function's outputs read."""
     inside = {id(e) for e in eqns}
     out: set[Var] = set()
     mine = {e.out for e in eqns}
@@ -665,6 +669,10 @@ def _used_outside(f: Func, eqns: list[Eqn]) -> set[Var]:
 def ub_bytes_needed(plan: RowPlan, tr: int, tc: int) -> int:
     """An upper estimate of the UB a row kernel needs: every value's tile, I/O tiles twice."""
     total = 0
+    for e in plan.eqns:
+        rule = OPS[e.op].rules.get("tile")
+        if isinstance(rule, RowRule) and rule.scratch:
+            total += rule.scratch * tr * tc + 8 * tc  # (and a row of indices or limits)
     stored = {p for ps in plan.cats.values() for p in ps}
     for v, k in plan.kinds.items():
         r, c = {"full": (tr, tc), "col": (tr, 1), "row": (1, tc), "one": (1, max(tc, tr))}[k]
@@ -854,11 +862,12 @@ def lower_func(
                 # nothing to compute: the layout kernels move the bytes
                 pending.clear()
                 for e in eqns:
-                    with hinted(lw, [e]):
+                    with at_location(e.loc), hinted(lw, [e]):
                         lower_single(lw, e)
                 return
-            with hinted(lw, eqns):
-                plan = plan_row(lw, eqns, _used_outside(f, eqns))
+            # errors name the kernel's op (its last) rather than the line that called jit
+            with at_location(eqns[-1].loc), hinted(lw, eqns):
+                plan = plan_row(lw, eqns, used_outside(f, eqns))
                 assert plan is not None
                 name = "_".join(dict.fromkeys(n for n, _ in pending))
                 lower_row_kernel(lw, plan, lw.fresh(name), eqns[-1].loc)
@@ -874,16 +883,16 @@ def lower_func(
             layout = all(e.op in LAYOUT_OPS for _, es in pending for e in es)
             if layout and all(e.op in LAYOUT_OPS for e in eqns):
                 # slices and transposes wait for the compute that reads them through windows
-                if plan_row(lw, eqns, _used_outside(f, eqns)) is not None:
+                if plan_row(lw, eqns, used_outside(f, eqns)) is not None:
                     pending.append((gname, eqns))
                     continue
             elif _merge_into(lw, f, pending, (gname, eqns)):
                 continue
         flush()
-        if plan_row(lw, eqns, _used_outside(f, eqns)) is not None:
+        if plan_row(lw, eqns, used_outside(f, eqns)) is not None:
             pending.append((gname, eqns))
             continue
-        with hinted(lw, eqns):
+        with at_location(eqns[-1].loc), hinted(lw, eqns):
             if len(eqns) > 1:
                 lower_split(lw, eqns)
             else:
@@ -902,11 +911,11 @@ def _merge_into(
         if drop and any(e.op not in LAYOUT_OPS for e in pending[drop - 1][1]):
             break
         merged = [e for _, es in pending[drop:] for e in es] + group[1]
-        plan = plan_row(lw, merged, _used_outside(f, merged))
+        plan = plan_row(lw, merged, used_outside(f, merged))
         if plan is not None and _merges(lw, plan):
             for _, es in pending[:drop]:
                 for e in es:
-                    with hinted(lw, [e]):
+                    with at_location(e.loc), hinted(lw, [e]):
                         lower_single(lw, e)
             del pending[:drop]
             pending.append(group)

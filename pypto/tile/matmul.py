@@ -60,11 +60,11 @@ from pypto.tile.lower import (
     RowBuilder,
     RowPlan,
     RowRule,
-    _used_outside,
     divisors,
     plan_row,
     relayout,
     ub_bytes_needed,
+    used_outside,
     window,
 )
 
@@ -663,7 +663,7 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         return True
     plan: RowPlan | None = None
     group = [e, *(epilogue or [])]
-    used = _used_outside(lw.func, group)
+    used = used_outside(lw.func, group)
     if epilogue:
         if b.aval.ndim == 1:
             return False

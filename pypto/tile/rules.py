@@ -208,4 +208,5 @@ for _name, _code in REDUCE_OPS.items():
     register_rule("tile", _name)(RowRule(_reduce(_code), reduces=True))
 register_rule("tile", "where")(RowRule(_where))
 register_rule("tile", "cast")(RowRule(_cast))
-register_rule("tile", "argmax")(RowRule(_argmax, reduces=True))
+# argmax keeps five one-byte masks and an int32 index tile per element
+register_rule("tile", "argmax")(RowRule(_argmax, reduces=True, scratch=16))

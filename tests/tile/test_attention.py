@@ -242,3 +242,44 @@ def test_pairing_is_chosen_by_the_busiest_cluster() -> None:
         if k.kind == "attention"
     ]
     assert dict(att.tile).get("g") == 2
+
+
+def test_attention_tiles_can_be_set_and_change_the_kernel() -> None:
+    q, k, v = (arr((2, 256, 32), pto.float16, s) for s in range(3))
+    fn = sdpa(True)
+    for attn, header in [
+        ((64, 32, 2), "attn_tile(bq=64, bk=32, g=2)"),
+        ((128, 64), "attn_tile(bq=128, bk=64)"),
+    ]:
+        f = pto.jit(fn, machine="tiny", tile=dict(attn=attn))
+        (att,) = [k for k in f.lower(q, k, v).tile_ir.kernels if k.kind == "attention"]
+        assert att.header().endswith(header + " on cluster"), att.header()
+        c = compare("attention", np.asarray(f(q, k, v)), np.asarray(pto.to_jax(fn)(q, k, v)), k=256)
+        assert c.ok, str(c)
+    # tiles larger than the sequence shrink to it
+    short = arr((2, 64, 32), pto.float16)
+    f = pto.jit(fn, machine="tiny", tile=dict(attn=(512, 512)))
+    (att,) = [k for k in f.lower(short, short, short).tile_ir.kernels if k.kind == "attention"]
+    assert "attn_tile(bq=64, bk=64)" in att.header()
+
+
+@pytest.mark.parametrize(
+    ("attn", "message"),
+    [
+        ((96, 32), r"bq=96 does not divide the 256 queries"),
+        ((64, 48), r"bk=48 does not divide the 256 keys"),
+        ((64, 32, 3), r"must be \(bq, bk\) or \(bq, bk, g\)"),
+        ((256, 256), r"L0A needs 147456 bytes; tiny has 65536"),
+        ((256, 128, 2), r"g=2 needs an even number of query tiles"),
+    ],
+)
+def test_bad_attention_tiles_say_why_and_suggest_tiles_that_fit(
+    attn: tuple[int, ...], message: str
+) -> None:
+    q = arr((2, 256, 32), pto.float16)
+    with pytest.raises(pto.TileError, match=message) as info:
+        pto.jit(sdpa(True), machine="tiny", tile=dict(attn=attn)).lower(q, q, q)
+    text = str(info.value)
+    assert "test_attention.py" in text
+    if "must be" not in message:
+        assert "hint: tiles that fit: tile=dict(attn=(128, 128, 1))" in text
