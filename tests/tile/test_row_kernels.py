@@ -367,3 +367,17 @@ def test_an_operand_repeating_over_leading_axes_with_one_wide_rows(machine: str)
     b = sample((2, 2, 1), pto.float32, seed=1)
     assert_same(lambda x, y: x + y, a, b, machine=machine)
     assert_same(lambda x, y: pto.exp(x) * y + x, a, b, machine=machine)
+
+
+def test_a_lowering_error_names_the_line_of_its_op() -> None:
+    import inspect
+
+    def f(x: Any) -> Any:
+        y = x + 1.0
+        return pto.softmax(y, -1)
+
+    first = inspect.getsourcelines(f)[1]
+    with pytest.raises(pto.TileError, match="kernel @add") as info:
+        pto.jit(f, machine="tiny", tile=dict(vec=(3, 128)))(pto.ones((64, 128)))
+    # the add's line (the kernel's op), not this test's call line
+    assert info.value.loc is not None and info.value.loc.line == first + 1
