@@ -282,10 +282,12 @@ def _user_tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
     return bq, bk, g
 
 
-PAIR_STEP = 0.89
+PAIR_STEP = 0.98
 """Time of a K/V step of two query tiles that share its K/V loads, per tile, against one
-tile's step: causal attention (b4 h32 s2048 d128, ``ascend910b``) takes 0.941 of the time in
-pairs, which also run one extra step per pair (18 against 17 steps per two tiles)."""
+tile's step, measured on ``ascend910b`` without a mask (b4 h32 s2048 d128: 1,605 against
+1,635 µs; the rings' S, P and PV traffic, which pairs do not share, dominates). Under a causal
+mask a pair also runs one extra, fully masked, step per tile of its first tile, which this
+saving does not repay at that size (1,038 against 1,042 µs, within noise of the model)."""
 
 
 def _makespan(p: AttentionPlan, bq: int, bk: int, g: int, clusters: int) -> float:
