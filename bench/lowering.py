@@ -13,7 +13,7 @@ Every function is staged with ``pto.jit`` (Tile IR → Block IR → PTO ISA) and
   ``.isa``) from a fresh ``jit`` object each time, at seq 256 and seq 4096, medians of
   alternating runs; target < 2 s each and a ratio seq 4096 / seq 256 below 1.5. The ISA's
   ``static_size()`` (instructions in the program text) must be the same at both sizes when the
-  block is compiled with the same cube tile shapes (the automatic ones, which depend on the
+  block is compiled with the same cube and attention tiles (the automatic ones, which depend on the
   sizes, are shown beside).
 
 A row whose lowering or simulation raises shows the error's first line and counts as not met.
