@@ -196,6 +196,8 @@ def relayout(lw: Lowering, buf: str, view: tuple[int, int], loc: SourceLoc | Non
     out = lw.new_buffer(buf + "_re", d, size)
     lw.views[out] = view
     g = math.gcd(src[1], view[1])
+    # runs of at most 16 KiB (DMA is at full rate from there; whole long rows need not fit UB)
+    g = max(x for x in divisors(g) if x * d.itemsize <= 16384 or x == 1)
     runs = size // g
     per = max(1, min(runs, 1024 // max(1, g)))
     while runs % per:

@@ -292,3 +292,11 @@ def test_argmax_over_medium_rows_counts_its_temporaries(
     x = sample(shape, DTYPES[dtype])
     got = np.asarray(pto.jit(lambda x: pto.argmax(x, axis=-1), machine=machine)(x))
     np.testing.assert_array_equal(got, np.argmax(np.asarray(x), axis=-1))
+
+
+def test_a_relayout_of_long_rows_moves_runs_that_fit_ub() -> None:
+    # x*2 lays out its 1-D result in rows of its own; the softmax over rows of 120000 reads
+    # it through a relayout whose runs (the common divisor of the row lengths) would have
+    # been 480 KB, more than UB
+    x = sample((480000,), pto.float32)
+    _check(lambda x: pto.softmax((x * 2).reshape(4, 120000), -1), x, machine="tiny")
