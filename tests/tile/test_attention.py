@@ -285,3 +285,14 @@ def test_bad_attention_tiles_say_why_and_suggest_tiles_that_fit(
     assert "test_attention.py" in text
     if "must be" not in message:
         assert "hint: tiles that fit: tile=dict(attn=(128, 128, 1))" in text
+
+
+def test_a_hint_sets_the_attention_tiles_of_its_kernel() -> None:
+    q = arr((2, 256, 32), pto.float16)
+
+    def f(q: Any) -> Any:
+        with pto.hint(tile=dict(attn=(64, 64, 2))):
+            return pto.scaled_dot_product_attention(q, q, q, causal=True)
+
+    (att,) = [k for k in pto.jit(f, machine="tiny").lower(q).tile_ir.kernels]
+    assert "attn_tile(bq=64, bk=64, g=2)" in att.header()
