@@ -333,6 +333,19 @@ def _section(
     else:
         setup = []
         start, step = Expr.reg("blk"), Expr.reg("nblk")
+    if k.cores:
+        # dealt to the first k.cores workers: the others start past the grid's end
+        def op(name: str, *args: Expr) -> BInstr:
+            return BInstr(Instr(name, (Reg("gx"), *args)))
+
+        setup += [
+            op("SSUB", start, Expr.of(k.cores - 1)),
+            op("SMAX", Expr.reg("gx"), Expr()),
+            op("SMIN", Expr.reg("gx"), Expr.of(1)),
+            op("SMUL", Expr.reg("gx"), Expr.of(k.points)),
+            BInstr(Instr("SADD", (Reg("gs"), start, Expr.reg("gx")))),
+        ]
+        start, step = Expr.reg("gs"), Expr.of(k.cores)
     decomp = _decompose(k, start, step)
     gpar = em.parities.get("p_g")
     head: list[BItem] = []

@@ -1,10 +1,11 @@
-"""Spreading a kernel's grid over fewer cores (``pto.hint(cores=k)``).
+"""Dealing a kernel's grid to fewer cores (``pto.hint(cores=k)``).
 
 The Block level deals a kernel's grid points round-robin to every worker (vector core or
-cluster). To keep all but ``k`` of them idle the kernel gets a grid of ``k`` points, one per
-core (``%core``), and each point loops over its share of the original points in the same
-round-robin order (point ``%core + k * %ci``), recomputing the original grid registers from
-it; the last cores take one point fewer when ``k`` does not divide the grid.
+cluster). A kernel with ``cores=k`` is dealt to the first ``k`` workers only, in the same
+order (points ``w, w + k, ...`` to worker ``w``; a kernel with a ``cost`` axis keeps its
+costliest-first dealing over the ``k``); the other workers skip its grid loop. The grid and
+the kernel's code are unchanged: no loop level is added, so a kernel keeps its flags' event
+ids.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pypto.core.errors import SourceLoc, TileError
-from pypto.isa.ir import Expr
 from pypto.npu.machine import Machine
-from pypto.tile.ir import For, Kernel, SOp, Stmt
+from pypto.tile.ir import Kernel
 
 __all__ = ["spread"]
 
@@ -24,25 +24,6 @@ def workers(m: Machine, dist: str) -> tuple[int, str]:
     if dist == "aiv":
         return m.clusters * m.aiv_per_cluster, "vector cores"
     return m.clusters, "clusters"
-
-
-def _point(k: Kernel, cores: int) -> list[Stmt]:
-    """The original grid registers of point ``%core + cores * %ci``."""
-    lin = Expr.reg("core") + Expr.reg("ci") * cores
-    dims = list(k.grid)
-    out: list[Stmt] = []
-    rest = lin
-    for i, (r, _) in enumerate(dims):
-        inner = 1
-        for _, e in dims[i + 1 :]:
-            inner *= e
-        if i == len(dims) - 1:
-            out.append(SOp("SMOV", r, (rest,)))
-        else:
-            out.append(SOp("SDIV", r, (rest, Expr.of(inner))))
-            out.append(SOp("SMOD", "crest", (rest, Expr.of(inner))))
-            rest = Expr.reg("crest")
-    return out
 
 
 def spread(k: Kernel, cores: int, m: Machine, loc: SourceLoc | None) -> Kernel:
@@ -55,20 +36,6 @@ def spread(k: Kernel, cores: int, m: Machine, loc: SourceLoc | None) -> Kernel:
             loc=loc,
             hint=f"use cores <= {n}",
         )
-    points = k.points
-    if cores >= points:
+    if cores >= k.points:
         return k
-    count: list[Stmt] = []
-    if points % cores:
-        # core c takes the points c, c + cores, ... below the grid's size
-        count = [
-            SOp("SDIV", "cn", (Expr.of(points + cores - 1) - Expr.reg("core"), Expr.of(cores)))
-        ]
-        stop = Expr.reg("cn")
-    else:
-        stop = Expr.of(points // cores)
-    head = _point(k, cores)
-    sections = tuple(
-        replace(s, body=(*count, For("ci", Expr(), stop, 1, (*head, *s.body)))) for s in k.sections
-    )
-    return replace(k, grid=(("core", cores),), sections=sections)
+    return replace(k, cores=cores)

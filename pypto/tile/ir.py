@@ -232,6 +232,9 @@ class Kernel:
     flops: int = 0
     rings: tuple[Ring, ...] = ()
     cost: str = ""
+    cores: int = 0
+    """How many workers the grid is dealt over (``pto.hint(cores=k)``, printed ``cores(k)``);
+    0: every worker of the kernel's distribution."""
 
     @property
     def points(self) -> int:
@@ -261,7 +264,8 @@ class Kernel:
         extra = f" {self.tile_kind}({tile})" if tile else ""
         dist = " on cluster" if self.dist == "cluster" else ""
         cost = f" cost({self.cost})" if self.cost else ""
-        return f"kernel @{self.name} grid({grid}){cost}{extra}{dist}"
+        cores = f" cores({self.cores})" if self.cores else ""
+        return f"kernel @{self.name} grid({grid}){cost}{cores}{extra}{dist}"
 
     def __str__(self) -> str:
         lines = [self.header() + " {" + _loc(self.loc)]

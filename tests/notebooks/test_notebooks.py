@@ -255,4 +255,4 @@ def test_06_writing_kernels(jupyter_path: Path, tmp_path: Path) -> None:
     assert "cannot differentiate through the hand-written kernel" in refused
     assert facts["grad_err"] <= 1e-5, "jit(grad) through the kernel differs from jax.grad"
     hinted = _text(_outputs(nb, "def block(x, w):"))
-    assert "grid(core=4) vec_tile(rows=8, cols=256)  on 4 vector cores" in hinted
+    assert "grid(r=32) cores(4) vec_tile(rows=8, cols=256)  on 4 vector cores" in hinted

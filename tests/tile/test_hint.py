@@ -54,7 +54,9 @@ def vec_hinted(x):
 
 def test_vector_kernel_header_profile_and_results() -> None:
     assert headers(plain, X) == ["kernel @exp_mul_add grid(r=64) vec_tile(rows=1, cols=256)"]
-    assert headers(vec_hinted, X) == ["kernel @exp_mul_add grid(core=5) vec_tile(rows=8, cols=128)"]
+    assert headers(vec_hinted, X) == [
+        "kernel @exp_mul_add grid(r=8, c=2) cores(5) vec_tile(rows=8, cols=128)"
+    ]
     p0 = pto.jit(plain).profile(X)
     p1 = pto.jit(vec_hinted).profile(X)
     assert len(busy(p0)) == 48
@@ -81,8 +83,8 @@ def test_cube_kernel_tile_cores_and_swizzle() -> None:
         " on cluster"
     ]
     assert headers(mm_hinted, A, B) == [
-        "kernel @matmul_relu grid(core=3) cube_tile(m=128, k=256, n=128, m0=128, k0=64, n0=128)"
-        " on cluster"
+        "kernel @matmul_relu grid(t=16) cores(3)"
+        " cube_tile(m=128, k=256, n=128, m0=128, k0=64, n0=128) on cluster"
     ]
     p0, p1 = pto.jit(mm).profile(A, B), pto.jit(mm_hinted).profile(A, B)
     assert {c for c in busy(p1) if c.startswith("aic")} == {"aic0", "aic1", "aic2"}
@@ -195,8 +197,8 @@ def test_differently_hinted_ops_get_kernels_of_their_own() -> None:
             return y * 2.0
 
     assert headers(f, X) == [
-        "kernel @exp grid(core=2) vec_tile(rows=1, cols=256)",
-        "kernel @mul grid(core=3) vec_tile(rows=1, cols=256)",
+        "kernel @exp grid(r=64) cores(2) vec_tile(rows=1, cols=256)",
+        "kernel @mul grid(r=64) cores(3) vec_tile(rows=1, cols=256)",
     ]
     np.testing.assert_array_equal(pto.jit(f)(X).numpy(), (pto.exp(X) * 2.0).numpy())
 
@@ -226,3 +228,22 @@ def test_more_cores_than_the_machine_has() -> None:
 
     with pytest.raises(pto.TileError, match="cores=4 for kernel @exp, but tiny has 2 vector"):
         pto.jit(f, machine="tiny")(X)
+
+
+def test_a_cost_ordered_kernel_keeps_its_order_on_fewer_cores() -> None:
+    # causal attention on 12 of 24 clusters: the grid is dealt to the first 12, costliest
+    # first, so each gets the same number of K/V steps (no extra loop level either, which
+    # would cost the kernel event ids it does not have)
+    q = rng.standard_normal((1, 6, 1024, 64)).astype(np.float16)
+
+    def f(q):
+        with pto.hint(cores=12):
+            return pto.scaled_dot_product_attention(q, q, q, causal=True)
+
+    assert headers(f, q) == [
+        "kernel @attention grid(b0=6, q=8) cost(q) cores(12) attn_tile(bq=128, bk=128) on cluster"
+    ]
+    p = pto.jit(f).profile(q, numerics=False, trace=False)
+    busy_m = [v for (c, pipe), v in p.busy.items() if c.startswith("aic") and pipe == "M"]
+    working = sorted(v for v in busy_m if v > 100)
+    assert len(working) == 12 and working[-1] / working[0] < 1.01
