@@ -200,10 +200,18 @@ def relayout(lw: Lowering, buf: str, view: tuple[int, int], loc: SourceLoc | Non
     g = max(x for x in divisors(g) if x * d.itemsize <= 16384 or x == 1)
     runs = size // g
     per = max(1, min(runs, 1024 // max(1, g)))
-    while runs % per:
-        per -= 1
+    points = -(-runs // per)
     t = TileVar("run", Space.UB, d, (1, g))
     body: list[Stmt] = []
+    stop = Expr.of(per)
+    if runs % per:
+        # the last point takes the remaining runs (a prime count of short runs would
+        # otherwise be one run per point)
+        body += [
+            SOp("SSUB", "rn", (Expr.of(runs), Expr.reg("r") * per)),
+            SOp("SMIN", "rn", (Expr.reg("rn"), Expr.of(per))),
+        ]
+        stop = Expr.reg("rn")
     inner: list[Stmt] = [
         SOp("SMUL", "e", (Expr.reg("r") * per + Expr.reg("i"), Expr.of(g))),
         SOp("SDIV", "sr", (Expr.reg("e"), Expr.of(src[1]))),
@@ -215,12 +223,12 @@ def relayout(lw: Lowering, buf: str, view: tuple[int, int], loc: SourceLoc | Non
     ]
     from pypto.tile.ir import For
 
-    body.append(For("i", Expr(), Expr.of(per), 1, tuple(inner)))
+    body.append(For("i", Expr(), stop, 1, tuple(inner)))
     lw.add_kernel(
         Kernel(
             lw.fresh("relayout"),
             "layout",
-            (("r", runs // per),),
+            (("r", points),),
             (Section("aiv", tuple(body)),),
             (("rows", 1), ("cols", g)),
             loc=loc,
