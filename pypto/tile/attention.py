@@ -388,8 +388,8 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int, last: Eqn)
         SOp("SMIN", "hp", (Expr.reg("hp"), Expr.of(1))),
     ]
     early = list(range(g - 1)) if p.causal else []
-    for t in early:
-        stages += _gate(f"a{t}", steps(t) - j)
+    # (the vector cores' masking reads them; the cube core does not)
+    gates = [x for t in early for x in _gate(f"a{t}", steps(t) - j)]
 
     count: tuple[Stmt, ...] = (
         SOp("SMOV", "cs", (Expr(),)),
@@ -590,6 +590,7 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int, last: Eqn)
         ]
     body: list[Stmt] = [
         *stages,
+        *gates,
         *shifts,
         stage("hs", "cs", ("ss", "sp"), soft_all),
         stage("hp", "cp", ("so",), update_all),

@@ -519,7 +519,6 @@ class RowBuilder:
         buf = lw.buffer(v)
         size = v.aval.size
         logical_cols = {"full": plan.C, "col": 1, "row": plan.C, "one": 1}[kind]
-        lay = lw.view(buf, (size // logical_cols, logical_cols))
         t = self.new(v.aval.dtype, kind, "x")
         row = {"full": self.row, "col": self.row}.get(kind, Expr())
         if v in plan.period:
@@ -528,15 +527,7 @@ class RowBuilder:
             self.body.append(SOp("SMOD", reg, (row, Expr.of(plan.period[v]))))
             row = Expr.reg(reg)
         col = self.col if kind in ("full", "row") else Expr()
-        w = window(lay, logical_cols, t.shape, row, col)
-        if w is None:
-            buf = relayout(lw, buf, (size // logical_cols, logical_cols), self.loc)
-            lay = lw.views[buf]
-            w = window(lay, logical_cols, t.shape, row, col)
-            assert w is not None
-        wshape, wr, wc = w
-        src = TileVar(t.name, Space.UB, t.dtype, wshape)
-        ld = TLoad(src, buf, wr, wc, self.loc)
+        ld = self._tload(t, buf, (size // logical_cols, logical_cols), row, col)
         if (kind == "row" and self.grid_c == 1) or kind == "one":
             self.pre.append(ld)
             self.in_pre.add(t.name)
@@ -577,16 +568,20 @@ class RowBuilder:
                     row = row + Expr.reg(reg) * math.prod(P[b + 1 : a + 1])
                 else:
                     col = col + Expr.reg(reg) * (math.prod(P[b + 1 : k]) * P[-1])
-        buf = lw.buffer(w.src)
-        lay = lw.view(buf, (rows, cols))
-        found = window(lay, cols, t.shape, row, col)
+        self.body.append(self._tload(t, lw.buffer(w.src), (rows, cols), row, col))
+        return t
+
+    def _tload(self, t: TileVar, buf: str, logical: tuple[int, int], row: Expr, col: Expr) -> TLoad:
+        """The load of tile ``t`` at (``row``, ``col``) of the ``logical`` 2-D view of ``buf``:
+        a window of its layout, or of a relayout copy when the tile is not one rectangle."""
+        lay = self.lw.view(buf, logical)
+        found = window(lay, logical[1], t.shape, row, col)
         if found is None:
-            buf = relayout(lw, buf, (rows, cols), self.loc)
-            found = window(lw.views[buf], cols, t.shape, row, col)
+            buf = relayout(self.lw, buf, logical, self.loc)
+            found = window(self.lw.views[buf], logical[1], t.shape, row, col)
             assert found is not None
         wshape, wr, wc = found
-        self.body.append(TLoad(TileVar(t.name, Space.UB, t.dtype, wshape), buf, wr, wc, self.loc))
-        return t
+        return TLoad(TileVar(t.name, Space.UB, t.dtype, wshape), buf, wr, wc, self.loc)
 
     def _axis_index(self, i: int) -> str:
         """The register holding leading axis ``i``'s index of the tile's first row (computed
