@@ -50,7 +50,14 @@ from pypto.graph.ir import Eqn, Lit, Var
 from pypto.isa.ir import Expr, Space
 from pypto.ops.composite import causal_mask
 from pypto.tile.ir import For, Kernel, Ring, Section, SOp, Stmt, TileVar, TLoad, TOp, TStore
-from pypto.tile.lower import GROUP_RULES, Lowering, divisors, lower_single, used_outside
+from pypto.tile.lower import (
+    GROUP_RULES,
+    GROUP_WINDOWS,
+    Lowering,
+    divisors,
+    lower_single,
+    used_outside,
+)
 
 __all__ = ["AttentionPlan", "match_attention"]
 
@@ -68,8 +75,11 @@ class AttentionPlan:
     transpose: Eqn | None  # the group's own transpose of k
     causal: bool
     k: Var | None = None
-    """the keys ``[.., Lk, D]`` before that transpose: the cube core loads their tiles and
-    transposes them on the way into L0B (no transpose kernel)"""
+    """the value that transpose reads: the cube core loads the keys' ``[bk, D]`` tiles from it
+    and transposes them on the way into L0B (no transpose kernel)"""
+    k_pos: tuple[int, ...] = ()
+    """for each axis of the keys ``[.., Lk, D]``, the axis of ``k`` it is (identity: ``k`` is
+    the keys; else a head split the tiles read as windows of ``k``)"""
 
 
 def _lit(x: object) -> float | None:
@@ -90,11 +100,15 @@ def match_attention(lw: Lowering, eqns: list[Eqn]) -> AttentionPlan | None:
     if not all(isinstance(x, Var) for x in (q, kt, p, v)):
         return None
     assert isinstance(q, Var) and isinstance(kt, Var) and isinstance(v, Var)
+    k_pos: tuple[int, ...] = ()
     if tr is not None:
+        # kᵀ = k.transpose(perm) with D from k's last axis: the keys [.., Lk, D] are k's
+        # axes k_pos (a head split and the .T composed into one transpose, say)
         perm = tuple(tr.kwargs["perm"])
         n = len(perm)
-        if tr.out is not kt or n < 2 or perm != (*range(n - 2), n - 1, n - 2):
+        if tr.out is not kt or n < 2 or perm[-2] != n - 1:
             return None
+        k_pos = (*perm[:-2], perm[-1], perm[-2])
     cur: Var = mm1.out
     scale = 1.0
     masks: list[Var] = []
@@ -150,9 +164,13 @@ def match_attention(lw: Lowering, eqns: list[Eqn]) -> AttentionPlan | None:
     if causal:
         masks = [mk for mk in masks if id(mk) not in consts]
     k = tr.inputs[0] if tr is not None and tr.out not in used_outside(lw.func, eqns) else None
-    return AttentionPlan(
-        q, kt, v, mm2.out, scale, masks, tr, causal, k if isinstance(k, Var) else None
-    )
+    if not isinstance(k, Var):
+        k, k_pos = None, ()
+    elif k_pos != tuple(range(len(k_pos))) and not _via_fits(
+        lw, (k, k_pos), kt.aval.shape[:-2], mm2.out.aval.shape[:-2]
+    ):
+        k, k_pos = None, ()  # K's layout does not give [bk, D] windows: transpose it first
+    return AttentionPlan(q, kt, v, mm2.out, scale, masks, tr, causal, k, k_pos)
 
 
 def _strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
@@ -163,6 +181,111 @@ def _strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
         res.append(s if dd == o else 0)
         s *= dd
     return res[::-1]
+
+
+Via = tuple[Var, tuple[int, ...]]
+"""An operand read or written through another buffer: that buffer's value (of its own
+logical shape) and, for each axis of the operand, the axis of that value it is."""
+
+
+def _layout(
+    shape: tuple[int, ...], pos: tuple[int, ...]
+) -> tuple[tuple[int, int], list[tuple[bool, int]]] | None:
+    """For an operand ``[*batch, L, D]`` whose axis ``i`` is axis ``pos[i]`` of a contiguous
+    value of ``shape`` (D its last axis too): that value's 2-D view, rows through L's axis,
+    and per batch axis whether it steps columns or rows, and by how many. Every ``[rows, D]``
+    tile of the operand is then one rectangle of the view. None when D moves."""
+    n = len(shape)
+    if len(pos) != n or pos[-1] != n - 1:
+        return None
+    a = pos[-2]
+    axes = []
+    for i in range(n - 2):
+        j = pos[i]
+        if j < a:
+            axes.append((False, math.prod(shape[j + 1 : a + 1])))
+        else:
+            axes.append((True, math.prod(shape[j + 1 :])))
+    return (math.prod(shape[: a + 1]), math.prod(shape[a + 1 :])), axes
+
+
+def _via_fits(lw: Lowering, via: Via, xbatch: tuple[int, ...], batch: tuple[int, ...]) -> bool:
+    """Whether an operand with batch dims ``xbatch`` (the kernel's ``batch``: none
+    broadcast) can be read or written through ``via``: its tiles are rectangles of that
+    value's buffer in its 2-D view."""
+    src, pos = via
+    lay = _layout(src.aval.shape, pos)
+    if lay is None or xbatch != batch:
+        return False
+    buf = lw.var_buf.get(src)
+    return buf is None or lw.views.get(buf, lay[0]) == lay[0]
+
+
+def _claim_windows(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[Eqn]:
+    """The head-split transposes (``x.reshape(L, H, D).transpose(1, 0, 2)``) of attention's
+    Q, K or V that the kernel reads as ``[rows, D]`` windows of the untransposed buffer."""
+    plan = match_attention(lw, group)
+    if plan is None:
+        return []
+    batch = plan.out.aval.shape[:-2]
+    took = []
+    for e in cands:
+        if e.out is plan.k:
+            via = _compose(e, plan.k_pos)
+            xbatch = plan.kt.aval.shape[:-2]
+        elif e.out is plan.q or e.out is plan.v:
+            via = _compose(e, tuple(range(e.out.aval.ndim)))
+            xbatch = e.out.aval.shape[:-2]
+        else:
+            continue
+        if via[0] in lw.var_buf and _via_fits(lw, via, xbatch, batch):
+            took.append(e)
+    return took
+
+
+def _compose(e: Eqn, pos: tuple[int, ...]) -> Via:
+    """An operand that is axes ``pos`` of transpose ``e``'s result, as axes of its input."""
+    src = e.inputs[0]
+    assert isinstance(src, Var)
+    perm = tuple(e.kwargs["perm"])
+    return src, tuple(perm[i] for i in pos)
+
+
+GROUP_WINDOWS.append(_claim_windows)
+
+
+def _window_in(
+    lw: Lowering, x: Var, pos: tuple[int, ...], xbatch: tuple[int, ...], batch: tuple[int, ...]
+) -> Via | None:
+    """How the kernel reads the operand that is axes ``pos`` of ``x``: through the transpose
+    that makes ``x`` when the group claimed it, else ``x`` itself (None: as it is)."""
+    own = None if pos == tuple(range(len(pos))) else (x, pos)
+    e = lw.windows.get(x)
+    if e is None:
+        return own
+    via = _compose(e, pos)
+    if not _via_fits(lw, via, xbatch, batch):
+        # a kernel lowered since the claim gave the buffer another layout: copy after all
+        lower_single(lw, e)
+        return own
+    return via
+
+
+def _window_out(lw: Lowering, out: Var) -> tuple[Eqn, Via] | None:
+    """The head merge after the kernel (its output's only reader is a transpose that keeps D
+    last): the kernel stores its tiles straight into the transpose's result."""
+    if out in lw.outputs_of:
+        return None
+    readers = [e for e in lw.func.eqns if out in e.inputs]
+    if len(readers) != 1 or readers[0].op != "transpose":
+        return None
+    tr = readers[0]
+    perm = tuple(tr.kwargs["perm"])
+    via = (tr.out, tuple(perm.index(i) for i in range(len(perm))))
+    batch = out.aval.shape[:-2]
+    if tr.inputs[0] is not out or not _via_fits(lw, via, batch, batch):
+        return None
+    return tr, via
 
 
 def _ub_bytes(h: int, bk: int, bq: int, dv: int, s: int, g: int = 1) -> int:
@@ -316,7 +439,10 @@ def lower_attention(lw: Lowering, eqns: list[Eqn]) -> bool:
         return False
     if plan.transpose is not None and plan.k is None:
         lower_single(lw, plan.transpose)
-    _kernel(lw, plan, bq, bk, g, eqns[-1])
+    merge = _window_out(lw, plan.out)
+    if merge is not None:
+        lw.skip.add(id(merge[0]))
+    _kernel(lw, plan, bq, bk, g, eqns[-1], merge[1] if merge else None)
     return True
 
 
@@ -325,7 +451,9 @@ def _gate(reg: str, left: Expr) -> list[Stmt]:
     return [SOp("SMIN", reg, (left, Expr.of(1))), SOp("SMAX", reg, (Expr.reg(reg), Expr()))]
 
 
-def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int, last: Eqn) -> None:
+def _kernel(
+    lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int, last: Eqn, merge: Via | None
+) -> None:
     m = lw.machine
     loc = last.loc
     d_t = p.q.aval.dtype
@@ -352,11 +480,31 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int, last: Eqn)
         assert lw.views[buf] == (v.aval.size // cols, cols)
         return buf
 
-    qb, vb = gm(p.q, lq, d), gm(p.v, lk, dv)
-    ob_ = gm(p.out, lq, dv)
-    q_row = batch_rows(p.q.aval.shape, lq) + Expr.reg("q") * gq
-    v_row = batch_rows(p.v.aval.shape, lk)
-    o_row = batch_rows(p.out.aval.shape, lq) + Expr.reg("q") * gq
+    def place(v: Var, rows: int, cols: int, via: Via | None) -> tuple[str, Expr, Expr]:
+        """The buffer of operand ``v``'s ``[.., rows, cols]`` tiles and the row and column
+        where its tiles of batch ``%b..`` start: its own buffer, or through ``via`` a
+        window of the value it transposes (head split and merge without a copy)."""
+        if via is None:
+            return gm(v, rows, cols), batch_rows(v.aval.shape, rows), Expr()
+        lay = _layout(via[0].aval.shape, via[1])
+        assert lay is not None
+        buf = lw.buffer(via[0])
+        lw.view(buf, lay[0])
+        row, col = Expr(), Expr()
+        for j, i in enumerate(keep):
+            steps_cols, stride = lay[1][i]
+            if steps_cols:
+                col = col + Expr.reg(f"b{j}") * stride
+            else:
+                row = row + Expr.reg(f"b{j}") * stride
+        return buf, row, col
+
+    ident = tuple(range(len(ob) + 2))
+    qb, q_row, q_col = place(p.q, lq, d, _window_in(lw, p.q, ident, p.q.aval.shape[:-2], ob))
+    vb, v_row, v_col = place(p.v, lk, dv, _window_in(lw, p.v, ident, p.v.aval.shape[:-2], ob))
+    ob_, o_row, o_col = place(p.out, lq, dv, merge)
+    q_row = q_row + Expr.reg("q") * gq
+    o_row = o_row + Expr.reg("q") * gq
     # S and P V cross in the inputs' dtype (the fixpipe rounds them once, as the reference
     # rounds its logits): half the fixpipe and vector bytes of f32
     ws: dict[str, str] = {}
@@ -411,27 +559,28 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int, last: Eqn)
     if p.k is not None:
         # K tiles [bk, D] as they are in GM; MTE1 transposes them into L0B
         k1 = TileVar("k1", Space.L1, d_t, (bk, d))
-        k_row = batch_rows(p.k.aval.shape, lk)
+        kin = _window_in(lw, p.k, p.k_pos, p.kt.aval.shape[:-2], ob)
+        kb, k_row, k_col = place(p.k, lk, d, kin)
         k_load: list[Stmt] = [
-            TLoad(k1, gm(p.k, lk, d), k_row + j * bk, Expr(), loc),
+            TLoad(k1, kb, k_row + j * bk, k_col, loc),
             TOp("TTRANS", k0, (k1,), loc),
         ]
     else:
         k_load = [TLoad(k0, gm(p.kt, d, lk), batch_rows(p.kt.aval.shape, d), j * bk, loc)]
     q_in: list[Stmt]
     if g == 1:
-        q_in = [TLoad(q0, qb, q_row, Expr(), loc)]  # stays in L0A for the whole point
+        q_in = [TLoad(q0, qb, q_row, q_col, loc)]  # stays in L0A for the whole point
     else:
         # the point's query tiles wait in L1; each S product moves its tile into L0A
         q1 = TileVar("q1", Space.L1, d_t, (gq, d))
-        q_in = [TLoad(q1, qb, q_row, Expr(), loc)]
+        q_in = [TLoad(q1, qb, q_row, q_col, loc)]
 
     # A query tile that stopped at its diagonal still goes through its point's last steps
     # (with every score masked on the vector cores), so both tiles hand over the same ring
     # slots in the same order: a hand-off skipped on one side would desynchronise the flags
     # of the slot the tiles share.
     cube_s: list[Stmt] = list(k_load)
-    cube_o: list[Stmt] = [TLoad(v0, vb, v_row + j * bk - LAG * bk, Expr(), loc)]
+    cube_o: list[Stmt] = [TLoad(v0, vb, v_row + j * bk - LAG * bk, v_col, loc)]
     for t in range(g):
         pick = [] if g == 1 else [TOp("TEXTRACT", q0, (q1, Expr.of(t * bq), Expr()), loc)]
         cube_s += [
@@ -578,7 +727,7 @@ def _kernel(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int, last: Eqn)
         if d_t is not f32:
             out_t = ub("y", d_t, (h, dv))
             fin.append(TOp("TCVT", out_t, (acc,), loc))
-        fin.append(TStore(ob_, o_row + t * bq + sub, Expr(), out_t, loc))
+        fin.append(TStore(ob_, o_row + t * bq + sub, o_col, out_t, loc))
         # the running max starts finite (in the dtype) so fully masked rows of a tile give
         # exp(-inf) = 0
         start += [

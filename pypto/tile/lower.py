@@ -36,7 +36,15 @@ from pypto.tile.config import TileConfig, from_hint
 from pypto.tile.cores import spread
 from pypto.tile.ir import Kernel, Section, SOp, Stmt, TileFunc, TileVar, TLoad, TOp, TStore
 
-__all__ = ["GROUP_RULES", "KernelRule", "Lowering", "RowBuilder", "RowRule", "lower_func"]
+__all__ = [
+    "GROUP_RULES",
+    "GROUP_WINDOWS",
+    "KernelRule",
+    "Lowering",
+    "RowBuilder",
+    "RowRule",
+    "lower_func",
+]
 
 # Every primitive lowers to tiles: the op-table coverage test names any op without a rule.
 # Calls (custom_vjp_call) are not lowered: the tensor passes inline their bodies first.
@@ -90,6 +98,10 @@ class Lowering:
     kernels: list[Kernel] = field(default_factory=list)
     consts: list[tuple[str, np.ndarray]] = field(default_factory=list)
     outputs_of: set[Var] = field(default_factory=set)
+    windows: dict[Var, Eqn] = field(default_factory=dict)
+    """layout equations (transposes) the group being lowered reads through: value -> eqn"""
+    skip: set[int] = field(default_factory=set)
+    """ids of later equations a kernel already did (a transpose its stores wrote through)"""
     _names: dict[str, int] = field(default_factory=dict)
 
     # ---- names and buffers ----
@@ -878,9 +890,15 @@ def lower_func(
                 lower_row_kernel(lw, plan, lw.fresh(name), eqns[-1].loc)
             pending.clear()
 
-    for gname, eqns in _groups(f):
+    for gname, group in _groups(f):
+        eqns = [e for e in group if id(e) not in lw.skip]
+        if not eqns:
+            continue
         if all(e.op == "reshape" for e in eqns):
-            flush()
+            # a view of a value the pending kernel makes must not be read by it: flush first
+            made = {e.out for _, es in pending for e in es}
+            if any(a in made for e in eqns for a in e.inputs if isinstance(a, Var)):
+                flush()
             for e in eqns:
                 _reshape(lw, e)
             continue
@@ -893,17 +911,46 @@ def lower_func(
                     continue
             elif _merge_into(lw, f, pending, (gname, eqns)):
                 continue
+        pre: list[Eqn] = []
+        if fuse and pending and len(eqns) > 1 and plan_row(lw, eqns, used_outside(f, eqns)) is None:
+            pre = _claim(lw, f, pending, eqns)
         flush()
-        if plan_row(lw, eqns, used_outside(f, eqns)) is not None:
+        if not pre and plan_row(lw, eqns, used_outside(f, eqns)) is not None:
             pending.append((gname, eqns))
             continue
         with at_location(eqns[-1].loc), hinted(lw, eqns):
             if len(eqns) > 1:
-                lower_split(lw, eqns)
+                lower_split(lw, eqns, pre)
             else:
                 lower_single(lw, eqns[0])
     flush()
     return lw.result()
+
+
+def _claim(
+    lw: Lowering, f: Func, pending: list[tuple[str, list[Eqn]]], group: list[Eqn]
+) -> list[Eqn]:
+    """The pending transposes that ``group``'s kernel reads through windows instead (see
+    :data:`GROUP_WINDOWS`), taken out of ``pending``: only ones the group alone reads."""
+    inside = {id(e) for e in group}
+    cands = [
+        e
+        for _, es in pending
+        for e in es
+        if e.op == "transpose"
+        and e.out not in lw.outputs_of
+        and all(id(c) in inside for c in f.eqns if e.out in c.inputs)
+    ]
+    if not cands:
+        return []
+    for rule in GROUP_WINDOWS:
+        took = rule(lw, group, cands)
+        if took:
+            ids = {id(e) for e in took}
+            left = [(n, [e for e in es if id(e) not in ids]) for n, es in pending]
+            pending[:] = [(n, es) for n, es in left if es]
+            return took
+    return []
 
 
 def _merge_into(
@@ -1000,14 +1047,24 @@ GROUP_RULES: list[Callable[[Lowering, list[Eqn]], bool]] = []
 each returns whether it took the group (registered by :mod:`pypto.tile.matmul` and
 :mod:`pypto.tile.attention`)."""
 
+GROUP_WINDOWS: list[Callable[[Lowering, list[Eqn], list[Eqn]], list[Eqn]]] = []
+"""``rule(lw, group, transposes)``: which of the ``transposes`` before a group (each read
+only by it) its group rule would read through DMA windows of their operands instead of
+running them as kernels (attention's head split, registered by :mod:`pypto.tile.attention`).
+The rule that takes the group then finds them in ``lw.windows`` and must read each one so."""
 
-def lower_split(lw: Lowering, eqns: Sequence[Eqn]) -> None:
-    """A group that is not one row kernel: one kernel by a group rule that takes it, else
-    every equation on its own."""
-    for rule in GROUP_RULES:
-        if rule(lw, list(eqns)):
-            return
-    for e in eqns:
+
+def lower_split(lw: Lowering, eqns: Sequence[Eqn], pre: Sequence[Eqn] = ()) -> None:
+    """A group that is not one row kernel: one kernel by a group rule that takes it (reading
+    the transposes ``pre`` through windows), else every equation on its own."""
+    lw.windows = {e.out: e for e in pre}
+    try:
+        for rule in GROUP_RULES:
+            if rule(lw, list(eqns)):
+                return
+    finally:
+        lw.windows = {}
+    for e in [*pre, *eqns]:
         lower_single(lw, e)
 
 

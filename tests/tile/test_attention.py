@@ -87,6 +87,75 @@ def test_matmul_softmax_matmul_is_attention() -> None:
     assert [k.kind for k in low.tile_ir.kernels][-1] == "attention"
 
 
+def heads(h: int, causal: bool = True) -> Any:
+    """Attention over ``[L, H*D]`` projections: head split, attention, head merge."""
+
+    def fn(q: Any, k: Any, v: Any) -> Any:
+        lq, lk = q.shape[0], k.shape[0]
+
+        def split(t: Any, n: int) -> Any:
+            return t.reshape(n, h, t.shape[1] // h).transpose(1, 0, 2)
+
+        a = pto.scaled_dot_product_attention(
+            split(q, lq), split(k, lk), split(v, lk), causal=causal
+        )
+        return a.transpose(1, 0, 2).reshape(lq, v.shape[1])
+
+    return fn
+
+
+def only_attention(low: Any) -> Any:
+    (att,) = low.tile_ir.kernels
+    assert att.kind == "attention"
+    rings = {r.tensor for r in att.rings}
+    assert [b.name for b in low.tile_ir.buffers if b.role == "tmp" and b.name not in rings] == []
+    return att
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_head_split_and_merge_are_windows_of_the_attention_kernel(
+    d: pto.DType, causal: bool, machine: str
+) -> None:
+    q, k, v = (arr((64, 4 * 32), d, s) for s in range(3))
+    att = only_attention(check(heads(4, causal), q, k, v, machine=machine))
+    text = str(att)
+    # each head's tiles are columns h*32.. of the [L, H*D] buffers, read and written in place
+    assert "%b0*32 : +32]" in text and "tstore %out[" in text
+
+
+def test_head_windows_in_four_dims_and_other_layouts() -> None:
+    d = pto.float16
+    # [B, L, H, D] -> [B, H, L, D]: rows step by batch, columns by head
+    x = [arr((2, 64, 2, 16), d, s) for s in range(3)]
+
+    def bhld(q: Any, k: Any, v: Any) -> Any:
+        t = [a.transpose(0, 2, 1, 3) for a in (q, k, v)]
+        return pto.scaled_dot_product_attention(*t, causal=True).transpose(0, 2, 1, 3)
+
+    only_attention(check(bhld, *x))
+    # K and V with fewer keys than queries, a different head dim for V
+    q, k, v = arr((64, 2 * 16), d), arr((32, 2 * 16), d, 1), arr((32, 2 * 24), d, 2)
+    only_attention(check(heads(2, causal=False), q, k, v))
+
+
+def test_a_head_split_read_elsewhere_stays_a_copy() -> None:
+    q = arr((64, 2 * 16), pto.float16)
+
+    def fn(q: Any) -> Any:
+        t = q.reshape(64, 2, 16).transpose(1, 0, 2)
+        return pto.scaled_dot_product_attention(t, t, t, causal=True), t * 2.0
+
+    tensors = [pto.tensor(q)]
+    out = pto.jit(fn, machine="tiny")(*tensors)
+    ref = pto.to_jax(fn)(q)
+    for o, r in zip(out, ref, strict=True):
+        np.testing.assert_allclose(np.asarray(o, np.float32), np.asarray(r, np.float32), atol=2e-2)
+    kinds = [k.kind for k in pto.jit(fn, machine="tiny").lower(*tensors).tile_ir.kernels]
+    assert "attention" in kinds
+
+
 GOLDEN = """\
 kernel @attention grid(q=1) cost(q) attn_tile(bq=32, bk=32) on cluster {
   ring %ws_s aic->aiv x2 by %ss
