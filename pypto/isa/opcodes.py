@@ -116,6 +116,12 @@ def _specs() -> dict[str, OpSpec]:
             "move",
             "sub-tile at (row, col) of a tile: L1 → L0A/L0B (MTE1), UB → UB (V)",
         ),
+        OpSpec(
+            "TEXTRACT_T",
+            "TTEE",
+            "move",
+            "transposed sub-tile: dst[r, c] = src[row + c, col + r], L1 → L0A/L0B (MTE1)",
+        ),
         OpSpec("TMATMUL", "TTT", "cube", "L0C ← L0A @ L0B (f16/bf16/f32 → f32, int8 → int32)"),
         OpSpec("TMATMUL_ACC", "TTT", "cube", "L0C += L0A @ L0B"),
         *(OpSpec(k, "TT", "vector", f"elementwise {v}") for k, v in UNARY.items()),
@@ -181,7 +187,7 @@ def pipe_of(ins: Instr) -> Pipe:
         src = a[1]
         assert isinstance(src, Tile) and isinstance(a[0], GmRef)
         return Pipe.FIX if src.space is Space.L0C else Pipe.MTE3
-    # TMOV / TEXTRACT
+    # TMOV / TEXTRACT / TEXTRACT_T
     dst, src = a[0], a[1]
     assert isinstance(dst, Tile) and isinstance(src, Tile)
     if src.space is Space.L1:

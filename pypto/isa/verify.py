@@ -302,24 +302,27 @@ def _verify_move(c: _Ctx, ins: Instr) -> None:
         return
     dst, src = a[0], a[1]
     assert isinstance(dst, Tile) and isinstance(src, Tile)
-    if op == "TEXTRACT":
+    if op in ("TEXTRACT", "TEXTRACT_T"):
         _check_tile(c, dst, "destination")
         _check_tile(c, src, "source")
         ok = (src.space is Space.L1 and dst.space in (Space.L0A, Space.L0B)) or (
-            src.space is Space.UB and dst.space is Space.UB
+            op == "TEXTRACT" and src.space is Space.UB and dst.space is Space.UB
         )
         if not ok:
-            raise c.fail(f"TEXTRACT goes L1 → L0A/L0B or UB → UB, not {src.space} → {dst.space}")
+            paths = "L1 → L0A/L0B" + (" or UB → UB" if op == "TEXTRACT" else "")
+            raise c.fail(f"{op} goes {paths}, not {src.space} → {dst.space}")
         if dst.dtype is not src.dtype:
-            raise c.fail(f"TEXTRACT: dtypes {dst.dtype.short} and {src.dtype.short} differ")
-        if dst.rows > src.rows or dst.cols > src.cols:
-            raise c.fail(f"TEXTRACT of {list(dst.shape)} from a smaller tile {list(src.shape)}")
+            raise c.fail(f"{op}: dtypes {dst.dtype.short} and {src.dtype.short} differ")
+        # the source window: dst's shape, or its transpose
+        wr, wc = dst.shape if op == "TEXTRACT" else (dst.cols, dst.rows)
+        if wr > src.rows or wc > src.cols:
+            raise c.fail(f"{op} of {list(dst.shape)} from a smaller tile {list(src.shape)}")
         r, k = a[2], a[3]
         assert isinstance(r, Expr) and isinstance(k, Expr)
-        if r.is_const and not 0 <= r.const <= src.rows - dst.rows:
-            raise c.fail(f"TEXTRACT rows {r.const}..{r.const + dst.rows} outside {src.rows}")
-        if k.is_const and not 0 <= k.const <= src.cols - dst.cols:
-            raise c.fail(f"TEXTRACT columns {k.const}..{k.const + dst.cols} outside {src.cols}")
+        if r.is_const and not 0 <= r.const <= src.rows - wr:
+            raise c.fail(f"{op} rows {r.const}..{r.const + wr} outside {src.rows}")
+        if k.is_const and not 0 <= k.const <= src.cols - wc:
+            raise c.fail(f"{op} columns {k.const}..{k.const + wc} outside {src.cols}")
         return
     # TMOV
     path = (src.space, dst.space)

@@ -450,9 +450,10 @@ class _Gen:
             other = _tile_args(ins)[0]
             lim = rows - other.rows if what == "row" else cols - other.cols
             self.w(d, f"if {v} < 0 or {v} > {lim}: fault({sid}, '{what}', {slot}, {v})")
-        elif ins.op == "TEXTRACT":
+        elif ins.op in ("TEXTRACT", "TEXTRACT_T"):
             dst, src = _tile_args(ins)
-            lim = src.rows - dst.rows if slot == 2 else src.cols - dst.cols
+            wr, wc = dst.shape if ins.op == "TEXTRACT" else dst.shape[::-1]
+            lim = src.rows - wr if slot == 2 else src.cols - wc
             kind = "ext_row" if slot == 2 else "ext_col"
             self.w(d, f"if {v} < 0 or {v} > {lim}: fault({sid}, '{kind}', {slot}, {v})")
         elif ins.op in ("SET_FLAG", "WAIT_FLAG", "XSET_FLAG", "XWAIT_FLAG"):

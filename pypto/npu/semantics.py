@@ -360,6 +360,16 @@ def _build_exec(
             d[...] = s if s.dtype == dd else to_dtype(s, dd)
 
         return mov
+    if op == "TEXTRACT_T":
+        vd, vs = views
+        R, C = ts[0][0].shape
+        r_slot, c_slot = ts[1][1] + 1, ts[1][1] + 2
+
+        def extract_t(core: Any, item: tuple[Any, ...]) -> None:
+            r, c = item[r_slot], item[c_slot]
+            np.copyto(vd(core, item), vs(core, item)[r : r + C, c : c + R].T)
+
+        return extract_t
     if op == "TEXTRACT":
         vd, vs = views
         (dst, d_slot), (src, s_slot) = ts
@@ -565,10 +575,10 @@ def build_access(cp: Compiled, sid: int) -> Access | None:
                 return (key, r, r + R, c, c + C, w)
 
             parts.append(gm_part)
-    elif op == "TEXTRACT":
+    elif op in ("TEXTRACT", "TEXTRACT_T"):
         (dst, ds), (src, ss) = ts
         tile_part(dst, ds, True)
-        tile_part(src, ss, False, window=dst.shape)
+        tile_part(src, ss, False, window=dst.shape if op == "TEXTRACT" else dst.shape[::-1])
     else:
         for i, (t, s) in enumerate(ts):
             tile_part(t, s, i == 0)

@@ -269,7 +269,7 @@ class _Engine:
                         f"({cols} columns)"
                     )
             elif what in ("ext_row", "ext_col"):
-                msg = f"TEXTRACT offset {value} puts the sub-tile outside its source tile"
+                msg = f"{ins.op} offset {value} puts the sub-tile outside its source tile"
             elif what == "flag":
                 msg = f"flag id {value} is out of range"
             elif what == "div0":

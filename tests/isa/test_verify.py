@@ -77,6 +77,18 @@ def core(kind: str, *lines: str) -> str:
         ),
         (core("aic", "TTRANS L0B[0]:f16[32,16], L1[0]:f16[16,16]"), "writes its transpose"),
         (
+            core("aiv", "TEXTRACT_T UB[0]:f16[16,32], UB[0x400]:f16[32,16], 0, 0"),
+            "TEXTRACT_T goes L1 → L0A/L0B, not UB → UB",
+        ),
+        (
+            core("aic", "TEXTRACT_T L0A[0]:f16[16,32], L1[0]:f16[32,32], 0, 24"),
+            "TEXTRACT_T columns 24..40 outside 32",
+        ),
+        (
+            core("aic", "TEXTRACT_T L0A[0]:f16[16,64], L1[0]:f16[32,32], 0, 0"),
+            "TEXTRACT_T of [16, 64] from a smaller tile [32, 32]",
+        ),
+        (
             core("aiv", "TEXTRACT UB[0]:f32[8,8], UB[0x100]:f32[8,16], 0, 12"),
             "columns 12..20 outside 16",
         ),

@@ -50,6 +50,19 @@ def test_a_transposing_l1_to_l0b_move_multiplies_by_the_transpose(sim, program) 
     assert tt.end - tt.start == m.local_latency + 48 * 32 * 2 / m.l1_l0b
 
 
+def test_transposed_sub_tiles_feed_both_cube_operands(sim, program) -> None:
+    a = RNG.standard_normal((64, 64)).astype(np.float16)
+    b = RNG.standard_normal((48, 64)).astype(np.float16)
+    prof = sim(program("matmul_tt"), "tiny", {"a": a, "b": b})
+    rtol, atol = tolerance(dt.float32, k=64)
+    np.testing.assert_allclose(prof.outputs["c"], f32(a).T @ f32(b).T, rtol=rtol, atol=atol)
+    moves = [e for e in prof.events if e.op == "TEXTRACT_T"]
+    m = machine("tiny")
+    assert len(moves) == 4 and {e.pipe for e in moves} == {"MTE1"}
+    # priced like any move into L0A/L0B: by the bytes it writes
+    assert moves[0].end - moves[0].start == m.local_latency + 64 * 32 * 2 / m.l1_l0a
+
+
 @pytest.mark.parametrize("m", MACHINES, ids=["tiny", "four"])
 def test_cube_to_vector_hand_off_in_a_cluster(sim, program, m) -> None:
     a = RNG.standard_normal((256, 64)).astype(np.float16)
