@@ -16,16 +16,46 @@ read, write after write). Per straight-line region:
   lives inside the loop (a double buffer's slot counter runs on from one run of the loop to
   the next), the tokens are set at the kernel's start and drained at its end instead, and
   enclosing loops leave those buffers alone: a nested K loop then loads the next tile's first
-  block while the cube finishes this tile.
+  block while the cube finishes this tile. A pipe whose first access of the iteration reads
+  an accumulator it writes later (updated in place) counts as writing it.
 
-Flags are counting semaphores, so every set is matched by exactly one wait. Event ids keep
-regions apart: the region's nesting depth for its own pairs, higher ids for carried flags.
+Flags are counting semaphores, so every set is matched by exactly one wait.
+
+**Event ids.** Flags are grouped into *units* that share an id by construction: the pairs of
+one region between two pipes whose set-to-wait spans overlap (made in the order of their
+sources and of their destinations, so they pair up first in, first out as made), or one
+carried flag with its set-up, per-iteration flags and drain. A unit's *span* is the program
+text from its first flag instruction to its last; both ends lie in one region, so the span
+is a run of consecutive items of that region (loops included whole).
+
+Two units of one (source pipe, destination pipe) pair may share an id when their spans are
+disjoint. A counting flag releases the n-th ``WAIT_FLAG`` of an id on the destination pipe
+once the n-th ``SET_FLAG`` of that id has happened on the source pipe (each pipe runs in
+order; the simulator pairs them first in, first out), so a wait is ordered after the set of
+the same rank and after nothing else. Loops are structured, so each run of a span is one
+contiguous stretch of the core's program order holding no flag of the id but its own, and it
+sets as often as it waits (a carried flag's drain takes back its set-up tokens). Runs of
+disjoint spans thus form consecutive, balanced blocks, in the same order on both pipes: the
+ranks of a run's sets and of its waits are shifted by the same count, and every wait still
+pairs with the set it was made for. A source pipe running ahead into a later span only adds
+sets of higher rank: a wait of the earlier span may take such a token, but only after the
+set of its own rank has happened, and each wait of the later span still needs its own rank's
+set. Units whose spans overlap (a loop's carried flag and the pairs of its body; a double
+buffer's flag set at the kernel's start and drained at its end, and every other unit of
+its pipe pair) need different ids.
+
+Ids are given per pipe pair. Where they fit the machine's ``event_ids``, the fixed layout: a
+region's nesting depth for its own pairs (regions of equal depth are disjoint), one id above
+the deepest region for each carried flag. Otherwise the spans are coloured greedily in
+program order (interval colouring: as many ids as spans overlap at one point, the fewest
+possible), so kernels with several sibling loops with double buffers fit while kernels that
+fitted before keep their text.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pypto.block.ir import BInstr, BItem, BLoop, Buf
 from pypto.core.errors import TileError
@@ -55,6 +85,16 @@ def _accesses(it: BItem) -> Iterator[Access]:
         yield (k, p, True)
 
 
+@dataclass
+class _Unit:
+    """Flags that share one event id by construction (see the module's docstring)."""
+
+    p: Pipe
+    q: Pipe
+    fixed: int  # its id in the fixed layout
+    flags: list[BInstr] = field(default_factory=list)
+
+
 def _set(p: Pipe, q: Pipe, ev: int) -> BInstr:
     return BInstr(Instr("SET_FLAG", (p, q, Expr.of(ev))))
 
@@ -63,29 +103,44 @@ def _wait(p: Pipe, q: Pipe, ev: int) -> BInstr:
     return BInstr(Instr("WAIT_FLAG", (p, q, Expr.of(ev))))
 
 
+def _uset(u: _Unit) -> BInstr:
+    """A ``SET_FLAG`` of unit ``u``, with its fixed-layout id (:func:`_assign` replaces it
+    where that layout does not fit)."""
+    x = _set(u.p, u.q, u.fixed)
+    u.flags.append(x)
+    return x
+
+
+def _uwait(u: _Unit) -> BInstr:
+    x = _wait(u.p, u.q, u.fixed)
+    u.flags.append(x)
+    return x
+
+
 @dataclass
 class _Ids:
-    """Event ids: ``depth`` for a region's own pairs, the rest for carried flags."""
+    """Event ids: flag units, with their ids in the fixed layout (``depth`` for a region's own
+    pairs, the rest for carried flags)."""
 
     limit: int
     depths: int
     carried: dict[tuple[Pipe, Pipe], int] = field(default_factory=dict)
+    units: list[_Unit] = field(default_factory=list)
     # carried flags of double buffers hoisted to the kernel's start and end, and their buffers
     pre: list[BItem] = field(default_factory=list)
     post: list[BItem] = field(default_factory=list)
     hoisted: set[str] = field(default_factory=set)
     home: dict[str, int] = field(default_factory=dict)  # buffer -> id of its innermost loop
 
-    def carry(self, p: Pipe, q: Pipe) -> int:
+    def unit(self, p: Pipe, q: Pipe, fixed: int) -> _Unit:
+        u = _Unit(p, q, fixed)
+        self.units.append(u)
+        return u
+
+    def carry(self, p: Pipe, q: Pipe) -> _Unit:
         n = self.carried.get((p, q), self.depths)
-        if n >= self.limit:
-            raise TileError(
-                f"a kernel needs more than {self.limit} event ids between {p} and {q}",
-                op="lower",
-                hint="simplify the kernel (fewer loops with double buffers)",
-            )
         self.carried[(p, q)] = n + 1
-        return n
+        return self.unit(p, q, n)
 
 
 def _depth(items: list[BItem]) -> int:
@@ -102,7 +157,7 @@ def insert_sync(items: list[BItem], bufs: dict[str, Buf], m: Machine) -> list[BI
     ids = _Ids(m.event_ids, depth + 1)
     ids.home = _homes(items)
     body = _region(items, bufs, ids, 0)
-    return [*ids.pre, *body, *ids.post]
+    return _assign([*ids.pre, *body, *ids.post], ids)
 
 
 def _homes(items: list[BItem]) -> dict[str, int]:
@@ -135,6 +190,9 @@ def _region(items: list[BItem], bufs: dict[str, Buf], ids: _Ids, depth: int) -> 
     after: dict[int, list[BItem]] = {}
     state: dict[str, dict[Pipe, tuple[int, bool]]] = {}
     synced: dict[tuple[Pipe, Pipe], int] = {}
+    # the pairs of one pipe pair whose spans overlap share a unit (their flags come in the
+    # same order on both pipes); a pair set after the unit's last wait starts a new one
+    units: dict[tuple[Pipe, Pipe], tuple[_Unit, int]] = {}  # -> (unit, index of its last wait)
     for j, it in enumerate(items):
         accs = list(_accesses(it))
         if not accs:
@@ -147,8 +205,11 @@ def _region(items: list[BItem], bufs: dict[str, Buf], ids: _Ids, depth: int) -> 
         for (p, q), i in sorted(need.items(), key=lambda x: (x[1], x[0])):
             if synced.get((p, q), -1) >= i:
                 continue
-            after.setdefault(i, []).append(_set(p, q, depth))
-            before.setdefault(j, []).append(_wait(p, q, depth))
+            cur = units.get((p, q))
+            u = cur[0] if cur is not None and i < cur[1] else ids.unit(p, q, depth)
+            units[(p, q)] = (u, j)
+            after.setdefault(i, []).append(_uset(u))
+            before.setdefault(j, []).append(_uwait(u))
             synced[(p, q)] = i
         for key, q, w in accs:
             old = state.setdefault(key, {}).get(q)
@@ -212,11 +273,21 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
         tokens = b.slots if b is not None and b.parity == loop.parity else 1
         for p, (i, pw) in ends.items():
             for q, (j, qw) in begins.items():
-                if p is q or not (pw or qw):
+                if p is q:
                     continue
-                # covered inside the iteration: p touches the tile before q's first access
-                pf = begins.get(p)
-                if pf is not None and pf[0] < j and (pf[1] or qw):
+                if pw or qw:
+                    # covered inside the iteration: p touches the tile before q's first access
+                    pf = begins.get(p)
+                    if pf is not None and pf[0] < j and (pf[1] or qw):
+                        continue
+                elif not ends[q][1] or any(
+                    f < j and (r is p or rw) and r is not q for r, (f, rw) in begins.items()
+                ):
+                    # p reads, q's first access reads and a later one writes (an accumulator
+                    # updated in place): a dependency unless, before q's first access, p
+                    # reads the tile (an own pair of the body orders that before q's write)
+                    # or another pipe writes it (ordered after p's last access by its own
+                    # carried flag, before q's first by an own pair)
                     continue
                 old = carried.get((p, q))
                 if old is None:
@@ -238,7 +309,7 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
     pre: list[BItem] = []
     post: list[BItem] = []
     for (p, q), (i, j, tokens) in sorted(carried.items()):
-        ev = ids.carry(p, q)
+        u = ids.carry(p, q)
         # Buffers that live inside this loop (a double buffer's slot counter runs on across
         # the loop's runs) keep one flag for all runs, its tokens set once per kernel: the
         # next run's first loads overlap this run's last compute, and enclosing loops add
@@ -246,10 +317,10 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
         hoist = (p, q) in persist
         # (an outermost loop runs once: its own set-up and drain are the kernel's)
         out = hoist and depth > 1
-        (ids.pre if out else pre).extend(_set(p, q, ev) for _ in range(tokens))
-        waits.setdefault(pos[j], []).append(_wait(p, q, ev))
-        sets.setdefault(pos[i], []).append(_set(p, q, ev))
-        (ids.post if out else post).extend(_wait(p, q, ev) for _ in range(tokens))
+        (ids.pre if out else pre).extend(_uset(u) for _ in range(tokens))
+        waits.setdefault(pos[j], []).append(_uwait(u))
+        sets.setdefault(pos[i], []).append(_uset(u))
+        (ids.post if out else post).extend(_uwait(u) for _ in range(tokens))
         if hoist:
             ids.hoisted.update(persist[(p, q)])
     new: list[BItem] = []
@@ -278,3 +349,64 @@ def _positions(inner: list[BItem], body: list[BItem]) -> dict[int, int]:
                 break
             k += 1
     return out
+
+
+def _assign(items: list[BItem], ids: _Ids) -> list[BItem]:
+    """``items`` with every flag unit's event id: the fixed layout for a pipe pair where it
+    fits, else the fewest ids that keep units with overlapping spans apart."""
+    # each flag instruction's place in the program text, and the region it stands in
+    where: dict[int, tuple[int, int]] = {}  # id(flag) -> (position, id of its region)
+    n = 0
+
+    def walk(its: tuple[BItem, ...] | list[BItem], region: int) -> None:
+        nonlocal n
+        for it in its:
+            n += 1
+            if isinstance(it, BLoop):
+                walk(it.body, id(it))
+                n += 1
+            else:
+                where[id(it)] = (n, region)
+
+    walk(items, 0)
+    pairs: dict[tuple[Pipe, Pipe], list[tuple[int, int, _Unit]]] = {}
+    for u in ids.units:
+        at = [where[id(x)] for x in u.flags]
+        (a, ra), (b, rb) = min(at), max(at)
+        assert ra == rb, "a flag unit's span must begin and end in one region"
+        pairs.setdefault((u.p, u.q), []).append((a, b, u))
+    ev: dict[int, tuple[Pipe, Pipe, int]] = {}  # id(flag) -> its pipes and new event id
+    for (p, q), spans in pairs.items():
+        if max(u.fixed for _, _, u in spans) < ids.limit:
+            continue  # the fixed layout fits
+        # interval colouring in order of the spans' starts: the smallest id no live span holds
+        live: list[tuple[int, int]] = []  # (end, id)
+        for a, b, u in sorted(spans, key=lambda s: (s[0], s[1])):
+            live = [(e, k) for e, k in live if e >= a]
+            taken = {k for _, k in live}
+            k = next(k for k in range(len(live) + 1) if k not in taken)
+            if k >= ids.limit:
+                raise TileError(
+                    f"a kernel needs more than {ids.limit} event ids between {p} and {q} "
+                    f"({len(live) + 1} flags are live at once)",
+                    op="lower",
+                    hint="simplify the kernel (fewer loops with double buffers)",
+                )
+            live.append((b, k))
+            for x in u.flags:
+                ev[id(x)] = (p, q, k)
+    if not ev:
+        return items
+
+    def redo(its: tuple[BItem, ...] | list[BItem]) -> list[BItem]:
+        out: list[BItem] = []
+        for it in its:
+            if isinstance(it, BLoop):
+                out.append(replace(it, body=tuple(redo(it.body))))
+            elif id(it) in ev:
+                out.append((_set if it.instr.op == "SET_FLAG" else _wait)(*ev[id(it)]))
+            else:
+                out.append(it)
+        return out
+
+    return redo(items)
