@@ -755,6 +755,7 @@ class Builder:
     tstore = _method("TSTORE")
     tmov = _method("TMOV")
     textract = _method("TEXTRACT")
+    textract_t = _method("TEXTRACT_T")
     tmatmul = _method("TMATMUL")
     tmatmul_acc = _method("TMATMUL_ACC")
     texp = _method("TEXP")

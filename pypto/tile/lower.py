@@ -902,6 +902,11 @@ def lower_func(
             for e in eqns:
                 _reshape(lw, e)
             continue
+        if fuse and _swaps_last(eqns) and all(e.op in LAYOUT_OPS for _, es in pending for e in es):
+            # a transpose of the last two axes waits as well: the matmul or attention that
+            # reads it may load its operand transposed instead (GROUP_WINDOWS)
+            pending.append((gname, eqns))
+            continue
         if fuse and pending:
             layout = all(e.op in LAYOUT_OPS for _, es in pending for e in es)
             if layout and all(e.op in LAYOUT_OPS for e in eqns):
@@ -912,19 +917,28 @@ def lower_func(
             elif _merge_into(lw, f, pending, (gname, eqns)):
                 continue
         pre: list[Eqn] = []
-        if fuse and pending and len(eqns) > 1 and plan_row(lw, eqns, used_outside(f, eqns)) is None:
+        if fuse and pending and plan_row(lw, eqns, used_outside(f, eqns)) is None:
             pre = _claim(lw, f, pending, eqns)
         flush()
         if not pre and plan_row(lw, eqns, used_outside(f, eqns)) is not None:
             pending.append((gname, eqns))
             continue
         with at_location(eqns[-1].loc), hinted(lw, eqns):
-            if len(eqns) > 1:
+            if len(eqns) > 1 or pre:
                 lower_split(lw, eqns, pre)
             else:
                 lower_single(lw, eqns[0])
     flush()
     return lw.result()
+
+
+def _swaps_last(eqns: list[Eqn]) -> bool:
+    """Whether a group is one transpose of the last two axes (no row-kernel window)."""
+    if len(eqns) != 1 or eqns[0].op != "transpose":
+        return False
+    perm = tuple(eqns[0].kwargs["perm"])
+    n = len(perm)
+    return n >= 2 and perm == (*range(n - 2), n - 1, n - 2)
 
 
 def _claim(

@@ -55,12 +55,14 @@ from pypto.ops.table import OPS, register_rule
 from pypto.tile.ir import For, Kernel, Ring, Section, SOp, Stmt, TileVar, TLoad, TOp, TStore
 from pypto.tile.lower import (
     GROUP_RULES,
+    GROUP_WINDOWS,
     KernelRule,
     Lowering,
     RowBuilder,
     RowPlan,
     RowRule,
     divisors,
+    lower_single,
     plan_row,
     relayout,
     ub_bytes_needed,
@@ -450,6 +452,41 @@ class _Cube:
     t: CubeTiles
     d: dt.DType
     loc: SourceLoc | None
+    ta: bool = False
+    """A is stored transposed (``[K, M]``): its L1 blocks are ``[k1, m1]`` and ``TEXTRACT_T``
+    cuts the ``[m0, k0]`` steps out of them"""
+    tb: bool = False
+    """B is stored transposed (``[N, K]``): L1 blocks ``[n1, k1]``, steps by ``TEXTRACT_T``"""
+
+    def a_cut(self, dst: TileVar, a1: TileVar, row: Expr, k: Expr) -> TOp:
+        """The L0A step of A at (row, k) of its L1 block."""
+        if self.ta:
+            return TOp("TEXTRACT_T", dst, (a1, k, row))
+        return TOp("TEXTRACT", dst, (a1, row, k))
+
+    def b_cut(self, dst: TileVar, b1: TileVar, k: Expr, col: Expr) -> TOp:
+        """The L0B step of B at (k, col) of its L1 block."""
+        if self.tb:
+            return TOp("TEXTRACT_T", dst, (b1, col, k))
+        return TOp("TEXTRACT", dst, (b1, k, col))
+
+    def a_block(self, rows: int, k: int) -> tuple[int, int]:
+        """The shape of an L1 block of A holding ``rows`` rows of ``k`` columns."""
+        return (k, rows) if self.ta else (rows, k)
+
+    def b_block(self, k: int, cols: int) -> tuple[int, int]:
+        return (cols, k) if self.tb else (k, cols)
+
+    def load_a(self, a1: TileVar, a: tuple[str, Expr, Expr], k: Expr) -> TLoad:
+        """The L1 block of A from K column ``k`` (a row of A's stored ``[K, M]``)."""
+        if self.ta:
+            return TLoad(a1, a[0], a[1] + k, a[2], self.loc)
+        return TLoad(a1, a[0], a[1], a[2] + k, self.loc)
+
+    def load_b(self, b1: TileVar, b: tuple[str, Expr, Expr], k: Expr) -> TLoad:
+        if self.tb:
+            return TLoad(b1, b[0], b[1], b[2] + k, self.loc)
+        return TLoad(b1, b[0], b[1] + k, b[2], self.loc)
 
     def accs(self) -> list[list[TileVar]]:
         """The accumulators of one output tile: ``[m1/m0][n1/n0]`` tiles in L0C."""
@@ -470,21 +507,19 @@ class _Cube:
         KB, KK = self.g.K // t.k1, t.k1 // t.k0
         im, jn = t.m1 // t.m0, t.n1 // t.n0
         whole = t.reuse > 1
-        a1 = TileVar("a1", Space.L1, d, (t.m1, self.g.K if whole else t.k1))
-        b1 = TileVar("b1", Space.L1, d, (t.k1, t.n1))
+        a1 = TileVar("a1", Space.L1, d, self.a_block(t.m1, self.g.K if whole else t.k1))
+        b1 = TileVar("b1", Space.L1, d, self.b_block(t.k1, t.n1))
         a0 = [TileVar(f"a0_{i}", Space.L0A, d, (t.m0, t.k0)) for i in range(im)]
         b0 = [TileVar(f"b0_{j}", Space.L0B, d, (t.k0, t.n0)) for j in range(jn)]
         acc = self.accs()
         kb, kk = Expr.reg("kb"), Expr.reg("kk")
-        a_load = TLoad(a1, a[0], a[1], a[2] if whole else a[2] + kb * t.k1, self.loc)
-        loads: list[Stmt] = [TLoad(b1, b[0], b[1] + kb * t.k1, b[2], self.loc)]
+        a_load = self.load_a(a1, a, Expr() if whole else kb * t.k1)
+        loads: list[Stmt] = [self.load_b(b1, b, kb * t.k1)]
         if not whole:
             loads.insert(0, a_load)
         a_col = kb * t.k1 + kk * t.k0 if whole else kk * t.k0
-        cuts: list[Stmt] = [
-            TOp("TEXTRACT", a0[i], (a1, Expr.of(i * t.m0), a_col)) for i in range(im)
-        ]
-        cuts += [TOp("TEXTRACT", b0[j], (b1, kk * t.k0, Expr.of(j * t.n0))) for j in range(jn)]
+        cuts: list[Stmt] = [self.a_cut(a0[i], a1, Expr.of(i * t.m0), a_col) for i in range(im)]
+        cuts += [self.b_cut(b0[j], b1, kk * t.k0, Expr.of(j * t.n0)) for j in range(jn)]
 
         def mms(op: str) -> tuple[Stmt, ...]:
             return tuple(
@@ -541,10 +576,10 @@ class _Cube:
         kb, kk = Expr.reg("kb"), Expr.reg("kk")
 
         def a1(me: int) -> TileVar:
-            return TileVar("a1", Space.L1, d, (me, t.k1))
+            return TileVar("a1", Space.L1, d, self.a_block(me, t.k1))
 
         def b1(ne: int) -> TileVar:
-            return TileVar("b1", Space.L1, d, (t.k1, ne))
+            return TileVar("b1", Space.L1, d, self.b_block(t.k1, ne))
 
         def a0(me: int) -> TileVar:
             return TileVar("a0_0", Space.L0A, d, (me, t.k0))
@@ -555,14 +590,10 @@ class _Cube:
         def acc(me: int, ne: int) -> TileVar:
             return TileVar("acc_0_0", Space.L0C, acc_dt, (me, ne))
 
-        loads = pick(
-            "em", ms, lambda me: [TLoad(a1(me), a[me][0], a[me][1], a[me][2] + kb * t.k1, self.loc)]
-        )
-        loads += pick(
-            "en", ns, lambda ne: [TLoad(b1(ne), b[ne][0], b[ne][1] + kb * t.k1, b[ne][2], self.loc)]
-        )
-        cuts = pick("em", ms, lambda me: [TOp("TEXTRACT", a0(me), (a1(me), Expr(), kk * t.k0))])
-        cuts += pick("en", ns, lambda ne: [TOp("TEXTRACT", b0(ne), (b1(ne), kk * t.k0, Expr()))])
+        loads = pick("em", ms, lambda me: [self.load_a(a1(me), a[me], kb * t.k1)])
+        loads += pick("en", ns, lambda ne: [self.load_b(b1(ne), b[ne], kb * t.k1)])
+        cuts = pick("em", ms, lambda me: [self.a_cut(a0(me), a1(me), Expr(), kk * t.k0)])
+        cuts += pick("en", ns, lambda ne: [self.b_cut(b0(ne), b1(ne), kk * t.k0, Expr())])
 
         def mms(op: str) -> tuple[Stmt, ...]:
             return tuple(both(lambda me, ne: [TOp(op, acc(me, ne), (a0(me), b0(ne)), self.loc)]))
@@ -593,16 +624,59 @@ def _n_col(t: CubeTiles) -> Expr:
     return Expr.reg("n") * t.n1
 
 
+def _copy_transposes(lw: Lowering, e: Eqn) -> None:
+    """Lower the transposes the group claimed (:func:`_claim_transposes`) as kernels after
+    all, for a path that reads A and B as they are."""
+    for x in e.inputs:
+        tr = lw.windows.pop(x, None) if isinstance(x, Var) else None
+        if tr is not None:
+            lower_single(lw, tr)
+
+
+def _transposed(lw: Lowering, e: Eqn) -> tuple[Var | None, Var | None]:
+    """What A and B transpose when the group reads them through windows (``lw.windows``):
+    the matmul reads that value's ``[k, m]``/``[n, k]`` blocks and cuts them transposed."""
+    a, b = e.inputs
+    out: list[Var | None] = []
+    for x in (a, b):
+        tr = lw.windows.get(x) if isinstance(x, Var) else None
+        src = tr.inputs[0] if tr is not None else None
+        out.append(src if isinstance(src, Var) else None)
+    return out[0], out[1]
+
+
+def _a_operand(
+    lw: Lowering, e: Eqn, g: Geom, rows: int, k: int, row0: Expr, src: Var | None
+) -> tuple[str, Expr, Expr]:
+    """The GM window of A's ``[rows, k]`` blocks (``[k, rows]`` of ``src`` when A is its
+    transpose) for tile row ``row0``; the K offset is added per block."""
+    a, _, va, _, _ = _views(e, g)
+    if src is None:
+        return _operand(lw, a, va, (rows, k), g.rows(g.a_strides, g.M) + row0, Expr())
+    ba = va[0] // g.M
+    return _operand(lw, src, (ba * g.K, g.M), (k, rows), g.rows(g.a_strides, g.K), row0)
+
+
+def _b_operand(
+    lw: Lowering, e: Eqn, g: Geom, k: int, cols: int, col0: Expr, src: Var | None
+) -> tuple[str, Expr, Expr]:
+    """The GM window of B's ``[k, cols]`` blocks (``[cols, k]`` of ``src`` when B is its
+    transpose) for tile column ``col0``."""
+    _, b, _, vb, _ = _views(e, g)
+    if src is None:
+        return _operand(lw, b, vb, (k, cols), g.rows(g.b_strides, g.K), col0)
+    bb = vb[0] // g.K
+    return _operand(lw, src, (bb * g.N, g.K), (cols, k), g.rows(g.b_strides, g.N) + col0, Expr())
+
+
 def _cube_operands(
     lw: Lowering, e: Eqn, g: Geom, t: CubeTiles
 ) -> tuple[tuple[str, Expr, Expr], tuple[str, Expr, Expr], Expr]:
-    a, b, va, vb, _ = _views(e, g)
-    a_row = g.rows(g.a_strides, g.M) + Expr.reg("m") * t.m1
-    b_row = g.rows(g.b_strides, g.K)
-    n_col = _n_col(t)
-    ga = _operand(lw, a, va, (t.m1, g.K if t.reuse > 1 else t.k1), a_row, Expr())
-    gb = _operand(lw, b, vb, (t.k1, t.n1), b_row, n_col)
-    c_row = g.rows(g.c_strides, g.M) + Expr.reg("m") * t.m1
+    sa, sb = _transposed(lw, e)
+    m_row = Expr.reg("m") * t.m1
+    ga = _a_operand(lw, e, g, t.m1, g.K if t.reuse > 1 else t.k1, m_row, sa)
+    gb = _b_operand(lw, e, g, t.k1, t.n1, _n_col(t), sb)
+    c_row = g.rows(g.c_strides, g.M) + m_row
     return ga, gb, c_row
 
 
@@ -689,6 +763,7 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         # no tile splits evenly between the vector cores: unfused, or (int8) all vector
         if plan is not None:
             return False
+        _copy_transposes(lw, e)
         _vector_matmul(lw, e, g)
         return True
     if handoff and t.m1 % 2 and g.M > 1:
@@ -698,7 +773,8 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         assert not handoff
         return _lower_edges(lw, e, g, t, d)
     ga, gb, c_row = _cube_operands(lw, e, g, t)
-    cube = _Cube(g, t, d, e.loc)
+    sa, sb = _transposed(lw, e)
+    cube = _Cube(g, t, d, e.loc, sa is not None, sb is not None)
     acc = cube.accs()
     name = lw.fresh(_group_name(lw, e) if epilogue else "matmul")
     order = _Order.of(g, g.M // t.m1, g.N // t.n1 // t.reuse, lw.machine.clusters, lw.cfg.swizzle)
@@ -760,23 +836,23 @@ def _cube_kernel(
 def _lower_edges(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, d: dt.DType) -> bool:
     """The cube kernel of a matmul whose tiles leave a partial last row or column
     (:meth:`_Cube.edge_body`); the fixpipe stores the result (no epilogue)."""
-    a, b, va, vb, _ = _views(e, g)
     mt, nt = -(-g.M // t.m1), -(-g.N // t.n1)
-    a_row = g.rows(g.a_strides, g.M) + Expr.reg("m") * t.m1
-    b_row = g.rows(g.b_strides, g.K)
+    m_row = Expr.reg("m") * t.m1
     n_col = Expr.reg("n") * t.n1
     ms = {t.m1, g.M - (mt - 1) * t.m1}
     ns = {t.n1, g.N - (nt - 1) * t.n1}
-    ga = {me: _operand(lw, a, va, (me, t.k1), a_row, Expr()) for me in ms}
-    gb = {ne: _operand(lw, b, vb, (t.k1, ne), b_row, n_col) for ne in ns}
+    sa, sb = _transposed(lw, e)
+    ga = {me: _a_operand(lw, e, g, me, t.k1, m_row, sa) for me in ms}
+    gb = {ne: _b_operand(lw, e, g, t.k1, ne, n_col, sb) for ne in ns}
     c = lw.buffer(e.out)
     lw.view(c, (g.points * g.M, g.N))
-    c_row = g.rows(g.c_strides, g.M) + Expr.reg("m") * t.m1
-    cube = _Cube(g, t, d, e.loc)
+    c_row = g.rows(g.c_strides, g.M) + m_row
+    cube = _Cube(g, t, d, e.loc, sa is not None, sb is not None)
     order = _Order.of(g, mt, nt, lw.machine.clusters, lw.cfg.swizzle)
     body = cube.edge_body(ga, gb, (c, c_row, n_col))
     sections = [Section("aic", (*order.head, *body))]
-    if g.points * mt * nt <= lw.machine.clusters and g.K // t.k1 > 1:
+    plain = sa is None and sb is None  # (the read-ahead walks A's rows and B's columns)
+    if plain and g.points * mt * nt <= lw.machine.clusters and g.K // t.k1 > 1:
         sections.append(_prefetch(lw, g, t, d, ga[t.m1][0], gb[t.n1][0], order, mt, nt))
     lw.add_kernel(_cube_kernel(lw.fresh("matmul"), e, g, t, order, sections))
     return True
@@ -990,5 +1066,28 @@ def _group_rule(lw: Lowering, eqns: list[Eqn]) -> bool:
     return lower_matmul(lw, eqns[0], eqns[1:])
 
 
+def _claim_transposes(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[Eqn]:
+    """The transposes of the last two axes that make a cube matmul's A or B (``x @ w.T``,
+    the weight and activation transposes of a backward pass): the cube core loads the
+    untransposed blocks and cuts its L0 steps with ``TEXTRACT_T``, so no transpose kernel."""
+    e = group[0]
+    if e.op != "matmul" or any(q.op == "matmul" for q in group[1:]):
+        return []
+    a, b = e.inputs
+    if not isinstance(a, Var) or not isinstance(b, Var) or _acc_dtype(a.aval.dtype) is None:
+        return []
+    took = []
+    for tr in cands:
+        perm, src = tuple(tr.kwargs["perm"]), tr.inputs[0]
+        n = len(perm)
+        if n < 2 or perm != (*range(n - 2), n - 1, n - 2) or src not in lw.var_buf:
+            continue
+        # (A's batch folded into M with a 2-D B would not be one window of the source)
+        if (tr.out is a and not (a.aval.ndim > 2 and b.aval.ndim == 2)) or tr.out is b:
+            took.append(tr)
+    return took
+
+
 register_rule("tile", "matmul")(KernelRule(_matmul_rule))
 GROUP_RULES.append(_group_rule)
+GROUP_WINDOWS.append(_claim_transposes)

@@ -286,3 +286,76 @@ def test_wide_tile_epilogue_in_column_chunks(machine: str) -> None:
     assert cols[0] == "0" and len(set(cols)) == len(cols)  # chunks side by side
     want = pto.jit(fn, backend="interpret")(*(pto.tensor(a) for a in args))
     assert_same_products(out, want, args[0], args[1])
+
+
+def kernels(fn: Any, *args: np.ndarray, machine: str = "tiny") -> list[Any]:
+    return list(pto.jit(fn, machine=machine).lower(*map(pto.tensor, args)).tile_ir.kernels)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_transposed_operands_are_read_by_the_cube_core(d: pto.DType, machine: str) -> None:
+    # x @ w.T (a weight stored [out, in]), a.T @ b and both, as a backward pass has them
+    x, w = arr((96, 64), d), arr((80, 64), d, 1)
+    at, b = arr((64, 96), d, 2), arr((64, 80), d, 3)
+    cases = [
+        (lambda x, w: x @ w.T, x, w),
+        (lambda a, b: a.T @ b, at, b),
+        (lambda a, w: a.T @ w.T, at, w),
+        (lambda x, w: pto.gelu(x @ w.T + 1.0), x, w),
+    ]
+    for fn, p, q in cases:
+        check(fn, p, q, machine=machine)
+        (k,) = kernels(fn, p, q, machine=machine)
+        assert k.kind == "matmul" and "textract_t" in str(k)
+
+
+def test_transposed_operands_in_batches_reuse_and_edge_tiles() -> None:
+    d = pto.float16
+    # batched (the last two axes of each batch), an A block kept for several output tiles,
+    # and tiles that leave a partial last row and column
+    q, k = arr((4, 64, 32), d), arr((4, 48, 32), d, 1)
+    check(lambda q, k: q @ k.transpose((0, 2, 1)), q, k)
+    check(lambda a, b: a.transpose((0, 2, 1)) @ b, arr((4, 32, 64), d), arr((4, 32, 48), d, 1))
+    (km,) = kernels(lambda x, w: x @ w.T, arr((128, 256), d), arr((192, 256), d, 1))
+    assert "reuse=" in km.header()
+    check(lambda x, w: x @ w.T, arr((128, 256), d), arr((192, 256), d, 1))
+    edge = (lambda x, w: x @ w.T, arr((1000, 3000), d), arr((700, 3000), d, 1))
+    check(*edge, machine="ascend910b")
+    (ke,) = kernels(*edge, machine="ascend910b")
+    assert "%emp" in str(ke) or "%enp" in str(ke)  # the partial tile's code
+
+
+def test_a_transpose_read_elsewhere_or_folded_stays_a_kernel() -> None:
+    d = pto.float16
+    x, w = arr((32, 64), d), arr((48, 64), d, 1)
+
+    def twice(x: Any, w: Any) -> Any:
+        t = w.T
+        return x @ t, t * 2.0
+
+    assert [k.kind for k in kernels(twice, x, w)].count("layout") == 1
+    out = pto.jit(twice, machine="tiny")(x, w)
+    ref = pto.to_jax(twice)(x, w)
+    for o, r in zip(out, ref, strict=True):
+        np.testing.assert_allclose(np.asarray(o, np.float32), np.asarray(r, np.float32), atol=0.1)
+    # A with batch dims folded into M (2-D B) is not one window of its transpose's source
+    fold = (lambda a, b: a.transpose((0, 2, 1)) @ b, arr((2, 32, 16), d), arr((32, 24), d, 1))
+    check(*fold)
+    assert "layout" in [k.kind for k in kernels(*fold)]
+
+
+def test_grad_of_a_linear_layer_reads_its_transposes_in_place() -> None:
+    def loss(x: Any, w: Any) -> Any:
+        return (pto.tanh(x @ w.T) ** 2).sum()
+
+    x, w = arr((64, 32), pto.float32), arr((48, 32), pto.float32, 1) * np.float32(0.2)
+    f = pto.jit(pto.grad(loss, argnums=(0, 1)), machine="tiny")
+    got = f(x, w)
+    want = jax.grad(pto.to_jax(loss), argnums=(0, 1))(x, w)
+    for g, wv in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(wv), rtol=1e-4, atol=1e-4)
+    # wᵀ (forward) and xᵀ (for dw) are read in place; only dw = (xᵀ g)ᵀ's own transpose of
+    # the product stays a copy kernel
+    ks = f.lower(x, w).tile_ir.kernels
+    assert [k.kind for k in ks] == ["matmul", "matmul", "matmul", "layout"]
