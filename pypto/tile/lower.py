@@ -34,7 +34,19 @@ from pypto.npu.machine import Machine
 from pypto.ops.table import OPS, register_rule, require_rule
 from pypto.tile.config import TileConfig, from_hint
 from pypto.tile.cores import spread
-from pypto.tile.ir import Kernel, Section, SOp, Stmt, TileFunc, TileVar, TLoad, TOp, TStore
+from pypto.tile.ir import (
+    For,
+    Kernel,
+    Section,
+    SOp,
+    Stmt,
+    TileFunc,
+    TileVar,
+    TLoad,
+    TOp,
+    TStore,
+    walk,
+)
 
 __all__ = [
     "GROUP_RULES",
@@ -455,7 +467,11 @@ def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan |
 class RowBuilder:
     """Emits the statements of one row kernel; rules call :meth:`op`, :meth:`lit` ..."""
 
-    def __init__(self, lw: Lowering, plan: RowPlan, tr: int, tc: int) -> None:
+    def __init__(
+        self, lw: Lowering, plan: RowPlan, tr: int, tc: int, step: int | None = None
+    ) -> None:
+        """Tiles of ``[tr, tc]``; grid point ``%r`` starts at row ``%r * step`` (``step`` is the
+        full tile's rows when this builder emits a partial last tile of ``tr`` rows)."""
         self.lw = lw
         self.plan = plan
         self.tr, self.tc = tr, tc
@@ -468,7 +484,7 @@ class RowBuilder:
         self.axes: set[str] = set()  # leading-axis index registers already computed
         self._n = 0
         self.loc: SourceLoc | None = None
-        self.row = Expr.reg("r") * tr
+        self.row = Expr.reg("r") * (step or tr)
         self.col = Expr.reg("c") * tc if self.grid_c > 1 else Expr()
 
     def shape(self, kind: str) -> tuple[int, int]:
@@ -710,11 +726,13 @@ def choose_row_tile(lw: Lowering, plan: RowPlan, name: str) -> tuple[int, int]:
     if user is not None:
         tc = min(user[-1], plan.C)
         tr = min(math.prod(user[:-1]) if len(user) > 1 else 1, plan.R)
-        need = ub_bytes_needed(plan, tr, tc)
+        need = partial_need(plan, tr, tc)
         itemsize = max(d.itemsize for d in plan.dtypes)
         problems = []
-        if plan.R % tr or plan.C % tc:
-            problems.append("does not divide it")
+        if plan.C % tc:
+            problems.append(f"does not divide its {plan.C} columns")
+        if plan.R % tr and not partial_rows(plan):
+            problems.append(f"does not divide its {plan.R} rows")
         if any(p % tr for p in plan.row_blocks()):
             problems.append(
                 f"does not divide the {plan.row_blocks()} rows after which a broadcast "
@@ -770,7 +788,136 @@ def _best_row_tile(lw: Lowering, plan: RowPlan) -> tuple[int, int]:
             hint="without a vec tile setting, rows this long are walked in column chunks "
             "(pypto/tile/longrow.py)",
         )
-    return best[1], best[2]
+    tr, tc = best[1], best[2]
+    if partial_rows(plan):
+        # a partial last row tile, when it beats the divisors by far (a prime row count
+        # leaves them one row per tile); otherwise the divisor keeps its (simpler) kernel
+        found = _best_partial_tile(lw, plan, col_opts)
+        if found is not None and 3 * row_cycles(lw, plan, *found) < 2 * row_cycles(
+            lw, plan, tr, tc
+        ):
+            return found
+    return tr, tc
+
+
+def partial_rows(plan: RowPlan) -> bool:
+    """Whether a row kernel may end its grid in a partial tile of ``R mod tr`` rows: only when
+    no operand repeats or jumps across rows (:meth:`RowPlan.row_blocks`)."""
+    return not plan.row_blocks()
+
+
+def partial_need(plan: RowPlan, tr: int, tc: int) -> int:
+    """:func:`ub_bytes_needed` of ``[tr, tc]`` tiles, plus, when ``tr`` leaves a partial last
+    tile, the tiles it keeps apart: the double buffers of its loads and stores and the
+    scalars broadcast down its rows before the grid."""
+    need = ub_bytes_needed(plan, tr, tc)
+    tail = plan.R % tr
+    if tail:
+        for v, k in plan.kinds.items():
+            r, c = {"full": (tail, tc), "col": (tail, 1), "row": (1, 0), "one": (tail, 1)}[k]
+            nb = -(-r * c * v.aval.dtype.itemsize // 32) * 32
+            if k == "one":
+                need += nb
+            elif k in ("full", "col") and (v in plan.inputs or v in plan.outputs):
+                need += 2 * nb
+        stored = [p for ps in plan.cats.values() for p in ps]
+        need += sum(2 * -(-tail * tc * p.aval.dtype.itemsize // 32) * 32 for p in stored)
+    return need
+
+
+def row_cycles(lw: Lowering, plan: RowPlan, tr: int, tc: int) -> float:
+    """A rough estimate of a row kernel's cycles with ``[tr, tc]`` tiles: the busiest core's
+    grid points, each loading and storing its tiles (DMA start-up, then the bytes at the
+    core's rate or its share of HBM) and running the kernel's vector ops; the loads, the
+    compute and the stores of successive points overlap (double buffers). A partial last tile
+    costs at most a full one."""
+    m = lw.machine
+    points = -(-plan.R // tr) * (plan.C // tc)
+    busy = min(points, lw.workers("aiv"))
+    rounds = -(-points // busy)
+    share = m.hbm_gbps / m.clock_ghz / busy
+
+    def nbytes(v: Var) -> list[int]:
+        if v in plan.cats:
+            return [tr * tc * p.aval.dtype.itemsize for p in plan.cats[v]]
+        k = plan.kinds.get(v)
+        if k == "full" or (k == "row" and tc != plan.C):
+            return [tr * tc * v.aval.dtype.itemsize if k == "full" else tc * v.aval.dtype.itemsize]
+        return [tr * v.aval.dtype.itemsize] if k == "col" else []
+
+    def dma(vs: list[Var], rate: float) -> float:
+        sizes = [n for v in vs for n in nbytes(v)]
+        return len(sizes) * m.dma_latency + sum(sizes) / min(rate, share)
+
+    load, store = dma(plan.inputs, m.gm_read), dma(plan.outputs, m.ub_gm)
+    ops = sum(1 for e in plan.eqns if e.op not in LAYOUT_OPS)
+    vec = ops * (m.vector_latency + -(-tr * tc * 4 // m.vector_bytes))
+    # a point's loads overlap the previous point's stores: they share the core's HBM share
+    moved = sum(n for v in [*plan.inputs, *plan.outputs] for n in nbytes(v)) / share
+    return load + vec + store + (rounds - 1) * max(load, vec, store, moved)
+
+
+def _row_multiple(lw: Lowering, plan: RowPlan) -> int:
+    """The multiple of rows a tile must have for its loads and stores to be windows of the
+    buffers' layouts (a buffer laid out in rows of ``k`` of the kernel's rows)."""
+    k = 1
+    for v in [*plan.inputs, *plan.outputs]:
+        w = plan.windows.get(v)
+        buf = lw.var_buf.get(w.src if w else v)
+        lay = lw.views.get(buf) if buf is not None else None
+        if lay is None:
+            continue
+        kind = plan.kinds.get(v, "full")
+        cols = w.src.aval.shape[-1] if w else (plan.C if kind in ("full", "row") else 1)
+        if v in plan.cats:
+            cols = len(plan.cats[v]) * plan.C
+        if lay[1] > cols and lay[1] % cols == 0:
+            k = math.lcm(k, lay[1] // cols)
+    return k
+
+
+def _best_partial_tile(lw: Lowering, plan: RowPlan, col_opts: list[int]) -> tuple[int, int] | None:
+    """The best ``[tr, tc]`` tile whose rows do not divide ``R`` (the last grid point takes the
+    rest): even splits of the rows into a few rounds of the vector cores, or into the fewest
+    tiles that fit UB; of whole rows when they fit (a narrow column tile moves short strided
+    runs)."""
+    cap = lw.machine.ub_bytes
+    workers = lw.workers("aiv")
+    unit = _row_multiple(lw, plan)
+    best: tuple[Any, ...] | None = None
+    for tc in sorted(col_opts, reverse=True):
+
+        def fits(tr: int, tc: int = tc) -> bool:
+            return partial_need(plan, tr, tc) <= cap
+
+        # the most rows that fit (the need grows with the rows)
+        lo, hi = 0, (plan.R - 1) // unit
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if fits(mid * unit):
+                lo = mid
+            else:
+                hi = mid - 1
+        most = lo * unit
+        if most < 2:
+            continue
+        per = -(-workers // (plan.C // tc))  # row tiles that keep every core busy
+        counts = {per * i for i in range(1, 17)} | {-(-plan.R // min(most, max(1, 16384 // tc)))}
+        counts.add(-(-plan.R // most))
+        for n in sorted(counts):
+            even = -(-plan.R // n)
+            tr = -(-even // unit) * unit
+            if not 1 < tr <= most or plan.R % tr == 0 or not fits(tr):
+                continue
+            points = -(-plan.R // tr) * (plan.C // tc)
+            # the fewest rows on the busiest core (the cores share the rows evenly), then big
+            # tiles up to 16K elements, then fewer points
+            score = (-(-(-points // workers) * tr), min(tr * tc, 16384), -points)
+            if best is None or score > best[0]:
+                best = (score, tr, tc)
+        if best is not None:
+            break
+    return None if best is None else (best[1], best[2])
 
 
 def long_rows(lw: Lowering, plan: RowPlan) -> bool:
@@ -794,7 +941,32 @@ def lower_row_kernel(lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | No
         lower_long_rows(lw, plan, name, loc)
         return
     tr, tc = choose_row_tile(lw, plan, name)
-    b = RowBuilder(lw, plan, tr, tc)
+    b = _emit_rows(lw, plan, tr, tc, loc)
+    pre, body, post = b.pre, b.body, b.post
+    n = -(-plan.R // tr)
+    if plan.R % tr:
+        part = _emit_rows(lw, plan, plan.R % tr, tc, loc, step=tr)
+        pre, body, post = _with_partial(b, part, n)
+    grid = [("r", n)]
+    if plan.C // tc > 1:
+        grid.append(("c", plan.C // tc))
+    lw.add_kernel(
+        Kernel(
+            name,
+            "vector",
+            tuple(grid),
+            (Section("aiv", tuple(body), tuple(pre), tuple(post)),),
+            (("rows", tr), ("cols", tc)),
+            loc=loc,
+        )
+    )
+
+
+def _emit_rows(
+    lw: Lowering, plan: RowPlan, tr: int, tc: int, loc: SourceLoc | None, step: int | None = None
+) -> RowBuilder:
+    """A builder holding the row kernel's statements for ``[tr, tc]`` tiles."""
+    b = RowBuilder(lw, plan, tr, tc, step)
     b.loc = loc
     for v in plan.inputs:
         b.tiles[v] = b.load(v)
@@ -812,19 +984,86 @@ def lower_row_kernel(lw: Lowering, plan: RowPlan, name: str, loc: SourceLoc | No
             b.store_cat(v)
         else:
             b.store(v, b.tiles[v])
-    grid = [("r", plan.R // tr)]
-    if plan.C // tc > 1:
-        grid.append(("c", plan.C // tc))
-    lw.add_kernel(
-        Kernel(
-            name,
-            "vector",
-            tuple(grid),
-            (Section("aiv", tuple(b.body), tuple(b.pre), tuple(b.post)),),
-            (("rows", tr), ("cols", tc)),
-            loc=loc,
-        )
-    )
+    return b
+
+
+def _tiles_of(s: Stmt) -> list[TileVar]:
+    if isinstance(s, TLoad):
+        return [s.dst]
+    if isinstance(s, TStore):
+        return [s.src]
+    if isinstance(s, TOp):
+        return [s.dst, *(a for a in s.args if isinstance(a, TileVar))]
+    if isinstance(s, For):
+        return [t for x in s.body for t in _tiles_of(x)]
+    return []
+
+
+def _renamed(s: Stmt, names: dict[str, str]) -> Stmt:
+    """``s`` with its tiles renamed by ``names``."""
+
+    def t(v: TileVar) -> TileVar:
+        return TileVar(names[v.name], v.space, v.dtype, v.shape) if v.name in names else v
+
+    if isinstance(s, TLoad):
+        return TLoad(t(s.dst), s.tensor, s.row, s.col, s.loc)
+    if isinstance(s, TStore):
+        return TStore(s.tensor, s.row, s.col, t(s.src), s.loc)
+    if isinstance(s, TOp):
+        args = tuple(t(a) if isinstance(a, TileVar) else a for a in s.args)
+        return TOp(s.op, t(s.dst), args, s.loc)
+    if isinstance(s, For):
+        return For(s.reg, s.start, s.stop, s.step, tuple(_renamed(x, names) for x in s.body))
+    return s
+
+
+def _with_partial(
+    full: RowBuilder, part: RowBuilder, n: int
+) -> tuple[list[Stmt], list[Stmt], list[Stmt]]:
+    """(pre, body, post) of a row kernel whose last of ``n`` row tiles is partial: ``%last`` is
+    1 only on it, and 0/1-trip loops on it run the full tile's statements or the partial
+    tile's. Their vector-only tiles keep the same names, so one buffer holds either; the
+    tiles DMA moves and the partial tile's own tiles before the grid (a scalar broadcast down
+    fewer rows) are renamed apart."""
+    used = {t.name for s in [*full.pre, *full.body, *full.post] for t in _tiles_of(s)}
+    taken = used | {t.name for s in [*part.pre, *part.body, *part.post] for t in _tiles_of(s)}
+    full_pre = {t.name for s in full.pre for t in _tiles_of(s)}
+    names: dict[str, str] = {}
+
+    def apart(name: str) -> None:
+        new = name + "_p"
+        while new in taken:
+            new += "p"
+        taken.add(new)
+        names[name] = new
+
+    pre = list(full.pre)
+    for s in part.pre:
+        s = _renamed(s, names)
+        if s in full.pre:
+            continue
+        for t in _tiles_of(s)[:1]:  # the tile it defines
+            if t.name in used and t.name not in names:
+                apart(t.name)
+        pre.append(_renamed(s, names))
+    part_pre = {t.name for s in part.pre for t in _tiles_of(s)}
+    for s in walk(tuple(part.body)):
+        moved = [s.dst] if isinstance(s, TLoad) else [s.src] if isinstance(s, TStore) else []
+        for t in _tiles_of(s):
+            if t.name in names or t.name in part_pre:
+                continue
+            # a tile the full tile's pre names, or one that DMA moves: a double buffer of its
+            # own, alternating within the loop of its tile (so that the next grid point's
+            # loads still overlap this one's compute and stores)
+            if t.name in full_pre or t in moved:
+                apart(t.name)
+    body: list[Stmt] = [
+        SOp("SMAX", "last", (Expr.reg("r") - (n - 2), Expr.of(0))),
+        For("rf", Expr.reg("last"), Expr.of(1), 1, tuple(full.body)),
+        For("rp", Expr(), Expr.reg("last"), 1, tuple(_renamed(s, names) for s in part.body)),
+    ]
+    post = list(full.post) + [s for s in part.post if s not in full.post]
+    return pre, body, post
 
 
 # ---------------------------------------------------------------- the driver

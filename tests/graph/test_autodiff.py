@@ -342,7 +342,7 @@ def test_a_tile_error_in_a_grad_program_names_the_users_line() -> None:
     at = line() + 4
 
     def f(x):
-        with pto.hint(tile=(7, 128)):
+        with pto.hint(tile=(8, 96)):
             y = pto.exp(x)
         return (y * x).sum()
 
