@@ -13,6 +13,12 @@ first step with ``TMATMUL``, the rest with ``TMATMUL_ACC``. Then either
   residual: the row-kernel rules of :mod:`pypto.tile.rules` — and store. int8 results take
   this path too: the fixpipe cannot narrow int32, the vector unit does (wrapping, as numpy).
 
+An operand that is a transpose of its last two axes, read by nothing else (``x @ w.T`` with a
+weight stored ``[out, in]``, the ``xᵀ``/``wᵀ`` of a backward pass), is not copied: the cube core
+loads the stored ``[k, m]``/``[n, k]`` blocks and ``TEXTRACT_T`` cuts each L0 step out of them
+transposed. A product whose only reader transposes it, ``(a @ b).T``, is computed as
+``b.T @ a.T`` into the transpose's result.
+
 float32 operands run on the cube at half the fp16 rate (the chip's fp32 fractal is 16x8);
 int32 has no cube path and runs on the vector cores as multiply-adds of columns by rows.
 
@@ -51,7 +57,7 @@ from pypto.graph.ir import Eqn, Var
 from pypto.isa.ir import Expr, Space
 from pypto.isa.verify import cast_ok, matmul_result
 from pypto.npu.machine import Machine
-from pypto.ops.table import OPS, register_rule
+from pypto.ops.table import OPS, AVal, register_rule
 from pypto.tile.ir import For, Kernel, Ring, Section, SOp, Stmt, TileVar, TLoad, TOp, TStore
 from pypto.tile.lower import (
     GROUP_RULES,
@@ -624,6 +630,58 @@ def _n_col(t: CubeTiles) -> Expr:
     return Expr.reg("n") * t.n1
 
 
+def _swap_last(x: Var) -> Var:
+    """A value of ``x``'s transpose (the last two axes swapped)."""
+    sh = x.aval.shape
+    return Var(AVal((*sh[:-2], sh[-1], sh[-2]), x.aval.dtype))
+
+
+def _transposed_product(lw: Lowering, e: Eqn) -> bool:
+    """``(a @ b).T`` as ``b.T @ a.T`` when the product's only reader is a transpose of its last
+    two axes (a backward pass's weight gradient of ``x @ w.T``): the cube computes the
+    transposed result straight into the transpose's buffer, reading each operand transposed
+    (or as stored, when it is itself a transpose the group claimed), and the transpose is no
+    kernel."""
+    a, b = e.inputs
+    assert isinstance(a, Var) and isinstance(b, Var)
+    out = e.out
+    if (
+        _acc_dtype(a.aval.dtype) is None
+        or not cast_ok(_acc_dtype(a.aval.dtype) or dt.float32, out.aval.dtype)
+        or out in lw.outputs_of
+        or a.aval.ndim < 2
+        or b.aval.ndim < 2
+        or (b.aval.ndim > 2 and a.aval.ndim == 2)  # b.T's batch would fold into M
+    ):
+        return False
+    readers = [q for q in lw.func.eqns if out in q.inputs]
+    if len(readers) != 1 or readers[0].op != "transpose" or id(readers[0]) in lw.skip:
+        return False
+    tr = readers[0]
+    n = out.aval.ndim
+    if tuple(tr.kwargs["perm"]) != (*range(n - 2), n - 1, n - 2):
+        return False
+    windows = dict(lw.windows)
+
+    def flipped(x: Var) -> Var:
+        """``x.T`` as an operand: what ``x`` transposes, or ``x`` read transposed."""
+        own = windows.get(x)
+        if own is not None and isinstance(own.inputs[0], Var):
+            return own.inputs[0]
+        t, m = _swap_last(x), x.aval.ndim
+        lw.windows[t] = Eqn("transpose", (x,), (("perm", (*range(m - 2), m - 1, m - 2)),), t)
+        return t
+
+    lw.windows = {}
+    swapped = Eqn("matmul", (flipped(b), flipped(a)), (), tr.out, e.loc, e.group, e.hint)
+    try:
+        lower_matmul(lw, swapped)
+    finally:
+        lw.windows = windows
+    lw.skip.add(id(tr))
+    return True
+
+
 def _copy_transposes(lw: Lowering, e: Eqn) -> None:
     """Lower the transposes the group claimed (:func:`_claim_transposes`) as kernels after
     all, for a path that reads A and B as they are."""
@@ -728,6 +786,8 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     assert isinstance(a, Var) and isinstance(b, Var)
     d = a.aval.dtype
     out = e.out
+    if not epilogue and _transposed_product(lw, e):
+        return True
     g = geometry(a.aval.shape, b.aval.shape)
     acc_dt = _acc_dtype(d)
     if acc_dt is None:  # int32: no cube path

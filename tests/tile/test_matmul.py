@@ -355,7 +355,25 @@ def test_grad_of_a_linear_layer_reads_its_transposes_in_place() -> None:
     want = jax.grad(pto.to_jax(loss), argnums=(0, 1))(x, w)
     for g, wv in zip(got, want, strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(wv), rtol=1e-4, atol=1e-4)
-    # wᵀ (forward) and xᵀ (for dw) are read in place; only dw = (xᵀ g)ᵀ's own transpose of
-    # the product stays a copy kernel
+    # wᵀ (forward) is read in place, and dw = (xᵀ g)ᵀ is computed as gᵀ x: no copy kernels
     ks = f.lower(x, w).tile_ir.kernels
-    assert [k.kind for k in ks] == ["matmul", "matmul", "matmul", "layout"]
+    assert [k.kind for k in ks] == ["matmul", "matmul", "matmul"]
+
+
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_a_transposed_product_is_computed_transposed(d: pto.DType) -> None:
+    a, b = arr((64, 32), d), arr((32, 48), d, 1)
+    a3, b3 = arr((3, 64, 32), d, 2), arr((3, 32, 48), d, 3)
+    cases = [
+        (lambda a, b: (a @ b).T, a, b),
+        (lambda a, b: (a.T @ b).T, arr((32, 64), d, 4), b),
+        (lambda a, b: (a @ b).transpose((0, 2, 1)), a3, b3),
+        (lambda a, b: (a @ b).transpose((0, 2, 1)), a3, b),
+    ]
+    for fn, p, q in cases:
+        check(fn, p, q)
+        (k,) = kernels(fn, p, q)
+        assert k.kind == "matmul"
+    # the product also read elsewhere is stored as it is, and transposed by a kernel
+    both = (lambda a, b: ((a @ b).T, (a @ b) * 2.0), a, b)
+    assert "layout" in [k.kind for k in kernels(*both)]
