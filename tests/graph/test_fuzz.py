@@ -54,7 +54,19 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
         ),
     ),
     ("swap-lead", lambda x: _swap_lead(x)),
+    # matmuls over the last two axes with transposed operands and a transposed product, which
+    # the cube reads and writes in place (TEXTRACT_T); the shape comes back
+    ("gram", lambda x: _with_t(x, lambda t: pto.tanh(x @ t * 0.3) @ x * 0.3)),
+    ("gram-T", lambda x: _with_t(x, lambda t: (t @ pto.tanh(x @ t * 0.3)).T * 0.3)),
 ]
+
+
+def _with_t(x: Any, f: Callable[[Any], Any]) -> Any:
+    """``f(x with its last two axes swapped)`` for x of 2+ axes, else ``x``."""
+    if x.ndim < 2:
+        return x
+    n = x.ndim
+    return f(x.transpose((*range(n - 2), n - 1, n - 2)))
 
 
 def _last(x: Any, f: Callable[[int], Any]) -> Any:
