@@ -1032,6 +1032,13 @@ def _vector_epilogue(
         # every chunk's builder names its invariant tiles alike: keep one copy of each
         pre += [st for st in rb.pre if st not in pre]
         post += [st for st in rb.post if st not in post]
+    if g.M == 1:
+        # one row: both vector cores take it from the ring (its flags pair with both), but
+        # only the first stores it — two stores of one row would race
+        body = [
+            For("one", Expr.reg("sub"), Expr.of(1), 1, (st,)) if isinstance(st, TStore) else st
+            for st in body
+        ]
     return Section("aiv", tuple(body), tuple(pre), tuple(post))
 
 

@@ -377,3 +377,11 @@ def test_a_transposed_product_is_computed_transposed(d: pto.DType) -> None:
     # the product also read elsewhere is stored as it is, and transposed by a kernel
     both = (lambda a, b: ((a @ b).T, (a @ b) * 2.0), a, b)
     assert "layout" in [k.kind for k in kernels(*both)]
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_an_epilogue_over_one_row_is_stored_once(machine: str) -> None:
+    # both vector cores take the single row from the ring; two stores of it would race
+    check(lambda x, w: pto.tanh(x @ w), arr((1, 16), pto.float16), arr((16, 32), pto.float16, 1))
+    x3, w3 = arr((3, 1, 16), pto.float16, 2), arr((3, 16, 32), pto.float16, 3)
+    check(lambda x, w: pto.gelu(x @ w) * 2.0, x3, w3, machine=machine)
