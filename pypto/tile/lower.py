@@ -661,6 +661,10 @@ class RowBuilder:
             else:
                 # broadcast down the rows of the tile; its first row holds the value
                 t = TileVar(t.name, t.space, t.dtype, (1, t.shape[1]))
+        elif kind == "row" and t.shape[0] > 1:
+            # a row value computed with a scalar broadcast down a column is a whole tile of
+            # equal rows: the first one is the value
+            t = TileVar(t.name, t.space, t.dtype, (1, t.shape[1]))
         row = self.row if kind in ("full", "col") else Expr()
         col = self.col if kind in ("full", "row") else Expr()
         w = window(lay, logical_cols, t.shape, row, col)

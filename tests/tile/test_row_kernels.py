@@ -206,6 +206,19 @@ def test_a_merged_scalar_output_is_stored_once_not_per_row() -> None:
         np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
 
 
+def test_a_merged_row_output_with_a_scalar_operand_is_stored_as_one_row() -> None:
+    # [2] + tanh([1, 1]) is one row; the scalar broadcast down the tile's rows makes a whole
+    # tile of equal rows, of which one reaches the [1, 2] output
+    def f(x: Any, v: Any, s: Any) -> Any:
+        return x + x, v + pto.tanh(s)
+
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 1, 2)
+    v, s = np.array([0.5, -0.5], np.float32), np.array([[0.25]], np.float32)
+    jf = pto.jit(f, machine="tiny")
+    assert len(jf.lower(x, v, s).tile_ir.kernels) == 1
+    assert_same(f, x, v, s)
+
+
 def test_independent_kernels_overlap_and_dependent_ones_meet_at_a_barrier() -> None:
     def f(x: Any, y: Any) -> Any:
         a = pto.softmax(x, -1)  # kernel 1
