@@ -56,17 +56,21 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     ("swap-lead", lambda x: _swap_lead(x)),
     # matmuls over the last two axes with transposed operands and a transposed product, which
     # the cube reads and writes in place (TEXTRACT_T); the shape comes back
-    ("gram", lambda x: _with_t(x, lambda t: pto.tanh(x @ t * 0.3) @ x * 0.3)),
-    ("gram-T", lambda x: _with_t(x, lambda t: (t @ pto.tanh(x @ t * 0.3)).T * 0.3)),
+    ("gram", lambda x: _with_t(x, lambda t, T: pto.tanh(x @ t * 0.3) @ x * 0.3)),
+    ("gram-T", lambda x: _with_t(x, lambda t, T: T(t @ pto.tanh(x @ t * 0.3)) * 0.3)),
 ]
 
 
-def _with_t(x: Any, f: Callable[[Any], Any]) -> Any:
-    """``f(x with its last two axes swapped)`` for x of 2+ axes, else ``x``."""
+def _with_t(x: Any, f: Callable[[Any, Callable[[Any], Any]], Any]) -> Any:
+    """``f(x with its last two axes swapped, the swap)`` for x of 2+ axes, else ``x``."""
     if x.ndim < 2:
         return x
     n = x.ndim
-    return f(x.transpose((*range(n - 2), n - 1, n - 2)))
+
+    def T(y: Any) -> Any:
+        return y.transpose((*range(n - 2), n - 1, n - 2))
+
+    return f(T(x), T)
 
 
 def _last(x: Any, f: Callable[[int], Any]) -> Any:
