@@ -9,6 +9,8 @@ Every function is staged with ``pto.jit`` (Tile IR → Block IR → PTO ISA) and
   LLaMA-style decoder block forward (seq 2048, hidden 4096, 32 heads, SwiGLU 11008).
 - ``fusion``: simulated cycles of the same block compiled with ``fuse=False`` (every op its own
   kernel) over those of the fused block. Target ≥ 2.
+- ``baseline``: the gradient of the block's sum of squares with respect to every weight (the
+  forward replayed, the backward op by op): what a training step costs. No target.
 - ``compile``: the block lowered through all four levels (``pto.jit(f).lower(*args)`` then
   ``.isa``) from a fresh ``jit`` object each time, at seq 256 and seq 4096, medians of
   alternating runs; target < 2 s each and a ratio seq 4096 / seq 256 below 1.5. The ISA's
@@ -506,7 +508,21 @@ def _measure(settings: Settings) -> Iterator[Row]:
         speedup = unfused["cycles"] / fused["cycles"]
         ratio_row.update(result=f"{speedup:.2f}{TIMES}", ratio=speedup, met=speedup >= 2.0)
     yield ratio_row
+    # what training costs: the gradient of a sum of squares of the block with respect to every
+    # weight (forward replayed, backward op by op; no target)
+    grad = row("decoder block gradient (all weights)", bshape, block_grad(block), args, 0.0)
+    grad.update(target="", met=None, kind="baseline")
+    yield grad
     yield from _compile_rows(sz)
+
+
+def block_grad(block: Callable[..., Any]) -> Callable[..., Any]:
+    """``pto.grad`` of ``sum(block(...)²)`` in float32 with respect to the weights."""
+
+    def loss(x: Any, p: dict[str, Any], cos: Any, sin: Any) -> Any:
+        return (block(x, p, cos, sin).astype(pto.float32) ** 2).sum()
+
+    return pto.grad(loss, argnums=1)
 
 
 def _opt(fmt: Callable[[Any], str]) -> Callable[[Any], str]:
