@@ -48,7 +48,15 @@ from pypto.graph.ir import Eqn, Var
 from pypto.isa.ir import Cond, Expr
 from pypto.ops.table import OPS
 from pypto.tile.ir import For, Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore, walk
-from pypto.tile.lower import Lowering, RowBuilder, RowPlan, RowRule, divisors, relayout
+from pypto.tile.lower import (
+    Lowering,
+    RowBuilder,
+    RowPlan,
+    RowRule,
+    divisors,
+    relayout,
+    tiles_of,
+)
 
 __all__ = ["lower_long_rows", "takes"]
 
@@ -489,7 +497,7 @@ def _need(lw: Lowering, body: list[Stmt], pre: list[Stmt], loops: list[list[Stmt
         for s in stmts:
             if isinstance(s, For):
                 continue
-            ts = _tiles_of(s)
+            ts = tiles_of(s)
             if isinstance(s, TLoad | TStore):
                 io.update(t.name for t in ts)
             for t in ts:
@@ -510,13 +518,3 @@ def _need(lw: Lowering, body: list[Stmt], pre: list[Stmt], loops: list[list[Stmt
         else:
             total += sizes[n]
     return total + max(per_loop, default=0)
-
-
-def _tiles_of(s: Stmt) -> list[TileVar]:
-    if isinstance(s, TLoad):
-        return [s.dst]
-    if isinstance(s, TStore):
-        return [s.src]
-    if isinstance(s, TOp):
-        return [s.dst, *(a for a in s.args if isinstance(a, TileVar))]
-    return []

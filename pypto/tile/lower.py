@@ -991,7 +991,8 @@ def _emit_rows(
     return b
 
 
-def _tiles_of(s: Stmt) -> list[TileVar]:
+def tiles_of(s: Stmt) -> list[TileVar]:
+    """The tiles a statement (and any loop's body) names, a definition first."""
     if isinstance(s, TLoad):
         return [s.dst]
     if isinstance(s, TStore):
@@ -999,7 +1000,7 @@ def _tiles_of(s: Stmt) -> list[TileVar]:
     if isinstance(s, TOp):
         return [s.dst, *(a for a in s.args if isinstance(a, TileVar))]
     if isinstance(s, For):
-        return [t for x in s.body for t in _tiles_of(x)]
+        return [t for x in s.body for t in tiles_of(x)]
     return []
 
 
@@ -1029,9 +1030,9 @@ def _with_partial(
     tile's. Their vector-only tiles keep the same names, so one buffer holds either; the
     tiles DMA moves and the partial tile's own tiles before the grid (a scalar broadcast down
     fewer rows) are renamed apart."""
-    used = {t.name for s in [*full.pre, *full.body, *full.post] for t in _tiles_of(s)}
-    taken = used | {t.name for s in [*part.pre, *part.body, *part.post] for t in _tiles_of(s)}
-    full_pre = {t.name for s in full.pre for t in _tiles_of(s)}
+    used = {t.name for s in [*full.pre, *full.body, *full.post] for t in tiles_of(s)}
+    taken = used | {t.name for s in [*part.pre, *part.body, *part.post] for t in tiles_of(s)}
+    full_pre = {t.name for s in full.pre for t in tiles_of(s)}
     names: dict[str, str] = {}
 
     def apart(name: str) -> None:
@@ -1046,14 +1047,14 @@ def _with_partial(
         s = _renamed(s, names)
         if s in full.pre:
             continue
-        for t in _tiles_of(s)[:1]:  # the tile it defines
+        for t in tiles_of(s)[:1]:  # the tile it defines
             if t.name in used and t.name not in names:
                 apart(t.name)
         pre.append(_renamed(s, names))
-    part_pre = {t.name for s in part.pre for t in _tiles_of(s)}
+    part_pre = {t.name for s in part.pre for t in tiles_of(s)}
     for s in walk(tuple(part.body)):
         moved = [s.dst] if isinstance(s, TLoad) else [s.src] if isinstance(s, TStore) else []
-        for t in _tiles_of(s):
+        for t in tiles_of(s):
             if t.name in names or t.name in part_pre:
                 continue
             # a tile the full tile's pre names, or one that DMA moves: a double buffer of its
