@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,7 @@ def param_text(v: Any) -> str:
 
 
 def const_text(a: np.ndarray) -> str:
-    return (
+    text = (
         np.array2string(
             a.astype(np.float32) if a.dtype.kind == "V" or a.dtype == np.float16 else a,
             separator=", ",
@@ -38,6 +39,9 @@ def const_text(a: np.ndarray) -> str:
         .replace("True", "true")
         .replace("False", "false")
     )
+    # one line without numpy's column padding (it puts each row of a 2-D array on a line of
+    # its own, whatever the width)
+    return re.sub(r" +([,\]])", r"\1", re.sub(r"\[ +", "[", re.sub(r"\s+", " ", text)))
 
 
 class Namer:

@@ -174,6 +174,11 @@ def test_traced_ir_round_trips_with_constants() -> None:
     assert print_func(back) == text
     with pytest.raises(pto.PyptoError, match="constant @c0"):
         parse(text)
+    # a small 2-D constant is printed inline, on one line, and parses back
+    h = pto.jit(f).lower(pto.ones((2, 2, 4))).tensor_ir
+    line = next(ln for ln in print_func(h).splitlines() if "= const" in ln)
+    assert line.endswith("const [[true, false], [true, true]]")
+    assert print_func(parse(print_func(h)).verify()) == print_func(h)
 
 
 @pytest.mark.parametrize(
