@@ -49,7 +49,19 @@ from pypto.core.errors import TileError
 from pypto.graph.ir import Eqn, Lit, Var
 from pypto.isa.ir import Expr, Space
 from pypto.ops.composite import causal_mask
-from pypto.tile.ir import For, Kernel, Ring, Section, SOp, Stmt, TileVar, TLoad, TOp, TStore
+from pypto.tile.ir import (
+    For,
+    Kernel,
+    Ring,
+    Section,
+    SOp,
+    Stmt,
+    TileVar,
+    TLoad,
+    TOp,
+    TStore,
+    stores_by_first_sub,
+)
 from pypto.tile.lower import (
     GROUP_RULES,
     GROUP_WINDOWS,
@@ -507,15 +519,18 @@ def _kernel(
     o_row = o_row + Expr.reg("q") * gq
     # S and P V cross in the inputs' dtype (the fixpipe rounds them once, as the reference
     # rounds its logits): half the fixpipe and vector bytes of f32
+    # rows of a ring slot: the point's query rows; with one query row, a row per vector core
+    # (both compute it, and each hands its P over without writing the other's)
+    rr = 2 if gq == 1 else gq
     ws: dict[str, str] = {}
     for reg, name, cols in (("ss", "ws_s", bk), ("sp", "ws_p", bk), ("so", "ws_o", dv)):
-        rows = m.clusters * SLOTS[reg] * gq
+        rows = m.clusters * SLOTS[reg] * rr
         ws[reg] = lw.new_buffer(name, d_t, rows * cols)
         lw.views[ws[reg]] = (rows, cols)
     ws_s, ws_p, ws_o = ws["ss"], ws["sp"], ws["so"]
 
     def ring(slot: str, t: int = 0) -> Expr:
-        return Expr.reg("blk") * (SLOTS[slot] * gq) + Expr.reg(slot) * gq + t * bq
+        return Expr.reg("blk") * (SLOTS[slot] * rr) + Expr.reg(slot) * rr + t * bq
 
     j = Expr.reg("j")
     r = bq // bk
@@ -704,7 +719,7 @@ def _kernel(
         soft += [
             TOp("TMUL", ls, (ls, al), loc),
             TOp("TADD", ls, (ls, rsf), loc),
-            TStore(ws_p, ring("sp", t) + sub, Expr(), x, loc),
+            TStore(ws_p, ring("sp", t) + (Expr.reg("sub") if bq == 1 else sub), Expr(), x, loc),
         ]
         ot = ub("ot", d_t, (h, dv))
         update: list[Stmt] = [TLoad(ot, ws_o, ring("so", t) + sub, Expr(), loc)]
@@ -744,6 +759,9 @@ def _kernel(
         stage("hs", "cs", ("ss", "sp"), soft_all),
         stage("hp", "cp", ("so",), update_all),
     ]
+    if bq == 1:
+        # one query row: both vector cores compute it; the first stores the output
+        fin = stores_by_first_sub(fin)
     aiv = Section("aiv", (*start, For("j", Expr(), n + LAG, 1, tuple(body)), *fin), tuple(pre))
     flops = 2 * math.prod(ob) * lq * lk * (d + dv)
     lw.add_kernel(

@@ -22,7 +22,8 @@ one level down, in the Block IR.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -155,6 +156,21 @@ class For:
 
 
 Stmt = TLoad | TStore | TOp | SOp | For
+
+
+def stores_by_first_sub(stmts: Sequence[Stmt]) -> list[Stmt]:
+    """``stmts`` with every store (in loops too) run only by the vector core with ``%sub`` 0:
+    for a tile of one row, which both vector cores of a cluster compute, one store of it (two
+    would race). Loads and cross-core flags stay on both, so hand-offs pair as before."""
+    out: list[Stmt] = []
+    for s in stmts:
+        if isinstance(s, TStore):
+            out.append(For("one", Expr.reg("sub"), Expr.of(1), 1, (s,)))
+        elif isinstance(s, For):
+            out.append(replace(s, body=tuple(stores_by_first_sub(s.body))))
+        else:
+            out.append(s)
+    return out
 
 
 def walk(stmts: tuple[Stmt, ...]) -> Any:

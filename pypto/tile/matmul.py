@@ -58,7 +58,19 @@ from pypto.isa.ir import Expr, Space
 from pypto.isa.verify import cast_ok, matmul_result
 from pypto.npu.machine import Machine
 from pypto.ops.table import OPS, AVal, register_rule
-from pypto.tile.ir import For, Kernel, Ring, Section, SOp, Stmt, TileVar, TLoad, TOp, TStore
+from pypto.tile.ir import (
+    For,
+    Kernel,
+    Ring,
+    Section,
+    SOp,
+    Stmt,
+    TileVar,
+    TLoad,
+    TOp,
+    TStore,
+    stores_by_first_sub,
+)
 from pypto.tile.lower import (
     GROUP_RULES,
     GROUP_WINDOWS,
@@ -1033,12 +1045,8 @@ def _vector_epilogue(
         pre += [st for st in rb.pre if st not in pre]
         post += [st for st in rb.post if st not in post]
     if g.M == 1:
-        # one row: both vector cores take it from the ring (its flags pair with both), but
-        # only the first stores it — two stores of one row would race
-        body = [
-            For("one", Expr.reg("sub"), Expr.of(1), 1, (st,)) if isinstance(st, TStore) else st
-            for st in body
-        ]
+        # one row: both vector cores take it from the ring, only the first stores it
+        body = stores_by_first_sub(body)
     return Section("aiv", tuple(body), tuple(pre), tuple(post))
 
 

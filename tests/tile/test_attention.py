@@ -77,6 +77,17 @@ def test_long_causal_several_kv_tiles() -> None:
     assert dict(att.grid)["q"] * dict(att.tile).get("g", 1) > 1
 
 
+@pytest.mark.parametrize("machine", MACHINES)
+def test_one_query_row_as_in_decoding(machine: str) -> None:
+    # both vector cores compute the single row: each hands its P over in a row of its own
+    # and only the first stores the output (two stores of one row would race)
+    d = pto.float16
+    q, k, v = arr((4, 1, 64), d), arr((4, 96, 64), d, 1), arr((4, 96, 64), d, 2)
+    low = check(sdpa(False), q, k, v, machine=machine)
+    assert [k.kind for k in low.tile_ir.kernels] == ["attention"]
+    check(sdpa(True), q, q, q, machine=machine)
+
+
 def test_matmul_softmax_matmul_is_attention() -> None:
     q, k, v = (arr((2, 64, 32), pto.float16, s) for s in range(3))
 
