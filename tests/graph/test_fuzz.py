@@ -58,7 +58,22 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     # the cube reads and writes in place (TEXTRACT_T); the shape comes back
     ("gram", lambda x: _with_t(x, lambda t, T: pto.tanh(x @ t * 0.3) @ x * 0.3)),
     ("gram-T", lambda x: _with_t(x, lambda t, T: T(t @ pto.tanh(x @ t * 0.3)) * 0.3)),
+    # causal self-attention over two heads split from the last axis and merged back, which the
+    # attention kernel reads and writes in place
+    ("heads", lambda x: _heads(x)),
 ]
+
+
+def _heads(x: Any) -> Any:
+    """``x [.., s, 2d]`` through two-head causal attention, back to its shape."""
+    if x.ndim < 2 or x.shape[-1] % 2:
+        return x
+    *lead, s, c = x.shape
+    n = len(lead)
+    perm = (*range(n), n + 1, n, n + 2)
+    h = x.reshape((*lead, s, 2, c // 2)).transpose(perm)
+    a = pto.scaled_dot_product_attention(h, h, h, causal=True)
+    return a.transpose(perm).reshape(x.shape)
 
 
 def _with_t(x: Any, f: Callable[[Any, Callable[[Any], Any]], Any]) -> Any:
