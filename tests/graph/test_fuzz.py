@@ -58,6 +58,11 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     # the cube reads and writes in place (TEXTRACT_T); the shape comes back
     ("gram", lambda x: _with_t(x, lambda t, T: pto.tanh(x @ t * 0.3) @ x * 0.3)),
     ("gram-T", lambda x: _with_t(x, lambda t, T: T(t @ pto.tanh(x @ t * 0.3)) * 0.3)),
+    ("layer_norm", lambda x: pto.layer_norm(x) * 0.5),
+    ("rms_norm", lambda x: pto.rms_norm(x) * 0.5),
+    ("log_softmax", lambda x: pto.log_softmax(x, -1) * 0.3),
+    ("cast-trip", lambda x: x.astype(_other(x.dtype)).astype(x.dtype)),
+    ("reverse", lambda x: _last(x, lambda n: pto.take(x, np.arange(n)[::-1].copy(), axis=-1))),
     # causal self-attention over two heads split from the last axis and merged back, which the
     # attention kernel reads and writes in place
     ("heads", lambda x: _heads(x)),
@@ -86,6 +91,11 @@ def _with_t(x: Any, f: Callable[[Any, Callable[[Any], Any]], Any]) -> Any:
         return y.transpose((*range(n - 2), n - 1, n - 2))
 
     return f(T(x), T)
+
+
+def _other(d: Any) -> Any:
+    """A float dtype other than ``d`` (a cast there and back)."""
+    return pto.float32 if d is not pto.float32 else pto.bfloat16
 
 
 def _last(x: Any, f: Callable[[int], Any]) -> Any:
