@@ -92,6 +92,34 @@ CASES = [
         """,
     ),
     (
+        "simplify turns zero-paddings that tile one axis into a concatenation",
+        (simplify, dce),
+        """
+        func @f(%a: f32[2,3], %b: f32[2,5]) -> (f32[2,8], f32[2,8], f32[2,8]) {
+          %0: f32[2,8] = pad %a [config=((0, 0, 0), (0, 5, 0))]
+          %1: f32[2,8] = pad %b [config=((0, 0, 0), (3, 0, 0))]
+          %2: f32[2,8] = add %1, %0
+          %3: f32[2,8] = pad %a [config=((0, 0, 0), (5, 0, 0))]
+          %4: f32[2,8] = add %1, %3
+          %5: f32[2,7] = pad %a [config=((0, 0, 0), (0, 4, 0))]
+          %6: f32[2,7] = pad %a [config=((0, 0, 0), (4, 0, 0))]
+          %7: f32[2,8] = pad %b [config=((0, 0, 0), (0, 3, 0))]
+          %8: f32[2,8] = add %7, %3
+          return %2, %4, %8
+        }
+        """,
+        """
+        func @f(%a: f32[2,3], %b: f32[2,5]) -> (f32[2,8], f32[2,8], f32[2,8]) {
+          %0: f32[2,8] = pad %b [config=((0, 0, 0), (3, 0, 0))]
+          %1: f32[2,8] = concat %a, %b [axis=1]
+          %2: f32[2,8] = pad %a [config=((0, 0, 0), (5, 0, 0))]
+          %3: f32[2,8] = add %0, %2
+          %4: f32[2,8] = concat %b, %a [axis=1]
+          return %1, %3, %4
+        }
+        """,
+    ),
+    (
         "simplify removes neutral elements",
         (simplify, dce),
         """

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import jax
 import numpy as np
 import pytest
 
@@ -406,3 +407,22 @@ def test_a_relayout_takes_many_runs_per_grid_point_with_a_tail() -> None:
     assert re.header() == "kernel @relayout grid(r=13) vec_tile(rows=1, cols=6)"
     got = np.asarray(pto.jit(fn, machine="tiny")(x))
     np.testing.assert_allclose(got, (np.asarray(x) * 2.0).reshape(2062, 6).sum(-1), rtol=1e-5)
+
+
+def test_the_gradient_of_a_rotary_embedding_is_row_kernels_without_pads() -> None:
+    # the backward of slicing t into halves pads each half's gradient with zeros and adds the
+    # two: simplify makes that a concatenation, which the row kernel stores piece by piece
+    def rope(t: Any, cos: Any, sin: Any) -> Any:
+        t1, t2 = t[..., :16], t[..., 16:]
+        return pto.concat([t1 * cos - t2 * sin, t1 * sin + t2 * cos], axis=-1)
+
+    def loss(t: Any, cos: Any, sin: Any) -> Any:
+        return (rope(t, cos, sin) ** 2).sum()
+
+    rng = np.random.default_rng(0)
+    t = rng.standard_normal((2, 16, 32)).astype(np.float32)
+    cos, sin = (rng.standard_normal((16, 16)).astype(np.float32) for _ in range(2))
+    f = pto.jit(pto.grad(loss), machine="tiny")
+    assert [k.kind for k in f.lower(t, cos, sin).tile_ir.kernels] == ["vector"] * 3
+    want = jax.grad(pto.to_jax(loss))(t, cos, sin)
+    np.testing.assert_allclose(np.asarray(f(t, cos, sin)), np.asarray(want), rtol=1e-5, atol=1e-5)

@@ -3,7 +3,9 @@
 x·1, 1·x, x+0, 0+x, x-0, x/1 → x (when that keeps the shape and dtype); double negation;
 transpose∘transpose → one transpose (or nothing); reshape chains → one reshape; reshape,
 broadcast_to or cast to what the value already is → the value; broadcast chains → one
-broadcast; cast chains whose first step is exact → one cast.
+broadcast; cast chains whose first step is exact → one cast; the sum of two zero-paddings
+that tile one axis between them → a concatenation (the gradient of slicing a value into
+parts comes out so).
 """
 
 from __future__ import annotations
@@ -111,6 +113,39 @@ def _cast_chain(e: Eqn, ctx: Ctx) -> Any:
     return replace(e, inputs=p.inputs)
 
 
+def _span(p: Eqn) -> tuple[int, int, int] | None:
+    """(axis, first, end) of the one axis a pad widens without interior padding, or None."""
+    axes = [i for i, (lo, hi, mid) in enumerate(p.kwargs["config"]) if lo or hi or mid]
+    if len(axes) != 1:
+        return None
+    ax = axes[0]
+    lo, _, mid = p.kwargs["config"][ax]
+    if mid:
+        return None
+    return ax, lo, lo + p.inputs[0].aval.shape[ax]
+
+
+def _pads_to_concat(e: Eqn, ctx: Ctx) -> Any:
+    """pad(a) + pad(b) where a and b fill complementary ranges of one axis → concat(a, b):
+    exact (every element is one of them plus zero), but for the sign of a zero."""
+    x, y = e.inputs
+    px, py = ctx.prod(x, "pad"), ctx.prod(y, "pad")
+    if px is None or py is None or not (_keeps(e, x) and _keeps(e, y)):
+        return None
+    sx, sy = _span(px), _span(py)
+    if sx is None or sy is None or sx[0] != sy[0]:
+        return None
+    (ax, a0, a1), (_, b0, b1) = sx, sy
+    n = e.out.aval.shape[ax]
+    if (a0, a1, b0, b1) == (0, b0, a1, n):
+        parts = (px.inputs[0], py.inputs[0])
+    elif (b0, b1, a0, a1) == (0, a0, b1, n):
+        parts = (py.inputs[0], px.inputs[0])
+    else:
+        return None
+    return replace(e, op="concat", inputs=parts, params=(("axis", ax),))
+
+
 PATTERNS = PatternMatcher(
     [
         _identity("mul", 1, None),
@@ -122,6 +157,7 @@ PATTERNS = PatternMatcher(
         Rule("reshape-chain", "reshape", _reshape_chain),
         Rule("broadcast-chain", "broadcast_to", _broadcast_chain),
         Rule("cast-chain", "cast", _cast_chain),
+        Rule("pads-to-concat", "add", _pads_to_concat),
     ]
 )
 
