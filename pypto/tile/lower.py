@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -1097,6 +1097,8 @@ def lower_func(
     norm, independent elementwise groups over the same rows) become one kernel, so their
     intermediates stay in UB; ``fuse=False`` keeps one kernel per group (the baseline).
     """
+    if fuse:
+        f = _transposes_per_reader(f)
     lw = Lowering(f, machine, cfg or TileConfig())
     outs = {o for o in f.outputs if isinstance(o, Var)}
     # a buffer is an output when any reshape view of it is
@@ -1174,6 +1176,51 @@ def lower_func(
                 lower_single(lw, eqns[0])
     flush()
     return lw.result()
+
+
+def _transposes_per_reader(f: Func) -> Func:
+    """``f`` with each transpose of the last two axes that several matmuls read (``xᵀ`` for
+    every weight gradient of a layer) copied for each of them, just before it: every matmul
+    may then read its copy in place (``TEXTRACT_T``) instead of all reading one transposed
+    copy in GM. Only matmuls that open their group (their copy then runs before the group)."""
+    readers: dict[Var, list[Eqn]] = {}
+    for e in f.eqns:
+        for a in set(e.inputs):
+            if isinstance(a, Var):
+                readers.setdefault(a, []).append(e)
+    first: dict[str | None, Eqn] = {}
+    for e in f.eqns:
+        first.setdefault(e.group, e)
+
+    def opens(r: Eqn) -> bool:
+        return r.group is None or first[r.group] is r
+
+    outs = {o for o in f.outputs if isinstance(o, Var)}
+    many = {
+        e.out: e
+        for e in f.eqns
+        if _swaps_last([e])
+        and e.out not in outs
+        and len(readers.get(e.out, ())) > 1
+        and all(r.op == "matmul" and opens(r) for r in readers[e.out])
+    }
+    if not many:
+        return f
+    eqns: list[Eqn] = []
+    for e in f.eqns:
+        if e.out in many:
+            continue
+        copies: dict[Var, Var] = {}
+        for a in e.inputs:
+            if isinstance(a, Var) and a in many and a not in copies:
+                copies[a] = Var(a.aval, a.hint)
+                eqns.append(replace(many[a], out=copies[a], group=None))
+        if copies:
+            e = replace(
+                e, inputs=tuple(copies.get(a, a) if isinstance(a, Var) else a for a in e.inputs)
+            )
+        eqns.append(e)
+    return replace(f, eqns=tuple(eqns))
 
 
 def _swaps_last(eqns: list[Eqn]) -> bool:

@@ -385,3 +385,19 @@ def test_an_epilogue_over_one_row_is_stored_once(machine: str) -> None:
     check(lambda x, w: pto.tanh(x @ w), arr((1, 16), pto.float16), arr((16, 32), pto.float16, 1))
     x3, w3 = arr((3, 1, 16), pto.float16, 2), arr((3, 16, 32), pto.float16, 3)
     check(lambda x, w: pto.gelu(x @ w) * 2.0, x3, w3, machine=machine)
+
+
+def test_a_transpose_read_by_several_matmuls_is_read_in_place_by_each() -> None:
+    # xᵀ serves both weight gradients: each matmul reads x itself through TEXTRACT_T
+    def loss(x: Any, w1: Any, w2: Any) -> Any:
+        return (pto.tanh(x @ w1) * (x @ w2)).sum()
+
+    x = arr((64, 32), pto.float32)
+    w1, w2 = (arr((32, 48), pto.float32, s) * np.float32(0.2) for s in (1, 2))
+    f = pto.jit(pto.grad(loss, argnums=(1, 2)), machine="tiny")
+    got = f(x, w1, w2)
+    want = jax.grad(pto.to_jax(loss), argnums=(1, 2))(x, w1, w2)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
+    kinds = [k.kind for k in f.lower(x, w1, w2).tile_ir.kernels]
+    assert "layout" not in kinds and kinds.count("matmul") == 4
