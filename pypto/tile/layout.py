@@ -660,12 +660,13 @@ def _pad(lw: Lowering, e: Eqn) -> None:
 for _name, _fn in (
     ("reshape", _reshape),
     ("transpose", _transpose),
-    ("broadcast_to", _broadcast_to),
     ("concat", _concat),
     ("slice", _slice),
     ("pad", _pad),
 ):
     register_rule("tile", _name)(KernelRule(_fn))
+# a broadcast a row kernel can take is one of its ops (pypto.tile.rules); the others copy
+register_rule("tile_general", "broadcast_to")(KernelRule(_broadcast_to))
 for _name in (*UNARY_OPS, *BINARY_OPS, *COMPARE_OPS, "where", "cast"):
     register_rule("tile_general", _name)(KernelRule(_elementwise_general))
 

@@ -427,6 +427,8 @@ def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan |
         rule = OPS[e.op].rules.get("tile")
         if not isinstance(rule, RowRule):
             return None
+        if e.op == "broadcast_to" and e.inputs[0].aval.size == e.out.aval.size:
+            return None  # it only adds size-1 axes: a view of its operand, no kernel at all
         for a in e.inputs:
             if isinstance(a, Var) and a not in inside and a not in kinds:
                 k = _kind_of(a.aval.shape, S)

@@ -121,6 +121,24 @@ def _compare(cond: Cond) -> Any:
     return rule
 
 
+def _broadcast(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
+    """``broadcast_to`` inside a row kernel: the operand's tile (a column, a row or one value
+    of the tile's rows) expanded to the result's kind, in UB — no broadcast copy in GM."""
+    (x,) = args
+    d = e.out.aval.dtype
+    t = _tile(b, x, d)
+    want = b.plan.kinds[e.out]
+    if b.kind(t) == want or want == "one":
+        return t
+    if b.kind(t) == "one" and want != "row" and b.tr > 1:
+        t = b.op("TCOLEXPAND", b.new(d, "col"), t)  # down the rows first
+        if want == "col":
+            return t
+    if b.kind(t) == "row":
+        return b.op("TCOLEXPAND", b.new(d, want), t)
+    return b.op("TROWEXPAND", b.new(d, want), t)  # a column (or one value) across the row
+
+
 def _where(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
     c, x, y = args
     d = e.out.aval.dtype
@@ -207,6 +225,7 @@ for _name, _cond in COMPARE_OPS.items():
 for _name, _code in REDUCE_OPS.items():
     register_rule("tile", _name)(RowRule(_reduce(_code), reduces=True))
 register_rule("tile", "where")(RowRule(_where))
+register_rule("tile", "broadcast_to")(RowRule(_broadcast))
 register_rule("tile", "cast")(RowRule(_cast))
 # argmax keeps five one-byte masks and an int32 index tile per element
 register_rule("tile", "argmax")(RowRule(_argmax, reduces=True, scratch=16))

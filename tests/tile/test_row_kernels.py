@@ -426,3 +426,22 @@ def test_the_gradient_of_a_rotary_embedding_is_row_kernels_without_pads() -> Non
     assert [k.kind for k in f.lower(t, cos, sin).tile_ir.kernels] == ["vector"] * 3
     want = jax.grad(pto.to_jax(loss))(t, cos, sin)
     np.testing.assert_allclose(np.asarray(f(t, cos, sin)), np.asarray(want), rtol=1e-5, atol=1e-5)
+
+
+def test_a_broadcast_is_an_op_of_the_row_kernel_that_reads_it() -> None:
+    # a column, a row or one value broadcast to the kernel's rows is expanded in UB, not
+    # copied through GM first (the softmax gradient's row sums, say)
+    x, y = sample((4, 8, 1), pto.float32), sample((4, 8, 16), pto.float32, 1)
+    s = sample((1,), pto.float32, 2)
+    cases = [
+        (lambda x, y: pto.broadcast_to(x, (4, 8, 16)) * y, (x, y)),
+        (lambda y, s: pto.broadcast_to(s, (4, 8, 16)) + y, (y, s)),
+        (lambda y: pto.sum(pto.broadcast_to(y[0, :1], (4, 8, 16)), -1), (y,)),
+    ]
+    for fn, args in cases:
+        assert_same(fn, *args)
+        last = pto.jit(fn, machine="tiny").lower(*args).tile_ir.kernels[-1]
+        assert last.kind == "vector" and last.name.startswith("broadcast_to_")
+    # a broadcast that only adds size-1 axes stays a view of its operand: no kernel
+    f = pto.jit(lambda x: pto.broadcast_to(x, (4, 8, 1)).reshape(4, 8), machine="tiny")
+    assert f.lower(x).tile_ir.kernels == ()
