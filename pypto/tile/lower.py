@@ -1371,8 +1371,22 @@ def lower_split(lw: Lowering, eqns: Sequence[Eqn], pre: Sequence[Eqn] = ()) -> N
                 return
     finally:
         lw.windows = {}
-    for e in [*pre, *eqns]:
+    for e in pre:
         lower_single(lw, e)
+    # the rest as row kernels where runs of them fit one (a matmul's epilogue that its kernel
+    # could not take is still one kernel), else equation by equation
+    rest = list(eqns)
+    while rest:
+        for n in range(len(rest), 1, -1):
+            plan = plan_row(lw, rest[:n], used_outside(lw.func, rest[:n]))
+            if plan is not None and _merges(lw, plan):
+                with at_location(rest[n - 1].loc):
+                    name = "_".join(dict.fromkeys(e.op for e in rest[:n]))
+                    lower_row_kernel(lw, plan, lw.fresh(name), rest[n - 1].loc)
+                del rest[:n]
+                break
+        else:
+            lower_single(lw, rest.pop(0))
 
 
 def _reshape(lw: Lowering, e: Eqn) -> None:

@@ -814,11 +814,9 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         if b.aval.ndim == 1:
             return False
         plan = plan_row(lw, epilogue, used)
-        # (an operand repeating over leading axes would need epilogue rows dividing its period)
         if (
             plan is None
             or plan.reduces
-            or plan.period
             or plan.windows
             or plan.cats
             or plan.kinds.get(out) != "full"
@@ -839,6 +837,10 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         _vector_matmul(lw, e, g)
         return True
     if handoff and t.m1 % 2 and g.M > 1:
+        return False
+    # an operand repeating over leading axes (a causal mask against every head's scores) is
+    # read at the row modulo its period: a vector core's rows must not straddle one
+    if plan is not None and any(p % max(1, t.m1 // 2) for p in plan.period.values()):
         return False
     edges = _edges(g, t.m1, t.n1)
     if edges:

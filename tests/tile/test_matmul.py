@@ -401,3 +401,30 @@ def test_a_transpose_read_by_several_matmuls_is_read_in_place_by_each() -> None:
         np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-4, atol=1e-4)
     kinds = [k.kind for k in f.lower(x, w1, w2).tile_ir.kernels]
     assert "layout" not in kinds and kinds.count("matmul") == 4
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_an_epilogue_may_read_an_operand_repeating_over_the_batch(machine: str) -> None:
+    # scores of every head, scaled and masked by one [s, s] mask: one cluster kernel, the
+    # mask read at the output row modulo s
+    q, k = arr((4, 256, 64), pto.float16), arr((4, 64, 256), pto.float16, 1)
+    mask = np.tril(np.ones((256, 256), bool))
+
+    def scores(q: Any, k: Any, m: Any) -> Any:
+        return pto.where(m, (q @ k) * 0.125, -1e4)
+
+    check(scores, q, k, mask, machine=machine)
+    ks = kernels(scores, q, k, mask, machine=machine)
+    assert [x.kind for x in ks] == ["matmul"] and "smod" in str(ks[0])
+
+
+def test_an_epilogue_the_matmul_cannot_take_is_still_one_row_kernel() -> None:
+    # a matrix-vector product keeps no epilogue on its cluster: the matmul stores its result
+    # and the epilogue's ops run as one row kernel, not one kernel each
+    def f(x: Any, v: Any) -> Any:
+        return pto.tanh(x @ v + 1.0) * 0.5
+
+    x, v = arr((64, 32), pto.float32), arr((32,), pto.float32, 1)
+    check(f, x, v)
+    ks = kernels(f, x, v)
+    assert ks[0].kind == "matmul" and ks[-1].name == "add_tanh_mul"
