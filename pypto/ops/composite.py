@@ -6,6 +6,7 @@ as in a fused kernel. A graph tracer may keep a composite whole (to fuse it as o
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Callable, Sequence
@@ -303,9 +304,14 @@ def rms_norm(x: Any, weight: Any = None, eps: float = 1e-6) -> Any:
     return y if weight is None else api.mul(y, weight)
 
 
+@functools.lru_cache(maxsize=4)
 def causal_mask(lq: int, lk: int) -> np.ndarray:
-    """bool[lq, lk]: query i sees keys j ≤ i (aligned top-left, as PyTorch's ``is_causal``)."""
-    return np.tril(np.ones((lq, lk), dtype=bool))
+    """bool[lq, lk]: query i sees keys j ≤ i (aligned top-left, as PyTorch's ``is_causal``).
+    One read-only array per size: at seq 4096 it has 16 M elements, and tracing and the
+    attention lowering both ask for it."""
+    m = np.tril(np.ones((lq, lk), dtype=bool))
+    m.flags.writeable = False
+    return m
 
 
 def _sdpa_jax(

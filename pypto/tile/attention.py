@@ -171,7 +171,7 @@ def match_attention(lw: Lowering, eqns: list[Eqn]) -> AttentionPlan | None:
         if mk.aval.shape[-2:] != (lq, lk):
             return None
         arr = consts.get(id(mk))
-        if arr is not None and lq == lk and np.array_equal(arr, causal_mask(lq, lk)):
+        if arr is not None and lq == lk and _is_causal(arr, lq):
             causal = True
     if causal:
         masks = [mk for mk in masks if id(mk) not in consts]
@@ -183,6 +183,12 @@ def match_attention(lw: Lowering, eqns: list[Eqn]) -> AttentionPlan | None:
     ):
         k, k_pos = None, ()  # K's layout does not give [bk, D] windows: transpose it first
     return AttentionPlan(q, kt, v, mm2.out, scale, masks, tr, causal, k, k_pos)
+
+
+def _is_causal(arr: np.ndarray, n: int) -> bool:
+    """Whether a constant mask is the composite's own causal mask (the same array, as traced)."""
+    cm = causal_mask(n, n)
+    return arr is cm or np.array_equal(arr, cm)
 
 
 def _strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
