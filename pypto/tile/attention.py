@@ -68,6 +68,7 @@ from pypto.tile.lower import (
     Lowering,
     divisors,
     lower_single,
+    transposed_view,
     used_outside,
 )
 
@@ -206,33 +207,12 @@ Via = tuple[Var, tuple[int, ...]]
 logical shape) and, for each axis of the operand, the axis of that value it is."""
 
 
-def _layout(
-    shape: tuple[int, ...], pos: tuple[int, ...]
-) -> tuple[tuple[int, int], list[tuple[bool, int]]] | None:
-    """For an operand ``[*batch, L, D]`` whose axis ``i`` is axis ``pos[i]`` of a contiguous
-    value of ``shape`` (D its last axis too): that value's 2-D view, rows through L's axis,
-    and per batch axis whether it steps columns or rows, and by how many. Every ``[rows, D]``
-    tile of the operand is then one rectangle of the view. None when D moves."""
-    n = len(shape)
-    if len(pos) != n or pos[-1] != n - 1:
-        return None
-    a = pos[-2]
-    axes = []
-    for i in range(n - 2):
-        j = pos[i]
-        if j < a:
-            axes.append((False, math.prod(shape[j + 1 : a + 1])))
-        else:
-            axes.append((True, math.prod(shape[j + 1 :])))
-    return (math.prod(shape[: a + 1]), math.prod(shape[a + 1 :])), axes
-
-
 def _via_fits(lw: Lowering, via: Via, xbatch: tuple[int, ...], batch: tuple[int, ...]) -> bool:
     """Whether an operand with batch dims ``xbatch`` (the kernel's ``batch``: none
     broadcast) can be read or written through ``via``: its tiles are rectangles of that
     value's buffer in its 2-D view."""
     src, pos = via
-    lay = _layout(src.aval.shape, pos)
+    lay = transposed_view(src.aval.shape, pos)
     if lay is None or xbatch != batch:
         return False
     buf = lw.var_buf.get(src)
@@ -504,7 +484,7 @@ def _kernel(
         window of the value it transposes (head split and merge without a copy)."""
         if via is None:
             return gm(v, rows, cols), batch_rows(v.aval.shape, rows), Expr()
-        lay = _layout(via[0].aval.shape, via[1])
+        lay = transposed_view(via[0].aval.shape, via[1])
         assert lay is not None
         buf = lw.buffer(via[0])
         lw.view(buf, lay[0])

@@ -327,6 +327,27 @@ class RowPlan:
         return sorted(blocks)
 
 
+def transposed_view(
+    shape: tuple[int, ...], pos: tuple[int, ...]
+) -> tuple[tuple[int, int], list[tuple[bool, int]]] | None:
+    """For an operand ``[*batch, L, D]`` whose axis ``i`` is axis ``pos[i]`` of a contiguous
+    value of ``shape`` (D its last axis too): that value's 2-D view, rows through L's axis,
+    and per batch axis whether it steps columns or rows, and by how many. Every ``[rows, D]``
+    tile of the operand is then one rectangle of the view. None when D moves."""
+    n = len(shape)
+    if len(pos) != n or pos[-1] != n - 1:
+        return None
+    a = pos[-2]
+    axes = []
+    for i in range(n - 2):
+        j = pos[i]
+        if j < a:
+            axes.append((False, math.prod(shape[j + 1 : a + 1])))
+        else:
+            axes.append((True, math.prod(shape[j + 1 :])))
+    return (math.prod(shape[: a + 1]), math.prod(shape[a + 1 :])), axes
+
+
 def _main_shape(eqns: list[Eqn]) -> tuple[int, ...] | None:
     """The shape a row kernel tiles: the largest value its compute reads or writes (layout
     ops' sources and concatenations are read and written through windows, not tiled)."""
@@ -1150,8 +1171,8 @@ def lower_func(
             for e in eqns:
                 _reshape(lw, e)
             continue
-        if fuse and _swaps_last(eqns) and all(e.op in LAYOUT_OPS for _, es in pending for e in es):
-            # a transpose of the last two axes waits as well: the matmul or attention that
+        if fuse and _moves_last(eqns) and all(e.op in LAYOUT_OPS for _, es in pending for e in es):
+            # a transpose that moves the last axis waits as well: the matmul or attention that
             # reads it may load its operand transposed instead (GROUP_WINDOWS)
             pending.append((gname, eqns))
             continue
@@ -1181,10 +1202,12 @@ def lower_func(
 
 
 def _transposes_per_reader(f: Func) -> Func:
-    """``f`` with each transpose of the last two axes that several matmuls read (``xᵀ`` for
-    every weight gradient of a layer) copied for each of them, just before it: every matmul
-    may then read its copy in place (``TEXTRACT_T``) instead of all reading one transposed
-    copy in GM. Only matmuls that open their group (their copy then runs before the group)."""
+    """``f`` with each transpose that only matmuls read moved next to them: a copy just
+    before each reader (``xᵀ`` for every weight gradient of a layer, a head split that the
+    forward and the backward products both read, one computed long before its product), so
+    every matmul may read its copy in place instead of one transposed copy in GM. Only
+    transposes that keep the last axis as one of the last two, and matmuls that open their
+    group (the copy then runs just before it)."""
     readers: dict[Var, list[Eqn]] = {}
     for e in f.eqns:
         for a in set(e.inputs):
@@ -1201,9 +1224,11 @@ def _transposes_per_reader(f: Func) -> Func:
     many = {
         e.out: e
         for e in f.eqns
-        if _swaps_last([e])
+        if e.op == "transpose"
+        and len(perm := tuple(e.kwargs["perm"])) >= 2
+        and len(perm) - 1 in perm[-2:]  # a matmul can read it in place
         and e.out not in outs
-        and len(readers.get(e.out, ())) > 1
+        and readers.get(e.out)
         and all(r.op == "matmul" and opens(r) for r in readers[e.out])
     }
     if not many:
@@ -1223,6 +1248,15 @@ def _transposes_per_reader(f: Func) -> Func:
             )
         eqns.append(e)
     return replace(f, eqns=tuple(eqns))
+
+
+def _moves_last(eqns: list[Eqn]) -> bool:
+    """Whether a group is one transpose that makes the last axis the second last (``x.T``, or
+    a head split and ``.T`` in one): no row-kernel window, but a matmul's transposed read."""
+    if len(eqns) != 1 or eqns[0].op != "transpose":
+        return False
+    perm = tuple(eqns[0].kwargs["perm"])
+    return len(perm) >= 2 and perm[-2] == len(perm) - 1
 
 
 def _swaps_last(eqns: list[Eqn]) -> bool:

@@ -83,6 +83,7 @@ from pypto.tile.lower import (
     lower_single,
     plan_row,
     relayout,
+    transposed_view,
     ub_bytes_needed,
     used_outside,
     window,
@@ -676,12 +677,18 @@ def _transposed_product(lw: Lowering, e: Eqn) -> bool:
     windows = dict(lw.windows)
 
     def flipped(x: Var) -> Var:
-        """``x.T`` as an operand: what ``x`` transposes, or ``x`` read transposed."""
+        """``x.T`` as an operand: a transpose of what ``x`` transposes (the value itself when
+        that comes to no transpose), or of ``x``, read in place."""
+        m = x.aval.ndim
+        swap = (*range(m - 2), m - 1, m - 2)
         own = windows.get(x)
-        if own is not None and isinstance(own.inputs[0], Var):
-            return own.inputs[0]
-        t, m = _swap_last(x), x.aval.ndim
-        lw.windows[t] = Eqn("transpose", (x,), (("perm", (*range(m - 2), m - 1, m - 2)),), t)
+        src, perm = (own.inputs[0], tuple(own.kwargs["perm"])) if own is not None else (x, None)
+        assert isinstance(src, Var)
+        comp = swap if perm is None else tuple(perm[i] for i in swap)
+        if comp == tuple(range(m)):
+            return src
+        t = _swap_last(x)
+        lw.windows[t] = Eqn("transpose", (src,), (("perm", comp),), t)
         return t
 
     lw.windows = {}
@@ -703,40 +710,87 @@ def _copy_transposes(lw: Lowering, e: Eqn) -> None:
             lower_single(lw, tr)
 
 
-def _transposed(lw: Lowering, e: Eqn) -> tuple[Var | None, Var | None]:
-    """What A and B transpose when the group reads them through windows (``lw.windows``):
-    the matmul reads that value's ``[k, m]``/``[n, k]`` blocks and cuts them transposed."""
-    a, b = e.inputs
-    out: list[Var | None] = []
-    for x in (a, b):
+Stored = tuple[Var, tuple[int, ...], bool]
+"""An operand read through the transpose that makes it: the value it transposes, for each
+axis of the operand as the cube reads it (A, or ``Aᵀ`` when transposed) the axis of that
+value, and whether the blocks are cut transposed (``TEXTRACT_T``)."""
+
+
+def _stored(x: Var, tr: Eqn) -> Stored | None:
+    """How a matmul operand ``x = tr(src)`` is read in place: its last axis is the source's
+    (plain blocks) or its second last is (transposed blocks); leading axes anyhow (head
+    splits). None when neither of the operand's last two axes is the source's last."""
+    src = tr.inputs[0]
+    perm = tuple(tr.kwargs["perm"])
+    n = len(perm)
+    if not isinstance(src, Var) or n < 2 or x.aval.ndim != n:
+        return None
+    if perm[-1] == n - 1:
+        return src, perm, False
+    if perm[-2] == n - 1:
+        return src, (*perm[:-2], perm[-1], perm[-2]), True
+    return None
+
+
+def _transposed(lw: Lowering, e: Eqn) -> tuple[Stored | None, Stored | None]:
+    """How A and B are read when the group reads them through windows (``lw.windows``)."""
+    out: list[Stored | None] = []
+    for x in e.inputs:
         tr = lw.windows.get(x) if isinstance(x, Var) else None
-        src = tr.inputs[0] if tr is not None else None
-        out.append(src if isinstance(src, Var) else None)
+        out.append(_stored(x, tr) if tr is not None and isinstance(x, Var) else None)
     return out[0], out[1]
 
 
+def _window_base(e: Eqn, x: Var, st: Stored) -> tuple[tuple[int, int], Expr, Expr]:
+    """A stored operand's 2-D view of its source, and the row and column where the grid
+    point's batch starts in it (each of the operand's batch axes steps rows or columns)."""
+    src, pos, _ = st
+    lay = transposed_view(src.aval.shape, pos)
+    assert lay is not None
+    view, axes = lay
+    ob = e.out.aval.shape[:-2]
+    xb = x.aval.shape[:-2]
+    # the output's batch dims with more than one value are the grid's %b registers
+    keep = [i for i, n in enumerate(ob) if n > 1]
+    row, col = Expr(), Expr()
+    for j, i in enumerate(keep):
+        xi = i - (len(ob) - len(xb))
+        if xi < 0 or xb[xi] == 1:
+            continue  # the operand broadcasts over this batch dim
+        steps_cols, stride = axes[xi]
+        if steps_cols:
+            col = col + Expr.reg(f"b{j}") * stride
+        else:
+            row = row + Expr.reg(f"b{j}") * stride
+    return view, row, col
+
+
 def _a_operand(
-    lw: Lowering, e: Eqn, g: Geom, rows: int, k: int, row0: Expr, src: Var | None
+    lw: Lowering, e: Eqn, g: Geom, rows: int, k: int, row0: Expr, st: Stored | None
 ) -> tuple[str, Expr, Expr]:
-    """The GM window of A's ``[rows, k]`` blocks (``[k, rows]`` of ``src`` when A is its
-    transpose) for tile row ``row0``; the K offset is added per block."""
+    """The GM window of A's ``[rows, k]`` blocks (``[k, rows]`` when cut transposed) for tile
+    row ``row0``; the K offset is added per block."""
     a, _, va, _, _ = _views(e, g)
-    if src is None:
+    if st is None:
         return _operand(lw, a, va, (rows, k), g.rows(g.a_strides, g.M) + row0, Expr())
-    ba = va[0] // g.M
-    return _operand(lw, src, (ba * g.K, g.M), (k, rows), g.rows(g.a_strides, g.K), row0)
+    view, r, c = _window_base(e, a, st)
+    if st[2]:
+        return _operand(lw, st[0], view, (k, rows), r, c + row0)
+    return _operand(lw, st[0], view, (rows, k), r + row0, c)
 
 
 def _b_operand(
-    lw: Lowering, e: Eqn, g: Geom, k: int, cols: int, col0: Expr, src: Var | None
+    lw: Lowering, e: Eqn, g: Geom, k: int, cols: int, col0: Expr, st: Stored | None
 ) -> tuple[str, Expr, Expr]:
-    """The GM window of B's ``[k, cols]`` blocks (``[cols, k]`` of ``src`` when B is its
-    transpose) for tile column ``col0``."""
+    """The GM window of B's ``[k, cols]`` blocks (``[cols, k]`` when cut transposed) for tile
+    column ``col0``."""
     _, b, _, vb, _ = _views(e, g)
-    if src is None:
+    if st is None:
         return _operand(lw, b, vb, (k, cols), g.rows(g.b_strides, g.K), col0)
-    bb = vb[0] // g.K
-    return _operand(lw, src, (bb * g.N, g.K), (cols, k), g.rows(g.b_strides, g.N) + col0, Expr())
+    view, r, c = _window_base(e, b, st)
+    if st[2]:
+        return _operand(lw, st[0], view, (cols, k), r + col0, c)
+    return _operand(lw, st[0], view, (k, cols), r, c + col0)
 
 
 def _cube_operands(
@@ -848,7 +902,7 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         return _lower_edges(lw, e, g, t, d)
     ga, gb, c_row = _cube_operands(lw, e, g, t)
     sa, sb = _transposed(lw, e)
-    cube = _Cube(g, t, d, e.loc, sa is not None, sb is not None)
+    cube = _Cube(g, t, d, e.loc, sa is not None and sa[2], sb is not None and sb[2])
     acc = cube.accs()
     name = lw.fresh(_group_name(lw, e) if epilogue else "matmul")
     order = _Order.of(g, g.M // t.m1, g.N // t.n1 // t.reuse, lw.machine.clusters, lw.cfg.swizzle)
@@ -921,7 +975,7 @@ def _lower_edges(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, d: dt.DType) -> bo
     c = lw.buffer(e.out)
     lw.view(c, (g.points * g.M, g.N))
     c_row = g.rows(g.c_strides, g.M) + m_row
-    cube = _Cube(g, t, d, e.loc, sa is not None, sb is not None)
+    cube = _Cube(g, t, d, e.loc, sa is not None and sa[2], sb is not None and sb[2])
     order = _Order.of(g, mt, nt, lw.machine.clusters, lw.cfg.swizzle)
     body = cube.edge_body(ga, gb, (c, c_row, n_col))
     sections = [Section("aic", (*order.head, *body))]
@@ -1155,13 +1209,13 @@ def _claim_transposes(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[
         return []
     took = []
     for tr in cands:
-        perm, src = tuple(tr.kwargs["perm"]), tr.inputs[0]
-        n = len(perm)
-        if n < 2 or perm != (*range(n - 2), n - 1, n - 2) or src not in lw.var_buf:
+        src = tr.inputs[0]
+        if src not in lw.var_buf or tr.out not in (a, b) or _stored(tr.out, tr) is None:
             continue
         # (A's batch folded into M with a 2-D B would not be one window of the source)
-        if (tr.out is a and not (a.aval.ndim > 2 and b.aval.ndim == 2)) or tr.out is b:
-            took.append(tr)
+        if tr.out is a and a.aval.ndim > 2 and b.aval.ndim == 2:
+            continue
+        took.append(tr)
     return took
 
 

@@ -66,18 +66,24 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     # causal self-attention over two heads split from the last axis and merged back, which the
     # attention kernel reads and writes in place
     ("heads", lambda x: _heads(x)),
+    ("heads-mm", lambda x: _heads(x, mm=True)),
 ]
 
 
-def _heads(x: Any) -> Any:
-    """``x [.., s, 2d]`` through two-head causal attention, back to its shape."""
+def _heads(x: Any, mm: bool = False) -> Any:
+    """``x [.., s, 2d]`` through two-head causal attention (or, with ``mm``, batched products
+    of the heads with their transposes), back to its shape."""
     if x.ndim < 2 or x.shape[-1] % 2:
         return x
     *lead, s, c = x.shape
     n = len(lead)
     perm = (*range(n), n + 1, n, n + 2)
     h = x.reshape((*lead, s, 2, c // 2)).transpose(perm)
-    a = pto.scaled_dot_product_attention(h, h, h, causal=True)
+    if mm:
+        last = (*range(n + 1), n + 2, n + 1)
+        a = pto.tanh(h @ h.transpose(last) * 0.3) @ h * 0.3
+    else:
+        a = pto.scaled_dot_product_attention(h, h, h, causal=True)
     return a.transpose(perm).reshape(x.shape)
 
 

@@ -428,3 +428,29 @@ def test_an_epilogue_the_matmul_cannot_take_is_still_one_row_kernel() -> None:
     check(f, x, v)
     ks = kernels(f, x, v)
     assert ks[0].kind == "matmul" and ks[-1].name == "add_tanh_mul"
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_batched_products_read_head_splits_in_place(machine: str) -> None:
+    # q kᵀ and p v over heads split from [s, h*d] (or [b, s, h, d]): each batch index steps
+    # the columns of the stored projection; no transpose kernels
+    d = pto.float16
+    x, y = arr((64, 2 * 32), d), arr((64, 2 * 32), d, 1)
+
+    def split(t: Any) -> Any:
+        return t.reshape(64, 2, 32).transpose((1, 0, 2))
+
+    def scores(x: Any, y: Any) -> Any:
+        return split(x) @ split(y).transpose((0, 2, 1))
+
+    def mix(x: Any, y: Any) -> Any:
+        return pto.tanh(scores(x, y) * 0.1) @ split(y)
+
+    x4 = arr((2, 64, 2, 32), d, 2)
+
+    def four(x: Any) -> Any:
+        return x.transpose((0, 2, 1, 3)) @ x.transpose((0, 2, 3, 1))
+
+    for fn, args in ((scores, (x, y)), (mix, (x, y)), (four, (x4,))):
+        check(fn, *args, machine=machine)
+        assert {k.kind for k in kernels(fn, *args, machine=machine)} == {"matmul"}
