@@ -66,6 +66,7 @@ from pypto.tile.lower import (
     GROUP_RULES,
     GROUP_WINDOWS,
     Lowering,
+    batch_window,
     divisors,
     lower_single,
     transposed_view,
@@ -484,17 +485,9 @@ def _kernel(
         window of the value it transposes (head split and merge without a copy)."""
         if via is None:
             return gm(v, rows, cols), batch_rows(v.aval.shape, rows), Expr()
-        lay = transposed_view(via[0].aval.shape, via[1])
-        assert lay is not None
+        view, row, col = batch_window(via[0].aval.shape, via[1], ob, ob)
         buf = lw.buffer(via[0])
-        lw.view(buf, lay[0])
-        row, col = Expr(), Expr()
-        for j, i in enumerate(keep):
-            steps_cols, stride = lay[1][i]
-            if steps_cols:
-                col = col + Expr.reg(f"b{j}") * stride
-            else:
-                row = row + Expr.reg(f"b{j}") * stride
+        lw.view(buf, view)
         return buf, row, col
 
     ident = tuple(range(len(ob) + 2))

@@ -348,6 +348,30 @@ def transposed_view(
     return (math.prod(shape[: a + 1]), math.prod(shape[a + 1 :])), axes
 
 
+def batch_window(
+    shape: tuple[int, ...], pos: tuple[int, ...], xbatch: tuple[int, ...], batch: tuple[int, ...]
+) -> tuple[tuple[int, int], Expr, Expr]:
+    """An operand ``[*xbatch, L, D]`` read through a value of ``shape`` (:func:`transposed_view`):
+    that value's 2-D view, and the row and column where the grid point's tiles start — the
+    kernel's ``%b<j>`` registers run over the dims of ``batch`` with more than one value, and
+    each steps the rows or the columns of the view (nothing where the operand broadcasts)."""
+    lay = transposed_view(shape, pos)
+    assert lay is not None
+    view, axes = lay
+    keep = [i for i, n in enumerate(batch) if n > 1]
+    row, col = Expr(), Expr()
+    for j, i in enumerate(keep):
+        xi = i - (len(batch) - len(xbatch))
+        if xi < 0 or xbatch[xi] == 1:
+            continue
+        steps_cols, stride = axes[xi]
+        if steps_cols:
+            col = col + Expr.reg(f"b{j}") * stride
+        else:
+            row = row + Expr.reg(f"b{j}") * stride
+    return view, row, col
+
+
 def _main_shape(eqns: list[Eqn]) -> tuple[int, ...] | None:
     """The shape a row kernel tiles: the largest value its compute reads or writes (layout
     ops' sources and concatenations are read and written through windows, not tiled)."""
@@ -1259,15 +1283,6 @@ def _moves_last(eqns: list[Eqn]) -> bool:
     return len(perm) >= 2 and perm[-2] == len(perm) - 1
 
 
-def _swaps_last(eqns: list[Eqn]) -> bool:
-    """Whether a group is one transpose of the last two axes (no row-kernel window)."""
-    if len(eqns) != 1 or eqns[0].op != "transpose":
-        return False
-    perm = tuple(eqns[0].kwargs["perm"])
-    n = len(perm)
-    return n >= 2 and perm == (*range(n - 2), n - 1, n - 2)
-
-
 def _claim(
     lw: Lowering, f: Func, pending: list[tuple[str, list[Eqn]]], group: list[Eqn]
 ) -> list[Eqn]:
@@ -1391,13 +1406,15 @@ each returns whether it took the group (registered by :mod:`pypto.tile.matmul` a
 GROUP_WINDOWS: list[Callable[[Lowering, list[Eqn], list[Eqn]], list[Eqn]]] = []
 """``rule(lw, group, transposes)``: which of the ``transposes`` before a group (each read
 only by it) its group rule would read through DMA windows of their operands instead of
-running them as kernels (attention's head split, registered by :mod:`pypto.tile.attention`).
-The rule that takes the group then finds them in ``lw.windows`` and must read each one so."""
+running them as kernels (attention's head splits, a matmul's transposed or head-split
+operands; registered by :mod:`pypto.tile.attention` and :mod:`pypto.tile.matmul`). The rule
+that takes the group then finds them in ``lw.windows`` and must read each one so."""
 
 
 def lower_split(lw: Lowering, eqns: Sequence[Eqn], pre: Sequence[Eqn] = ()) -> None:
     """A group that is not one row kernel: one kernel by a group rule that takes it (reading
-    the transposes ``pre`` through windows), else every equation on its own."""
+    the transposes ``pre`` through windows), else its equations as the longest runs that fit
+    one row kernel, the others on their own."""
     lw.windows = {e.out: e for e in pre}
     try:
         for rule in GROUP_RULES:

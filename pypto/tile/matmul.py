@@ -16,8 +16,10 @@ first step with ``TMATMUL``, the rest with ``TMATMUL_ACC``. Then either
 An operand that is a transpose of its last two axes, read by nothing else (``x @ w.T`` with a
 weight stored ``[out, in]``, the ``xᵀ``/``wᵀ`` of a backward pass), is not copied: the cube core
 loads the stored ``[k, m]``/``[n, k]`` blocks and ``TEXTRACT_T`` cuts each L0 step out of them
-transposed. A product whose only reader transposes it, ``(a @ b).T``, is computed as
-``b.T @ a.T`` into the transpose's result.
+transposed. A batched operand split into heads (``[s, h*d] -> [h, s, d]``, or its ``.T``) is
+read the same way, each batch index stepping the columns of the stored projection. A product
+whose only reader transposes it, ``(a @ b).T``, is computed as ``b.T @ a.T`` into the
+transpose's result.
 
 float32 operands run on the cube at half the fp16 rate (the chip's fp32 fractal is 16x8);
 int32 has no cube path and runs on the vector cores as multiply-adds of columns by rows.
@@ -79,11 +81,11 @@ from pypto.tile.lower import (
     RowBuilder,
     RowPlan,
     RowRule,
+    batch_window,
     divisors,
     lower_single,
     plan_row,
     relayout,
-    transposed_view,
     ub_bytes_needed,
     used_outside,
     window,
@@ -742,27 +744,8 @@ def _transposed(lw: Lowering, e: Eqn) -> tuple[Stored | None, Stored | None]:
 
 
 def _window_base(e: Eqn, x: Var, st: Stored) -> tuple[tuple[int, int], Expr, Expr]:
-    """A stored operand's 2-D view of its source, and the row and column where the grid
-    point's batch starts in it (each of the operand's batch axes steps rows or columns)."""
-    src, pos, _ = st
-    lay = transposed_view(src.aval.shape, pos)
-    assert lay is not None
-    view, axes = lay
-    ob = e.out.aval.shape[:-2]
-    xb = x.aval.shape[:-2]
-    # the output's batch dims with more than one value are the grid's %b registers
-    keep = [i for i, n in enumerate(ob) if n > 1]
-    row, col = Expr(), Expr()
-    for j, i in enumerate(keep):
-        xi = i - (len(ob) - len(xb))
-        if xi < 0 or xb[xi] == 1:
-            continue  # the operand broadcasts over this batch dim
-        steps_cols, stride = axes[xi]
-        if steps_cols:
-            col = col + Expr.reg(f"b{j}") * stride
-        else:
-            row = row + Expr.reg(f"b{j}") * stride
-    return view, row, col
+    """A stored operand's 2-D view of its source and where the grid point's batch starts."""
+    return batch_window(st[0].aval.shape, st[1], x.aval.shape[:-2], e.out.aval.shape[:-2])
 
 
 def _a_operand(
@@ -1198,9 +1181,10 @@ def _group_rule(lw: Lowering, eqns: list[Eqn]) -> bool:
 
 
 def _claim_transposes(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[Eqn]:
-    """The transposes of the last two axes that make a cube matmul's A or B (``x @ w.T``,
-    the weight and activation transposes of a backward pass): the cube core loads the
-    untransposed blocks and cuts its L0 steps with ``TEXTRACT_T``, so no transpose kernel."""
+    """The transposes that make a cube matmul's A or B and keep the source's last axis as one
+    of its last two (``x @ w.T``, the weight and activation transposes of a backward pass,
+    head splits): the cube core loads the source's blocks and cuts its L0 steps from them
+    (``TEXTRACT_T`` where transposed), so no transpose kernel."""
     e = group[0]
     if e.op != "matmul" or any(q.op == "matmul" for q in group[1:]):
         return []
