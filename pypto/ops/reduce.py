@@ -45,13 +45,18 @@ def _sum_dtype(x: AVal, **params: Any) -> dt.DType:
     return x.dtype if x.dtype.is_floating else dt.int32
 
 
+_add_reduce: Any = np.add.reduce
+"""The ufunc's reduce, not ``np.sum``: a warning (inf - inf) is then raised from this module,
+where pypto's filter keeps it quiet as JAX does, not from numpy's wrapper."""
+
+
 def _sum_impl(x: np.ndarray, *, axes: tuple[int, ...], keepdims: bool) -> np.ndarray:
     d = x.dtype
     if d in _LOWP:
-        return np.sum(x, axis=axes, dtype=_F32, keepdims=keepdims).astype(d)
+        return _add_reduce(x, axis=axes, dtype=_F32, keepdims=keepdims).astype(d)
     if d.kind in "bi":
-        return np.asarray(np.sum(x, axis=axes, dtype=np.int32, keepdims=keepdims))
-    return np.asarray(np.sum(x, axis=axes, keepdims=keepdims))
+        return np.asarray(_add_reduce(x, axis=axes, dtype=np.int32, keepdims=keepdims))
+    return np.asarray(_add_reduce(x, axis=axes, keepdims=keepdims))
 
 
 def _sum_jax(x: Any, *, axes: tuple[int, ...], keepdims: bool) -> Any:

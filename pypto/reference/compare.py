@@ -33,12 +33,16 @@ class Comparison:
         )
 
 
-def compare(name: str, actual: Any, expected: Any, k: int = 1) -> Comparison:
+def compare(
+    name: str, actual: Any, expected: Any, k: int = 1, scale: float | None = None
+) -> Comparison:
     """Compare ``actual`` (a pypto result) with ``expected`` (JAX's), elementwise.
 
     A value passes when ``|a - e| <= atol·scale + rtol·|e|`` with ``scale`` the largest
     magnitude of the reference (so that results cancelling to ~0 are judged fairly); NaN must
-    meet NaN and infinities must match exactly.
+    meet NaN and infinities must match exactly. When the result sums ``k`` terms that may
+    cancel, pass the terms' magnitude as ``scale``: rounding errors grow with the terms, not
+    with what is left of their sum (the larger of the two is used).
 
     >>> import pypto as pto
     >>> compare("y", pto.tensor([1.0, 2.0]), np.array([1.0, 2.0000001])).ok
@@ -58,7 +62,7 @@ def compare(name: str, actual: Any, expected: Any, k: int = 1) -> Comparison:
     )
     fin = np.isfinite(af) & np.isfinite(ef)
     diff = np.abs(af - ef)[fin]
-    scale = float(np.abs(ef[fin]).max()) if diff.size else 0.0
+    scale = max(float(np.abs(ef[fin]).max()) if diff.size else 0.0, scale or 0.0)
     max_abs = float(diff.max()) if diff.size else 0.0
     # relative to the reference, but not below the tolerance's absolute floor: an output that
     # cancels to ~0 is judged against the scale of the tensor, not against zero

@@ -327,6 +327,14 @@ class RowPlan:
         return sorted(blocks)
 
 
+def matmul_reads_in_place(perm: tuple[int, ...]) -> bool:
+    """Whether a matmul reads an operand ``transpose(src, perm)`` straight from ``src``: the
+    source's last axis is one of the operand's last two (plain or transposed blocks; leading
+    axes anyhow, as for head splits). The matmul rule and the pass that moves such
+    transposes next to their readers both ask this."""
+    return len(perm) >= 2 and len(perm) - 1 in perm[-2:]
+
+
 def transposed_view(
     shape: tuple[int, ...], pos: tuple[int, ...]
 ) -> tuple[tuple[int, int], list[tuple[bool, int]]] | None:
@@ -1249,8 +1257,7 @@ def _transposes_per_reader(f: Func) -> Func:
         e.out: e
         for e in f.eqns
         if e.op == "transpose"
-        and len(perm := tuple(e.kwargs["perm"])) >= 2
-        and len(perm) - 1 in perm[-2:]  # a matmul can read it in place
+        and matmul_reads_in_place(tuple(e.kwargs["perm"]))
         and e.out not in outs
         and readers.get(e.out)
         and all(r.op == "matmul" and opens(r) for r in readers[e.out])

@@ -84,6 +84,7 @@ from pypto.tile.lower import (
     batch_window,
     divisors,
     lower_single,
+    matmul_reads_in_place,
     plan_row,
     relayout,
     ub_bytes_needed,
@@ -725,13 +726,11 @@ def _stored(x: Var, tr: Eqn) -> Stored | None:
     src = tr.inputs[0]
     perm = tuple(tr.kwargs["perm"])
     n = len(perm)
-    if not isinstance(src, Var) or n < 2 or x.aval.ndim != n:
+    if not isinstance(src, Var) or x.aval.ndim != n or not matmul_reads_in_place(perm):
         return None
     if perm[-1] == n - 1:
         return src, perm, False
-    if perm[-2] == n - 1:
-        return src, (*perm[:-2], perm[-1], perm[-2]), True
-    return None
+    return src, (*perm[:-2], perm[-1], perm[-2]), True
 
 
 def _transposed(lw: Lowering, e: Eqn) -> tuple[Stored | None, Stored | None]:

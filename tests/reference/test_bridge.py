@@ -78,3 +78,12 @@ def test_compare_judges_nan_inf_and_shape() -> None:
     assert compare("b", inf, inf).ok and not compare("b", inf, -inf).ok
     assert not compare("c", np.zeros(2, np.float32), np.zeros(3)).ok
     assert compare("d", np.array([1, 2], np.int32), np.array([1, 2])).rtol == 0.0
+
+
+def test_compare_scales_sums_that_cancel_by_their_terms() -> None:
+    # four f32 terms of about 1 summing to 3.5e-4: one rounding of the terms (4e-8) is far
+    # above what the result's own size allows, and within what the terms' size allows
+    got, want = np.float32(3.5e-4 + 4.5e-8), np.float64(3.5e-4)
+    assert not compare("s", got, want, k=4).ok
+    assert compare("s", got, want, k=4, scale=1.0).ok
+    assert not compare("s", np.float32(3.5e-4 + 1e-3), want, k=4, scale=1.0).ok
