@@ -14,6 +14,17 @@ matmul) one ``attention`` group. Its kernel's grid runs over the batch dims and 
 * the cube core computes ``P V`` and hands it over through a third ring; the vector cores
   rescale their f32 accumulator by ``exp(m_old - m)`` and add it.
 
+A K/V step whose operands do not fit L0 at once (``bk`` 256 keys with head dim 128) runs as
+``bk / kc`` cube products (``kc`` in the header): K, P and V go to L1 in one transfer each,
+MTE1 cuts each product's chunk into L0 (``TEXTRACT_T`` for K), the chunks' scores leave L0C
+one by one into the same ring slot, and P V accumulates over them in L0C
+(``TMATMUL_ACC``). The vector cores see one ``[rows, bk]`` step, so the rings carry one P V
+tile per ``bk`` keys: per score, the K/V loads and the P V ring cost ``(D + Dv) / bq +
+2 Dv / bk`` elements, which the tile choice minimises once every cluster has work. Under a
+causal mask with ``bk > bq`` the diagonal lies inside a step, ``%u = q mod (bk / bq)`` query
+tiles from its start: the vector cores mask that step with rows ``%u*bq ..`` of a
+lower-triangular ``[bk, bk]`` tile.
+
 At the end each vector core writes ``acc / l`` in the output dtype. The ``Lq x Lk`` score
 matrix never reaches GM: only the rings' two slots per cluster do. A causal mask (the composite's
 constant lower-triangular mask, ``Lq == Lk``) stops the K/V loop at the diagonal and masks only
@@ -27,8 +38,10 @@ tile at a time into L0A, and each vector core keeps statistics and an accumulato
 The rings' traffic per tile step drops by the shared K/V bytes (an eighth); under a causal
 mask the pair's first tile runs its partner's last steps fully masked, so both tiles hand the
 same ring slots over in the same order.
-Numerics: the scores and the softmax stay in f32 (the reference rounds the logits to the
-inputs' dtype), within the tolerance table for a K-long sum.
+Pairs need each K/V step in one cube product (``kc == bk``).
+Numerics: S and P V cross the rings in the inputs' dtype (the fixpipe rounds them once, as the
+reference rounds its logits); P is computed in that dtype with f32 row statistics and an f32
+accumulator, within the tolerance table for a K-long sum.
 
 >>> import pypto as pto
 >>> q = pto.random.normal(0, (2, 64, 32), pto.float16)
@@ -287,15 +300,14 @@ def _window_out(lw: Lowering, out: Var) -> tuple[Eqn, Via] | None:
     return tr, via
 
 
-def _ub_bytes(h: int, bk: int, bq: int, dv: int, s: int, g: int = 1) -> int:
+def _ub_bytes(h: int, bk: int, bq: int, dv: int, s: int, g: int = 1, io: int = 1) -> int:
     """UB of the vector cores' tiles: scores (P in place), the causal mask's rows, the PV
     tile, its f32 copy, an accumulator per query tile, the output tile and the row
-    statistics. With one query tile per point the loop's transfers are double-buffered;
-    with two the Block level keeps them single (double ones do not fit)."""
-    io = 2 if g == 1 else 1
+    statistics; ``io`` slots for each transfer (2: double-buffered, which the Block level
+    keeps where it fits)."""
     return (
         io * h * bk * s
-        + h * bq
+        + h * max(bq, bk)
         + (2 * h * bk if bk < bq else 0)
         + io * h * dv * s
         + (1 + g) * h * dv * 4
@@ -316,41 +328,75 @@ written and P LAG tiles after, so these let each producer wait only for its cons
 previous use of a slot. Each slot takes a cross-core flag id (8 on the chip)."""
 
 
+def _l0_needs(p: AttentionPlan, bq: int, kc: int) -> tuple[int, int, int]:
+    """Bytes of L0A, L0B and L0C for query tiles of ``bq`` rows and K/V chunks of ``kc``."""
+    s = p.q.aval.dtype.itemsize
+    d, dv = p.q.aval.shape[-1], p.v.aval.shape[-1]
+    return (bq * d + bq * kc) * s, (d * kc + kc * dv) * s, (bq * kc + bq * dv) * 4
+
+
+def _chunk(lw: Lowering, p: AttentionPlan, bq: int, bk: int) -> int:
+    """Keys per cube product (``kc``): all ``bk`` of a K/V step where its operands fit L0,
+    else the largest divisor of ``bk`` (at least ``bq``, a multiple of 16) that fits. The
+    step's S then leaves L0C chunk by chunk into one ring slot, its P V accumulates over the
+    chunks in L0C, and the vector cores see one ``[rows, bk]`` step: fewer, larger hand-offs
+    and one P V tile per ``bk`` keys."""
+    m = lw.machine
+    caps = (m.l0a_bytes, m.l0b_bytes, m.l0c_bytes)
+    for kc in sorted(divisors(bk), reverse=True):
+        if kc < min(bq, bk) or (kc < bk and kc % 16):
+            continue
+        if all(n <= c for n, c in zip(_l0_needs(p, bq, kc), caps, strict=True)):
+            return kc
+    return bk
+
+
 def _problems(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int) -> list[str]:
     """Why tiles (bq, bk, g) cannot run this attention (empty: they can): the grid, the cube
-    operands in L0 (single-buffered), the vector tiles in UB and, for pairs, L1."""
+    operands in L0 (single-buffered), the vector tiles in UB and, for pairs or chunked K/V
+    steps, L1."""
     m = lw.machine
     s = p.q.aval.dtype.itemsize
     lq, d = p.q.aval.shape[-2:]
     lk, dv = p.kt.aval.shape[-1], p.v.aval.shape[-1]
+    kc = _chunk(lw, p, bq, bk)
     out = []
     if lq % bq:
         out.append(f"bq={bq} does not divide the {lq} queries")
     if lk % bk:
         out.append(f"bk={bk} does not divide the {lk} keys")
-    elif p.causal and bq % bk:
-        out.append(f"bk={bk} does not divide bq={bq} (the causal diagonal)")
+    elif p.causal and bq % bk and bk % bq:
+        out.append(f"bk={bk} and bq={bq}: one must divide the other (the causal diagonal)")
     if bq % 2 and lq > 1:
         out.append(f"bq={bq} is odd: the two vector cores each take half its rows")
+    l0a, l0b, l0c = _l0_needs(p, bq, kc)
+    l1 = 0
+    if g == 2:
+        l1 = (g * bq * d + 2 * bk * d) * s
+    elif kc < bk:
+        l1 = (bk * d + bq * bk + bk * dv) * s  # a step's K, P and V, cut chunk by chunk
     for space, need, cap in (
-        ("L0A", (bq * d + bq * bk) * s, m.l0a_bytes),
-        ("L0B", (d * bk + bk * dv) * s, m.l0b_bytes),
-        ("L0C", (bq * bk + bq * dv) * 4, m.l0c_bytes),
-        ("UB", _ub_bytes(max(1, bq // 2), bk, bq, dv, s, g), m.ub_bytes),
-        ("L1", (g * bq * d + 2 * bk * d) * s if g == 2 else 0, m.l1_bytes),
+        ("L0A", l0a, m.l0a_bytes),
+        ("L0B", l0b, m.l0b_bytes),
+        ("L0C", l0c, m.l0c_bytes),
+        ("UB", _ub_bytes(max(1, bq // 2), bk, bq, dv, s, g), m.ub_bytes),  # one slot each
+        ("L1", l1, m.l1_bytes),
     ):
         if need > cap:
             out.append(f"{space} needs {need} bytes; {m.name} has {cap}")
     if g == 2 and (lq // bq % 2 or p.masks):
         out.append("g=2 needs an even number of query tiles and no mask operand")
+    if g == 2 and (kc < bk or (p.causal and bk > bq)):
+        out.append(f"g=2 needs the K/V step in one cube product and, causal, bk <= bq (bk={bk})")
     return out
 
 
 def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
-    """(bq, bk, g): the largest tiles whose cube operands fit L0 (single-buffered) and whose
-    vector tiles fit UB, keeping every cluster busy where the grid allows (causal: bk
-    divides bq, so the diagonal is the last bq/bk K/V tiles of a query tile); ``g = 2``
-    query tiles per grid point where they fit, so each K/V tile loaded serves both."""
+    """(bq, bk, g): tiles whose cube operands fit L0 (single-buffered, a K/V step in
+    chunks if need be) and whose vector tiles fit UB, keeping every cluster busy where the
+    grid allows, then moving the fewest K/V and P V bytes per score (causal: one of bq, bk
+    divides the other); ``g = 2`` query tiles per grid point where they fit and the busiest
+    cluster gets less work, so each K/V tile loaded serves both."""
     m = lw.machine
     s = p.q.aval.dtype.itemsize
     lq, d = p.q.aval.shape[-2:]
@@ -360,17 +406,28 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
     for bq in divisors(lq):
         if bq > 128:
             continue
-        for bk in divisors(bq) if p.causal else divisors(lk):
+        keys = divisors(lk)
+        if p.causal:  # one divides the other: the diagonal is whole steps or inside one
+            keys = [k for k in keys if bq % k == 0 or k % bq == 0]
+        for bk in keys:
             if bk > 256 or _problems(lw, p, bq, bk, 1):
                 continue
+            kc = _chunk(lw, p, bq, bk)
             busy = min(batch * (lq // bq), m.clusters)
-            # every cube operand double-buffered lets the cube run a tile ahead
+            # bytes per score besides S and P, which every tiling hands over once: the K/V
+            # loads (shared by bq queries) and the P V ring (one tile per bk keys)
+            traffic = (d + dv) / bq + 2 * dv / bk
+            # every operand double-buffered lets the cores run a tile ahead
             double = (
-                2 * (bq * d + bq * bk) * s <= m.l0a_bytes
-                and 2 * (d * bk + bk * dv) * s <= m.l0b_bytes
-                and 2 * (bq * bk + bq * dv) * 4 <= m.l0c_bytes
+                all(
+                    2 * n <= c
+                    for n, c in zip(
+                        _l0_needs(p, bq, kc), (m.l0a_bytes, m.l0b_bytes, m.l0c_bytes), strict=True
+                    )
+                )
+                and _ub_bytes(max(1, bq // 2), bk, bq, dv, s, io=2) <= m.ub_bytes
             )
-            key = (busy, bq * bk, double, bq)
+            key = (busy, -traffic, double, bq * bk, bq)
             if best is None or key > best[0]:
                 best = (key, bq, bk)
     if best is None:
@@ -512,11 +569,27 @@ def _kernel(
         return Expr.reg("blk") * (SLOTS[slot] * rr) + Expr.reg(slot) * rr + t * bq
 
     j = Expr.reg("j")
-    r = bq // bk
+    kc = _chunk(lw, p, bq, bk)
+    nc = bk // kc  # cube products per K/V step
+    # causal with bk > bq: the diagonal lies inside a step, at %u = q mod (bk/bq) query
+    # tiles from its start; %nq = ceil((q+1) bq / bk) steps reach it
+    wide = p.causal and bk > bq
+    r = bq // bk if bk <= bq else 1  # K/V steps per query tile (causal, bk <= bq)
+    rk = bk // bq if wide else 1  # query tiles per K/V step (wide)
+    where: list[Stmt] = []
+    if wide:
+        where = [
+            SOp("SDIV", "nq", (Expr.reg("q") + rk, Expr.of(rk))),
+            SOp("SMOD", "u", (Expr.reg("q"), Expr.of(rk))),
+        ]
 
     def steps(t: int) -> Expr:
         """The K/V tiles query tile t of the point reads (causal: up to its diagonal)."""
-        return Expr.reg("q") * (g * r) + (t + 1) * r if p.causal else Expr.of(lk // bk)
+        if not p.causal:
+            return Expr.of(lk // bk)
+        if wide:
+            return Expr.reg("nq")
+        return Expr.reg("q") * (g * r) + (t + 1) * r
 
     n = steps(g - 1)
     # Software pipeline, LAG K/V tiles deep: iteration j makes S_j (and on the vector cores
@@ -545,22 +618,32 @@ def _kernel(
 
     # the cube core
     q0 = TileVar("q0", Space.L0A, d_t, (bq, d))
-    k0 = TileVar("k0", Space.L0B, d_t, (d, bk))
-    s0 = TileVar("s", Space.L0C, f32, (bq, bk))
-    p0 = TileVar("p0", Space.L0A, d_t, (bq, bk))
-    v0 = TileVar("v0", Space.L0B, d_t, (bk, dv))
+    k0 = TileVar("k0", Space.L0B, d_t, (d, kc))
+    s0 = TileVar("s", Space.L0C, f32, (bq, kc))
+    p0 = TileVar("p0", Space.L0A, d_t, (bq, kc))
+    v0 = TileVar("v0", Space.L0B, d_t, (kc, dv))
     o0 = TileVar("o", Space.L0C, f32, (bq, dv))
+    # a K/V step in several cube products (nc > 1): its K, P and V tiles go to L1 whole
+    # (one transfer each) and MTE1 cuts each product's chunk into L0
+    cut_k: list[list[Stmt]] = [[] for _ in range(nc)]
     if p.k is not None:
         # K tiles [bk, D] as they are in GM; MTE1 transposes them into L0B
         k1 = TileVar("k1", Space.L1, d_t, (bk, d))
         kin = _window_in(lw, p.k, p.k_pos, p.kt.aval.shape[:-2], ob)
         kb, k_row, k_col = place(p.k, lk, d, kin)
-        k_load: list[Stmt] = [
-            TLoad(k1, kb, k_row + j * bk, k_col, loc),
-            TOp("TTRANS", k0, (k1,), loc),
-        ]
+        k_load: list[Stmt] = [TLoad(k1, kb, k_row + j * bk, k_col, loc)]
+        if nc == 1:
+            k_load.append(TOp("TTRANS", k0, (k1,), loc))
+        else:
+            cut_k = [[TOp("TEXTRACT_T", k0, (k1, Expr.of(c * kc), Expr()), loc)] for c in range(nc)]
     else:
-        k_load = [TLoad(k0, gm(p.kt, d, lk), batch_rows(p.kt.aval.shape, d), j * bk, loc)]
+        kt_b, kt_row = gm(p.kt, d, lk), batch_rows(p.kt.aval.shape, d)
+        if nc == 1:
+            k_load = [TLoad(k0, kt_b, kt_row, j * bk, loc)]
+        else:
+            k1 = TileVar("k1", Space.L1, d_t, (d, bk))
+            k_load = [TLoad(k1, kt_b, kt_row, j * bk, loc)]
+            cut_k = [[TOp("TEXTRACT", k0, (k1, Expr(), Expr.of(c * kc)), loc)] for c in range(nc)]
     q_in: list[Stmt]
     if g == 1:
         q_in = [TLoad(q0, qb, q_row, q_col, loc)]  # stays in L0A for the whole point
@@ -574,22 +657,43 @@ def _kernel(
     # slots in the same order: a hand-off skipped on one side would desynchronise the flags
     # of the slot the tiles share.
     cube_s: list[Stmt] = list(k_load)
-    cube_o: list[Stmt] = [TLoad(v0, vb, v_row + j * bk - LAG * bk, v_col, loc)]
+    v_at = v_row + j * bk - LAG * bk
+    cube_o: list[Stmt]
+    if nc == 1:
+        cube_o = [TLoad(v0, vb, v_at, v_col, loc)]
+    else:
+        v1 = TileVar("v1", Space.L1, d_t, (bk, dv))
+        p1 = TileVar("p1", Space.L1, d_t, (bq, bk))
+        cube_o = [TLoad(v1, vb, v_at, v_col, loc)]
+
     for t in range(g):
         pick = [] if g == 1 else [TOp("TEXTRACT", q0, (q1, Expr.of(t * bq), Expr()), loc)]
-        cube_s += [
-            *pick,
-            TOp("TMATMUL", s0, (q0, k0), loc),
-            TStore(ws_s, ring("ss", t), Expr(), s0, loc),
-        ]
-        cube_o += [
-            TLoad(p0, ws_p, ring("sp", t), Expr(), loc),
-            TOp("TMATMUL", o0, (p0, v0), loc),
-            TStore(ws_o, ring("so", t), Expr(), o0, loc),
-        ]
+        cube_s += pick
+        for c in range(nc):
+            cube_s += [
+                *cut_k[c],
+                TOp("TMATMUL", s0, (q0, k0), loc),
+                TStore(ws_s, ring("ss", t), Expr.of(c * kc), s0, loc),
+            ]
+        if nc == 1:
+            cube_o += [
+                TLoad(p0, ws_p, ring("sp", t), Expr(), loc),
+                TOp("TMATMUL", o0, (p0, v0), loc),
+            ]
+        else:
+            # P V accumulates over the step's chunks in L0C
+            cube_o.append(TLoad(p1, ws_p, ring("sp", t), Expr(), loc))
+            for c in range(nc):
+                cube_o += [
+                    TOp("TEXTRACT", p0, (p1, Expr(), Expr.of(c * kc)), loc),
+                    TOp("TEXTRACT", v0, (v1, Expr.of(c * kc), Expr()), loc),
+                    TOp("TMATMUL_ACC" if c else "TMATMUL", o0, (p0, v0), loc),
+                ]
+        cube_o.append(TStore(ws_o, ring("so", t), Expr(), o0, loc))
     aic = Section(
         "aic",
         (
+            *where,
             *q_in,
             For(
                 "j",
@@ -615,9 +719,13 @@ def _kernel(
 
     neg = ub("ninf", d_t, (1, bk))
     pre: list[Stmt] = [*count, TOp("TEXPANDS", neg, (-math.inf,), loc)]
-    start: list[Stmt] = []
-    tri = ub("tril", dt.bool_, (h, bq))
-    if p.causal:
+    tri = ub("tril", dt.bool_, (h, max(bq, bk)))
+    start: list[Stmt] = list(where)
+    if wide:
+        # the diagonal step's mask: rows %u*bq + .. of a lower-triangular [bk, bk] mask
+        tril = lw.const_buffer("tril", causal_mask(bk, bk))
+        start.append(TLoad(tri, tril, Expr.reg("u") * bq + sub, Expr(), loc))
+    elif p.causal:
         # the rows of a lower-triangular [bq, bq] mask this vector core takes, once per point
         start.append(TLoad(tri, lw.const_buffer("tril", causal_mask(bq, bq)), sub, Expr(), loc))
     shifts: list[Stmt] = []
@@ -639,7 +747,8 @@ def _kernel(
         if p.causal:
             # only the last bq/bk tiles of the row reach past the diagonal: mask those with
             # the matching columns of the lower-triangular tile (no DMA per step)
-            jj = j - (Expr.reg("q") * g + t) * r
+            # (wide: the last step is the diagonal one)
+            jj = j - Expr.reg("nq") + 1 if wide else j - (Expr.reg("q") * g + t) * r
             mk = tri
             sel: list[Stmt] = []
             if r > 1:
@@ -749,7 +858,12 @@ def _kernel(
             "attention",
             tuple(grid),
             (aic, aiv),
-            (("bq", bq), ("bk", bk), *((("g", g),) if g > 1 else ())),
+            (
+                ("bq", bq),
+                ("bk", bk),
+                *((("kc", kc),) if nc > 1 else ()),
+                *((("g", g),) if g > 1 else ()),
+            ),
             "attn_tile",
             "cluster",
             loc,

@@ -25,9 +25,9 @@ def arr(shape: tuple[int, ...], d: pto.DType, seed: int = 0) -> np.ndarray:
     return rng.normal(0.0, 1.0, shape).astype(np.float32).astype(d.np)
 
 
-def check(fn: Any, *args: np.ndarray, machine: str = "tiny") -> Any:
+def check(fn: Any, *args: np.ndarray, machine: str = "tiny", tile: Any = None) -> Any:
     tensors = [pto.tensor(a) for a in args]
-    f = pto.jit(fn, machine=machine)
+    f = pto.jit(fn, machine=machine, tile=tile)
     out = f(*tensors)
     ref = np.asarray(pto.to_jax(fn)(*args))
     func, _, _ = trace(fn, tensors)
@@ -292,16 +292,11 @@ def test_pairs_of_query_tiles_share_each_kv_tile(d: pto.DType) -> None:
 
 
 @pytest.mark.parametrize("d", F, ids=lambda d: d.name)
-def test_causal_pairs_mask_the_step_past_the_first_tiles_diagonal(
-    d: pto.DType, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # pairs when a paired step is cheap enough: the first tile of a pair runs its partner's
-    # last K/V steps with every score masked, leaving its softmax and output unchanged
-    import pypto.tile.attention as attention
-
-    monkeypatch.setattr(attention, "PAIR_STEP", 0.5)
+def test_causal_pairs_mask_the_step_past_the_first_tiles_diagonal(d: pto.DType) -> None:
+    # the first tile of a pair runs its partner's last K/V steps with every score masked,
+    # leaving its softmax and output unchanged
     q, k, v = (arr((1, 512, 32), d, s) for s in range(3))
-    low = check(sdpa(True), q, k, v)
+    low = check(sdpa(True), q, k, v, tile=dict(attn=(64, 64, 2)))
     (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
     assert dict(att.tile).get("g") == 2 and dict(att.grid)["q"] > 1
     assert "for %idz in 0..%dz" in str(att)
@@ -314,16 +309,17 @@ def test_pairing_is_chosen_by_the_busiest_cluster() -> None:
     low = pto.jit(sdpa(True), machine="ascend910b").lower(q, q, q)
     (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
     assert "g" not in dict(att.tile)
-    # the benchmark's size: 128 heads of 16 tiles deal finely either way; without a mask
-    # pairs save the shared K/V loads, with one their first tiles' masked steps cost more
+    # the benchmark's size: K/V steps of 256 keys in two cube products hand over one P V
+    # tile per 256 keys, which saves more than pairs sharing K/V loads (pairs need each step
+    # in one product), with or without a mask
     q = np.zeros((4, 32, 2048, 128), np.float16)
-    for causal, g in ((False, 2), (True, None)):
+    for causal in (False, True):
         (att,) = [
             k
             for k in pto.jit(sdpa(causal), machine="ascend910b").lower(q, q, q).tile_ir.kernels
             if k.kind == "attention"
         ]
-        assert dict(att.tile).get("g") == g
+        assert dict(att.tile) == {"bq": 128, "bk": 256, "kc": 128}
 
 
 def test_attention_tiles_can_be_set_and_change_the_kernel() -> None:
@@ -364,7 +360,7 @@ def test_bad_attention_tiles_say_why_and_suggest_tiles_that_fit(
     text = str(info.value)
     assert "test_attention.py" in text
     if "must be" not in message:
-        assert "hint: tiles that fit: tile=dict(attn=(128, 128, 1))" in text
+        assert "hint: tiles that fit: tile=dict(attn=(128, 256, 1))" in text
 
 
 def test_a_hint_sets_the_attention_tiles_of_its_kernel() -> None:
@@ -376,3 +372,56 @@ def test_a_hint_sets_the_attention_tiles_of_its_kernel() -> None:
 
     (att,) = [k for k in pto.jit(f, machine="tiny").lower(q).tile_ir.kernels]
     assert "attn_tile(bq=64, bk=64, g=2)" in att.header()
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+@pytest.mark.parametrize(
+    ("shape", "attn"),
+    [((1, 2, 512, 128), (64, 256)), ((2, 384, 64), (64, 192))],
+    ids=["4-tiles-a-step", "3-tiles-a-step"],
+)
+def test_causal_steps_wider_than_the_query_tile(
+    shape: tuple[int, ...], attn: tuple[int, int], d: pto.DType, machine: str
+) -> None:
+    # bk > bq under a causal mask: the diagonal falls inside a K/V step, at query tile
+    # %u = q mod (bk/bq) of it, and every u occurs (4 and 3 query tiles per step); the
+    # step's keys past the diagonal are masked
+    q, k, v = (arr(shape, d, s) for s in range(3))
+    low = check(sdpa(True), q, k, v, machine=machine, tile=dict(attn=attn))
+    (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
+    text = str(att)
+    assert "%nq = sdiv" in text and "%u = smod" in text
+    kc = dict(att.tile).get("kc", attn[1])
+    if shape[-1] == 128:  # L0 holds a step of 256 keys only in products of 128 (f32: 64)
+        assert kc == (64 if d is pto.float32 else 128)
+    aic = text.split(".aiv")[0]
+    assert aic.count("textract_t") == attn[1] // kc if kc < attn[1] else "ttrans" in aic
+    assert aic.count("tmatmul_acc") == attn[1] // kc - 1
+
+
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_wide_kv_steps_accumulate_p_v_over_their_chunks(d: pto.DType) -> None:
+    # K given transposed (no transpose in the group) and a boolean mask operand:
+    # each 256-key step goes through L0 in chunks and hands one P V tile over
+    q, v = arr((2, 256, 128), d), arr((2, 512, 128), d, 2)
+    kt = arr((2, 128, 512), d, 1)
+    mask = np.random.default_rng(3).random((2, 256, 512)) < 0.8
+
+    def fn(q: Any, kt: Any, v: Any, mask: Any) -> Any:
+        s = pto.where(mask, (q @ kt) * 0.125, -np.inf)
+        return pto.softmax(s, axis=-1) @ v
+
+    # f32: a query tile of 64 rows, products of 64 keys (L0B)
+    tiles = (
+        {"bq": 64, "bk": 256, "kc": 64} if d is pto.float32 else {"bq": 128, "bk": 256, "kc": 128}
+    )
+    nc = tiles["bk"] // tiles["kc"]
+    # set, and chosen on one cluster (on 24 the choice keeps every cluster busy first)
+    for machine, attn in (("ascend910b", (tiles["bq"], 256)), ("tiny", None)):
+        low = check(fn, q, kt, v, mask, machine=machine, tile=attn and dict(attn=attn))
+        (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
+        assert dict(att.tile) == tiles
+        aic = str(att).split(".aiv")[0]
+        # one K and one P transfer per step, cut into nc chunks each (plus P's and V's)
+        assert aic.count("tmatmul_acc") == nc - 1 and aic.count("textract") == 3 * nc

@@ -242,7 +242,8 @@ def test_a_cost_ordered_kernel_keeps_its_order_on_fewer_cores() -> None:
             return pto.scaled_dot_product_attention(q, q, q, causal=True)
 
     assert headers(f, q) == [
-        "kernel @attention grid(b0=6, q=8) cost(q) cores(12) attn_tile(bq=128, bk=128) on cluster"
+        "kernel @attention grid(b0=6, q=8) cost(q) cores(12) "
+        "attn_tile(bq=128, bk=256, kc=128) on cluster"
     ]
     p = pto.jit(f).profile(q, numerics=False, trace=False)
     busy_m = [v for (c, pipe), v in p.busy.items() if c.startswith("aic") and pipe == "M"]
