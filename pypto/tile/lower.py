@@ -1077,52 +1077,76 @@ def _renamed(s: Stmt, names: dict[str, str]) -> Stmt:
     return s
 
 
+Variant = tuple[list[Stmt], list[Stmt], list[Stmt]]
+"""(pre, body, post) of one tile extent's statements."""
+
+
+def merge_variants(
+    variants: Sequence[Variant], moved_apart: bool = True
+) -> tuple[list[Stmt], list[list[Stmt]], list[Stmt]]:
+    """One pre and post, and each variant's body, for code that runs one of ``variants`` per
+    grid point (a full tile or a partial one, picked by 0/1-trip loops). Vector-only tiles
+    keep the same names, so one buffer holds any variant's; a later variant's own tiles
+    before the grid (a scalar broadcast down fewer rows) are renamed apart from the first
+    variant's, and so are the tiles DMA moves when ``moved_apart`` (a double buffer of each
+    variant's own)."""
+    first = variants[0]
+    used = {t.name for s in [*first[0], *first[1], *first[2]] for t in tiles_of(s)}
+    taken = set(used)
+    for v in variants[1:]:
+        taken |= {t.name for s in [*v[0], *v[1], *v[2]] for t in tiles_of(s)}
+    full_pre = {t.name for s in first[0] for t in tiles_of(s)}
+    pre, bodies, post = list(first[0]), [list(first[1])], list(first[2])
+    for v_pre, v_body, v_post in variants[1:]:
+        names: dict[str, str] = {}
+
+        def apart(name: str, names: dict[str, str] = names) -> None:
+            new = name + "_p"
+            while new in taken:
+                new += "p"
+            taken.add(new)
+            names[name] = new
+
+        for st in v_pre:
+            st = _renamed(st, names)
+            if st in first[0]:
+                continue
+            for t in tiles_of(st)[:1]:  # the tile it defines
+                if t.name in used and t.name not in names:
+                    apart(t.name)
+            pre.append(_renamed(st, names))
+        part_pre = {t.name for st in v_pre for t in tiles_of(st)}
+        for st in walk(tuple(v_body)):
+            moved = (
+                [st.dst] if isinstance(st, TLoad) else [st.src] if isinstance(st, TStore) else []
+            )
+            for t in tiles_of(st):
+                if t.name in names or t.name in part_pre:
+                    continue
+                # a tile the first variant's pre names, or one that DMA moves: a double
+                # buffer of its own, alternating within the loop of its variant (so that the
+                # next grid point's loads still overlap this one's compute and stores)
+                if t.name in full_pre or (moved_apart and t in moved):
+                    apart(t.name)
+        bodies.append([_renamed(st, names) for st in v_body])
+        post += [st for st in v_post if st not in post]
+    return pre, bodies, post
+
+
 def _with_partial(
     full: RowBuilder, part: RowBuilder, n: int
 ) -> tuple[list[Stmt], list[Stmt], list[Stmt]]:
     """(pre, body, post) of a row kernel whose last of ``n`` row tiles is partial: ``%last`` is
     1 only on it, and 0/1-trip loops on it run the full tile's statements or the partial
-    tile's. Their vector-only tiles keep the same names, so one buffer holds either; the
-    tiles DMA moves and the partial tile's own tiles before the grid (a scalar broadcast down
-    fewer rows) are renamed apart."""
-    used = {t.name for s in [*full.pre, *full.body, *full.post] for t in tiles_of(s)}
-    taken = used | {t.name for s in [*part.pre, *part.body, *part.post] for t in tiles_of(s)}
-    full_pre = {t.name for s in full.pre for t in tiles_of(s)}
-    names: dict[str, str] = {}
-
-    def apart(name: str) -> None:
-        new = name + "_p"
-        while new in taken:
-            new += "p"
-        taken.add(new)
-        names[name] = new
-
-    pre = list(full.pre)
-    for s in part.pre:
-        s = _renamed(s, names)
-        if s in full.pre:
-            continue
-        for t in tiles_of(s)[:1]:  # the tile it defines
-            if t.name in used and t.name not in names:
-                apart(t.name)
-        pre.append(_renamed(s, names))
-    part_pre = {t.name for s in part.pre for t in tiles_of(s)}
-    for s in walk(tuple(part.body)):
-        moved = [s.dst] if isinstance(s, TLoad) else [s.src] if isinstance(s, TStore) else []
-        for t in tiles_of(s):
-            if t.name in names or t.name in part_pre:
-                continue
-            # a tile the full tile's pre names, or one that DMA moves: a double buffer of its
-            # own, alternating within the loop of its tile (so that the next grid point's
-            # loads still overlap this one's compute and stores)
-            if t.name in full_pre or t in moved:
-                apart(t.name)
+    tile's (:func:`merge_variants`)."""
+    pre, (fb, pb), post = merge_variants(
+        [(full.pre, full.body, full.post), (part.pre, part.body, part.post)]
+    )
     body: list[Stmt] = [
         SOp("SMAX", "last", (Expr.reg("r") - (n - 2), Expr.of(0))),
-        For("rf", Expr.reg("last"), Expr.of(1), 1, tuple(full.body)),
-        For("rp", Expr(), Expr.reg("last"), 1, tuple(_renamed(s, names) for s in part.body)),
+        For("rf", Expr.reg("last"), Expr.of(1), 1, tuple(fb)),
+        For("rp", Expr(), Expr.reg("last"), 1, tuple(pb)),
     ]
-    post = list(full.post) + [s for s in part.post if s not in full.post]
     return pre, body, post
 
 

@@ -49,6 +49,7 @@ headline number (``f.profile(a, b, numerics=False).efficiency``):
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -81,10 +82,12 @@ from pypto.tile.lower import (
     RowBuilder,
     RowPlan,
     RowRule,
+    Variant,
     batch_window,
     divisors,
     lower_single,
     matmul_reads_in_place,
+    merge_variants,
     plan_row,
     relayout,
     ub_bytes_needed,
@@ -279,15 +282,27 @@ def _edges(g: Geom, m1: int, n1: int) -> bool:
     return bool(g.M % m1 or g.N % n1)
 
 
+def _extents(size: int, tile: int) -> list[int]:
+    """The extents of an axis' tiles: ``[tile]``, and the partial last one when it is shorter."""
+    last = size - (-(-size // tile) - 1) * tile
+    return [tile] if last == tile else [tile, last]
+
+
 def choose_cube_tiles(
-    g: Geom, d: dt.DType, m: Machine, epilogue: Callable[[int, int], tuple[bool, float]] | None
+    g: Geom,
+    d: dt.DType,
+    m: Machine,
+    epilogue: Callable[[int, int], tuple[bool, float]] | None,
+    epilogue_edges: bool = False,
 ) -> CubeTiles:
     """The cheapest tiles under :func:`_estimate` among divisors of M, K and N that fit the
-    buffers (double-buffered L0A/L0B/L1; with an epilogue, even m1 and its UB need)."""
+    buffers (double-buffered L0A/L0B/L1; with an epilogue, even m1 and its UB need), and
+    edge tiles that need not divide M and N (with an epilogue only where ``epilogue_edges``,
+    every extent's rows even and its UB need met)."""
     # tiles under 16 waste the cube's 16-wide fractal unless the axis is that short
     cands_m = [x for x in divisors(g.M) if min(16, g.M) <= x <= 512]
     cands_n = [x for x in divisors(g.N) if min(16, g.N) <= x <= 1024 and _aligned(x, g.N, d, m)]
-    if epilogue is None:
+    if epilogue is None or epilogue_edges:
         # edge tiles: a whole number of fractals that need not divide the axis (the last
         # tile row or column is partial), so awkward sizes get full-sized tiles and waves
         cands_m += [x for x in range(64, min(g.M, 513), 16) if g.M % x]
@@ -300,25 +315,26 @@ def choose_cube_tiles(
                 continue
             vec = None
             if epilogue is not None:
-                if g.M > 1 and m0 % 2:
+                ms, ns = _extents(g.M, m0), _extents(g.N, n0)
+                if g.M > 1 and any(x % 2 for x in ms):
                     continue
-                ok, _ = epilogue(m0, n0)
-                if not ok:
+                if not all(epilogue(me, ne)[0] for me in ms for ne in ns):
                     continue
 
                 def vec(a: int, b: int) -> float:
                     return epilogue(a, b)[1]
 
+            s = d.itemsize
             for k0 in cands_k:
-                t0 = CubeTiles(m0, m0, k0, k0, n0, n0)
-                if any(need > cap for sp, need, cap, _ in _needs(t0, d, m) if sp != "L1"):
+                # L0A and L0B double-buffered, as _needs counts them (inline: this loop is
+                # the tile choice's hot spot)
+                if 2 * m0 * k0 * s > m.l0a_bytes or 2 * k0 * n0 * s > m.l0b_bytes:
                     continue
                 # L1 blocks: one L0 step, or the most that fit (fewer, longer DMAs)
-                js = [j for j in divisors(g.K // k0) if j == 1 or k0 * j <= 4096]
                 js = [
                     j
-                    for j in js
-                    if _needs(CubeTiles(m0, m0, k0, k0 * j, n0, n0), d, m)[3][1] <= m.l1_bytes
+                    for j in divisors(g.K // k0)
+                    if (j == 1 or k0 * j <= 4096) and 2 * (m0 + n0) * k0 * j * s <= m.l1_bytes
                 ]
                 for j in sorted({js[0], js[-1]}) if js else []:
                     reuse = [1]
@@ -392,11 +408,12 @@ def cube_tiles(
     g: Geom,
     d: dt.DType,
     epilogue: Callable[[int, int], tuple[bool, float]] | None = None,
+    epilogue_edges: bool = False,
 ) -> CubeTiles:
     """The user's cube tiles, checked, or the automatic choice."""
 
     def auto() -> CubeTiles:
-        return choose_cube_tiles(g, d, lw.machine, epilogue)
+        return choose_cube_tiles(g, d, lw.machine, epilogue, epilogue_edges)
 
     if lw.cfg.cube is not None:
         return _check_user(lw.cfg.cube, g, d, lw.machine, auto, epilogue)
@@ -815,6 +832,7 @@ def _epilogue_need(
     m = lw.machine
     ops = len(plan.eqns) if plan is not None else 1
 
+    @functools.cache
     def need(m1: int, n1: int) -> tuple[bool, float]:
         h = max(1, m1 // 2)
         cw = _epilogue_chunk(m, plan, ws, h, n1)
@@ -861,8 +879,11 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     handoff = plan is not None or not cast_ok(acc_dt, out.aval.dtype)
     ws_dt = out.aval.dtype if cast_ok(acc_dt, out.aval.dtype) else acc_dt
     need = _epilogue_need(lw, plan, ws_dt) if handoff else None
+    # partial edge tiles under an epilogue: each extent's vector code is its own variant;
+    # not for one-row outputs or operands read at the row modulo a period
+    edges_ok = g.M > 1 and (plan is None or not plan.period)
     try:
-        t = cube_tiles(lw, g, d, need)
+        t = cube_tiles(lw, g, d, need, edges_ok)
     except TileError:
         if lw.cfg.cube is not None:
             raise
@@ -878,10 +899,8 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     # read at the row modulo its period: a vector core's rows must not straddle one
     if plan is not None and any(p % max(1, t.m1 // 2) for p in plan.period.values()):
         return False
-    edges = _edges(g, t.m1, t.n1)
-    if edges:
-        assert not handoff
-        return _lower_edges(lw, e, g, t, d)
+    if _edges(g, t.m1, t.n1):
+        return _lower_edges(lw, e, g, t, d, (plan, ws_dt, used) if handoff else None)
     ga, gb, c_row = _cube_operands(lw, e, g, t)
     sa, sb = _transposed(lw, e)
     cube = _Cube(g, t, d, e.loc, sa is not None and sa[2], sb is not None and sb[2])
@@ -901,10 +920,7 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         ]
         sections = [Section("aic", (*order.head, *cube.body(ga, gb, stores)))]
     else:
-        m = lw.machine
-        ws = lw.new_buffer("ws", ws_dt, m.clusters * 2 * t.m1 * t.n1)
-        lw.views[ws] = (m.clusters * 2 * t.m1, t.n1)
-        ring_row = Expr.reg("blk") * (2 * t.m1) + Expr.reg("slot") * t.m1
+        ws, ring_row = _ring(lw, t, ws_dt)
         slot = order.slot()
         stores = [
             TStore(ws, ring_row + i * t.m0, Expr.of(j * t.n0), acc[i][j], e.loc)
@@ -943,9 +959,18 @@ def _cube_kernel(
     )
 
 
-def _lower_edges(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, d: dt.DType) -> bool:
-    """The cube kernel of a matmul whose tiles leave a partial last row or column
-    (:meth:`_Cube.edge_body`); the fixpipe stores the result (no epilogue)."""
+def _lower_edges(
+    lw: Lowering,
+    e: Eqn,
+    g: Geom,
+    t: CubeTiles,
+    d: dt.DType,
+    epi: tuple[RowPlan | None, dt.DType, set[Var]] | None = None,
+) -> bool:
+    """The cluster kernel of a matmul whose tiles leave a partial last row or column
+    (:meth:`_Cube.edge_body`): the fixpipe stores the result, or with ``epi`` (the epilogue's
+    plan, the ring's dtype and the values used outside) hands each tile to the vector cores,
+    whose code for each tile extent is its own variant (:func:`_vector_epilogue`)."""
     mt, nt = -(-g.M // t.m1), -(-g.N // t.n1)
     m_row = Expr.reg("m") * t.m1
     n_col = Expr.reg("n") * t.n1
@@ -954,11 +979,20 @@ def _lower_edges(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, d: dt.DType) -> bo
     sa, sb = _transposed(lw, e)
     ga = {me: _a_operand(lw, e, g, me, t.k1, m_row, sa) for me in ms}
     gb = {ne: _b_operand(lw, e, g, t.k1, ne, n_col, sb) for ne in ns}
-    c = lw.buffer(e.out)
-    lw.view(c, (g.points * g.M, g.N))
     c_row = g.rows(g.c_strides, g.M) + m_row
     cube = _Cube(g, t, d, e.loc, sa is not None and sa[2], sb is not None and sb[2])
     order = _Order.of(g, mt, nt, lw.machine.clusters, lw.cfg.swizzle)
+    if epi is not None:
+        plan, ws_dt, used = epi
+        ws, ring_row = _ring(lw, t, ws_dt)
+        body = cube.edge_body(ga, gb, (ws, ring_row, Expr()))
+        aiv = _vector_epilogue(lw, e, plan, t, g, ws, ws_dt, ring_row, c_row, used, order)
+        sections = [Section("aic", (*order.head, *order.slot(), *body)), aiv]
+        name = lw.fresh(_group_name(lw, e))
+        lw.add_kernel(_cube_kernel(name, e, g, t, order, sections, (Ring(ws, "aic", "slot"),)))
+        return True
+    c = lw.buffer(e.out)
+    lw.view(c, (g.points * g.M, g.N))
     body = cube.edge_body(ga, gb, (c, c_row, n_col))
     sections = [Section("aic", (*order.head, *body))]
     plain = sa is None and sb is None  # (the read-ahead walks A's rows and B's columns)
@@ -966,6 +1000,15 @@ def _lower_edges(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, d: dt.DType) -> bo
         sections.append(_prefetch(lw, g, t, d, ga[t.m1][0], gb[t.n1][0], order, mt, nt))
     lw.add_kernel(_cube_kernel(lw.fresh("matmul"), e, g, t, order, sections))
     return True
+
+
+def _ring(lw: Lowering, t: CubeTiles, ws_dt: dt.DType) -> tuple[str, Expr]:
+    """The GM ring of two ``[m1, n1]`` slots per cluster that hands the cube core's output
+    tiles to its vector cores, and the row of this grid point's slot."""
+    m = lw.machine
+    ws = lw.new_buffer("ws", ws_dt, m.clusters * 2 * t.m1 * t.n1)
+    lw.views[ws] = (m.clusters * 2 * t.m1, t.n1)
+    return ws, Expr.reg("blk") * (2 * t.m1) + Expr.reg("slot") * t.m1
 
 
 def _prefetch(
@@ -1039,53 +1082,83 @@ def _vector_epilogue(
     """The vector cores' part: take half of the tile's rows from the ring, finish the result
     (cast to the matmul's dtype, then the epilogue's rules) and store — in column chunks when
     the whole half does not fit UB (:func:`_epilogue_chunk`). The chunks reuse the same tiles,
-    one after another; all of them read the ring slot between one pair of cross-core flags."""
+    one after another; all of them read the ring slot between one pair of cross-core flags.
+    With partial edge tiles each extent (full or partial rows, full or partial columns) is a
+    variant of that code, picked by 0/1-trip loops on ``%em``/``%en`` as the cube core's."""
     out = e.out
-    h = t.m1 // 2 if g.M > 1 else 1
-    sub = Expr.reg("sub") * h if g.M > 1 else Expr()
-    n_col = Expr.reg("n") * t.n1 if g.N // t.n1 > 1 else Expr()
-    cw = _epilogue_chunk(lw.machine, plan, ws_dt, h, t.n1) or t.n1
-    body: list[Stmt] = [*order.head, *order.slot()]
-    pre: list[Stmt] = []
-    post: list[Stmt] = []
-    for c0 in range(0, t.n1, cw):
-        x = TileVar("mm", Space.UB, ws_dt, (h, cw))
-        body.append(TLoad(x, ws, ring_row + sub, Expr.of(c0), e.loc))
-        y = x
-        if ws_dt is not out.aval.dtype:
-            y = TileVar("mmc", Space.UB, out.aval.dtype, (h, cw))
-            body.append(TOp("TCVT", y, (x,), e.loc))
-        if plan is None:
-            c = lw.buffer(out)
-            lw.view(c, (g.points * g.M, g.N))
-            body.append(TStore(c, c_row + sub, n_col + c0, y, e.loc))
-            continue
-        rb = RowBuilder(lw, plan, h, cw)
-        rb.row = c_row + sub
-        rb.col = n_col + c0
-        rb.loc = e.loc
-        rb.tiles[out] = y
-        for v in plan.inputs:
-            if v is not out:
-                rb.tiles[v] = rb.load(v)
-        for q in plan.eqns:
-            rb.loc = q.loc or e.loc
-            rule = OPS[q.op].rules["tile"]
-            assert isinstance(rule, RowRule)
-            args = [rb.tiles[a] if isinstance(a, Var) else a for a in q.inputs]
-            rb.tiles[q.out] = rule.fn(rb, q, args)
-        if out in used:
-            rb.store(out, y)
-        for v in plan.outputs:
-            rb.store(v, rb.tiles[v])
-        body += rb.body
-        # every chunk's builder names its invariant tiles alike: keep one copy of each
-        pre += [st for st in rb.pre if st not in pre]
-        post += [st for st in rb.post if st not in post]
-    if g.M == 1:
-        # one row: both vector cores take it from the ring, only the first stores it
-        body = stores_by_first_sub(body)
-    return Section("aiv", tuple(body), tuple(pre), tuple(post))
+    mt, nt = -(-g.M // t.m1), -(-g.N // t.n1)
+    n_col = Expr.reg("n") * t.n1 if nt > 1 else Expr()
+
+    def finish(me: int, ne: int) -> Variant:
+        """(pre, body, post) for an ``[me, ne]`` tile at the top left of the ring slot."""
+        h = me // 2 if g.M > 1 else 1
+        sub = Expr.reg("sub") * h if g.M > 1 else Expr()
+        cw = _epilogue_chunk(lw.machine, plan, ws_dt, h, ne) or ne
+        body: list[Stmt] = []
+        pre: list[Stmt] = []
+        post: list[Stmt] = []
+        for c0 in range(0, ne, cw):
+            x = TileVar("mm", Space.UB, ws_dt, (h, cw))
+            body.append(TLoad(x, ws, ring_row + sub, Expr.of(c0), e.loc))
+            y = x
+            if ws_dt is not out.aval.dtype:
+                y = TileVar("mmc", Space.UB, out.aval.dtype, (h, cw))
+                body.append(TOp("TCVT", y, (x,), e.loc))
+            if plan is None:
+                c = lw.buffer(out)
+                lw.view(c, (g.points * g.M, g.N))
+                body.append(TStore(c, c_row + sub, n_col + c0, y, e.loc))
+                continue
+            rb = RowBuilder(lw, plan, h, cw)
+            rb.row = c_row + sub
+            rb.col = n_col + c0
+            rb.loc = e.loc
+            rb.tiles[out] = y
+            for v in plan.inputs:
+                if v is not out:
+                    rb.tiles[v] = rb.load(v)
+            for q in plan.eqns:
+                rb.loc = q.loc or e.loc
+                rule = OPS[q.op].rules["tile"]
+                assert isinstance(rule, RowRule)
+                args = [rb.tiles[a] if isinstance(a, Var) else a for a in q.inputs]
+                rb.tiles[q.out] = rule.fn(rb, q, args)
+            if out in used:
+                rb.store(out, y)
+            for v in plan.outputs:
+                rb.store(v, rb.tiles[v])
+            body += rb.body
+            # every chunk's builder names its invariant tiles alike: keep one copy of each
+            pre += [st for st in rb.pre if st not in pre]
+            post += [st for st in rb.post if st not in post]
+        return pre, body, post
+
+    ms, ns = _extents(g.M, t.m1), _extents(g.N, t.n1)
+    head: list[Stmt] = [*order.head, *order.slot()]
+    if len(ms) * len(ns) == 1:
+        pre, body, post = finish(t.m1, t.n1)
+        if g.M == 1:
+            # one row: both vector cores take it from the ring, only the first stores it
+            body = stores_by_first_sub(body)
+        return Section("aiv", (*head, *body), tuple(pre), tuple(post))
+    # the variants share their tiles' buffers (the largest extent's size), as the cube's do
+    pre, bodies, post = merge_variants([finish(me, ne) for me in ms for ne in ns], False)
+
+    def pick(flag: str, parts: list[list[Stmt]], site: str) -> list[Stmt]:
+        if len(parts) == 1:
+            return parts[0]
+        reg = Expr.reg(flag)
+        return [
+            For(f"{flag}f{site}", reg, Expr.of(1), 1, tuple(parts[0])),
+            For(f"{flag}p{site}", Expr(), reg, 1, tuple(parts[1])),
+        ]
+
+    rows = [pick("en", bodies[i * len(ns) : (i + 1) * len(ns)], str(i)) for i in range(len(ms))]
+    if len(ms) > 1:
+        head.append(SOp("SMAX", "em", (Expr.reg("m") - (mt - 2), Expr.of(0))))
+    if len(ns) > 1:
+        head.append(SOp("SMAX", "en", (Expr.reg("n") - (nt - 2), Expr.of(0))))
+    return Section("aiv", (*head, *pick("em", rows, "")), tuple(pre), tuple(post))
 
 
 # ---------------------------------------------------------------- int32: vector multiply-adds

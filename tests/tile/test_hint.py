@@ -78,8 +78,9 @@ def test_cube_kernel_tile_cores_and_swizzle() -> None:
             y = a @ b
         return pto.relu(y)
 
+    # unhinted: one wave of 24 tiles, with a partial last tile row (512 = 5 x 96 + 32)
     assert headers(mm, A, B) == [
-        "kernel @matmul_relu grid(t=16) cube_tile(m=128, k=256, n=128, m0=128, k0=128, n0=128)"
+        "kernel @matmul_relu grid(t=24) cube_tile(m=96, k=256, n=128, m0=96, k0=128, n0=128)"
         " on cluster"
     ]
     assert headers(mm_hinted, A, B) == [
@@ -88,7 +89,7 @@ def test_cube_kernel_tile_cores_and_swizzle() -> None:
     ]
     p0, p1 = pto.jit(mm).profile(A, B), pto.jit(mm_hinted).profile(A, B)
     assert {c for c in busy(p1) if c.startswith("aic")} == {"aic0", "aic1", "aic2"}
-    assert len({c for c in busy(p0) if c.startswith("aic")}) == 16
+    assert len({c for c in busy(p0) if c.startswith("aic")}) == 24
     np.testing.assert_allclose(p1.outputs[0].numpy(), p0.outputs[0].numpy(), rtol=2e-3, atol=2e-2)
 
     def swizzled(g):

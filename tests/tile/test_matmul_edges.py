@@ -100,3 +100,68 @@ def test_one_wave_prefetch_on_vector_cores(d: pto.DType) -> None:
     (k,) = f.lower(a, b).tile_ir.kernels
     assert [s.core for s in k.sections] == ["aic", "aiv"]
     check_edges(a, b, "ascend910b")
+
+
+def check_epilogue(fn: Any, args: tuple[np.ndarray, ...], machine: str) -> Any:
+    """``fn`` (a matmul and its epilogue) is one cluster kernel with partial edge tiles on
+    ``machine`` and equals JAX; returns that kernel."""
+    f = pto.jit(fn, machine=machine)
+    (k,) = [k for k in f.lower(*args).tile_ir.kernels if "cube_tile" in k.header()]
+    sizes = {a: int(v) for a, v in re.findall(r"\b(m|k|n)=(\d+)", k.header())}
+    a, b = args[0], args[1]
+    assert a.shape[-2] % sizes["m"] or b.shape[-1] % sizes["n"], k.header()
+    assert [s.core for s in k.sections] == ["aic", "aiv"] and k.rings  # the epilogue's hand-off
+    out = np.asarray(f(*args))
+    ref = np.asarray(pto.to_jax(fn)(*args))
+    assert out.dtype == ref.dtype
+    # judged in the inputs' dtype, the precision the epilogue computes in before a last cast
+    c = compare("epilogue", out.astype(a.dtype), ref.astype(a.dtype), k=a.shape[-1])
+    assert c.ok, str(c)
+    return k
+
+
+@pytest.mark.parametrize("machine", ["tiny", "ascend910b"])
+@pytest.mark.parametrize("d", F, ids=lambda d: d.short)
+def test_edges_with_an_epilogue(d: pto.DType, machine: str) -> None:
+    # bias + gelu, a residual (a full operand), a scalar, and a cast: every extent of the
+    # tile (full, partial rows, partial columns, both) has its own vector code. 1042 = 2 x 521
+    # has no even divisor in 16..512 and 1031 is prime: no dividing tiles
+    a, b = arr((1042, 96), d), arr((96, 1031), d, 1)
+    bias, res = arr((1031,), d, 2), arr((1042, 1031), d, 3)
+
+    def fn(a: Any, b: Any, bias: Any, res: Any) -> Any:
+        return (pto.gelu(a @ b + bias) * 0.5 + res).astype(pto.float32)
+
+    k = check_epilogue(fn, (a, b, bias, res), machine)
+    aiv = str(k).split(".aiv")[1]
+    assert "%em = smax" in aiv and "%en = smax" in aiv
+
+
+@pytest.mark.parametrize("d", F, ids=lambda d: d.short)
+def test_edges_with_an_epilogue_batched_rows_only(d: pto.DType) -> None:
+    # a batched product whose rows leave a partial tile (N divides), epilogue in place
+    a, b = arr((3, 1042, 64), d), arr((3, 64, 256), d, 1)
+
+    def fn(a: Any, b: Any) -> Any:
+        return pto.relu(a @ b) - 1.0
+
+    k = check_epilogue(fn, (a, b), "ascend910b")
+    aiv = str(k).split(".aiv")[1]
+    assert "%em = smax" in aiv and "%en" not in aiv
+
+
+def test_edges_with_an_epilogue_are_faster_than_dividing_tiles() -> None:
+    # 1000 x 700 x 3000 with bias and gelu: tiles that divide it are 100 x 75 at most, which
+    # the cube's 16-wide fractal pads; edge tiles of 128 run the same kernel in fewer cycles
+    a, b, c = (np.zeros(s, np.float16) for s in ((1000, 700), (700, 3000), (3000,)))
+
+    def fn(a: Any, b: Any, c: Any) -> Any:
+        return pto.gelu(a @ b + c)
+
+    f = pto.jit(fn, machine="ascend910b")
+    (k,) = f.lower(a, b, c).tile_ir.kernels
+    assert "cube_tile(m=128," in k.header(), k.header()
+    edges = f.profile(a, b, c, numerics=False).cycles
+    with pto.tile_shapes(cube=((100, 100), (140, 700), (75, 75))):
+        dividing = pto.jit(fn, machine="ascend910b").profile(a, b, c, numerics=False).cycles
+    assert edges < 0.8 * dividing, (edges, dividing)
