@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pypto as pto
 from pypto.graph.tracer import trace
@@ -165,3 +167,32 @@ def test_edges_with_an_epilogue_are_faster_than_dividing_tiles() -> None:
     with pto.tile_shapes(cube=((100, 100), (140, 700), (75, 75))):
         dividing = pto.jit(fn, machine="ascend910b").profile(a, b, c, numerics=False).cycles
     assert edges < 0.8 * dividing, (edges, dividing)
+
+
+EPILOGUES = {
+    "bias_relu": lambda y, bias, res: pto.relu(y + bias),
+    "residual": lambda y, bias, res: y * 0.5 + res,
+    "gelu_cast": lambda y, bias, res: pto.gelu(y - bias).astype(pto.float32),
+}
+
+
+@settings(max_examples=12)
+@given(
+    m=st.integers(2, 300),
+    k=st.integers(1, 80),
+    n=st.integers(1, 300),
+    epi=st.sampled_from(sorted(EPILOGUES)),
+    d=st.sampled_from([pto.float16, pto.float32]),
+)
+def test_random_matmul_epilogues_equal_jax(m: int, k: int, n: int, epi: str, d: pto.DType) -> None:
+    # whatever tiles the chooser takes (dividing, edge or none fused), the result is JAX's
+    a, b = arr((m, k), d), arr((k, n), d, 1)
+    bias, res = arr((n,), d, 2), arr((m, n), d, 3)
+
+    def fn(a: Any, b: Any, bias: Any, res: Any) -> Any:
+        return EPILOGUES[epi](a @ b, bias, res)
+
+    out = np.asarray(pto.jit(fn, machine="tiny")(a, b, bias, res))
+    ref = np.asarray(pto.to_jax(fn)(a, b, bias, res))
+    c = compare("epilogue", out.astype(a.dtype), ref.astype(a.dtype), k=k)
+    assert out.shape == ref.shape and c.ok, f"{m}x{k}x{n} {epi} {d}: {c}"
