@@ -5,7 +5,9 @@ the others its rows (of the kernel's 2-D view). ``cube`` is ``([m0, m1], [k0, k1
 the L0 and L1 tile sizes of matmuls (each L1 size a multiple of its L0 size).
 
 ``attn`` is ``(bq, bk)`` or ``(bq, bk, g)`` for flash attention: query rows per tile, K/V rows
-per step and query tiles per grid point (``g=2``: a pair shares each K/V load).
+per step and query tiles per grid point (``g=2``: a pair shares each K/V load). A step wider
+than L0 holds runs as several cube products (``kc`` in the kernel header, chosen by the
+compiler).
 
 Two scheduling knobs ride along (per jit only, ``tile=dict(...)``): ``double_buffer=False``
 gives every tile a single buffer (no ping-pong: loads wait for the compute on the previous
