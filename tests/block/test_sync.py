@@ -166,9 +166,11 @@ AB = (
 X = (RNG.standard_normal((64, 4096)).astype(np.float16),)
 KERNELS = {
     # name: (function, arguments, tiles, fewest event ids per pipe pair it compiles with)
-    "attention": (sdpa, QKV, None, 3),
+    "attention": (sdpa, QKV, dict(attn=(128, 128, 1)), 3),
     # two query tiles per grid point, the loops' transfers double-buffered
     "attention_g2": (sdpa, QKV, dict(attn=(64, 32, 2)), 4),
+    # the automatic tiles: pairs of 256-key steps, each two cube products (L1 → L0 moves)
+    "attention_wide_pairs": (sdpa, QKV, None, 4),
     "gemm": (gemm_relu, AB, None, 1),
     "softmax": (softmax, X, None, 1),
 }
@@ -201,6 +203,9 @@ def test_compiled_kernels_stay_within_the_event_ids_and_race_free(name: str) -> 
         (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
         assert att.header().endswith("attn_tile(bq=64, bk=32, g=2) on cluster")
         assert "x2 by" in str(low.block_ir)  # double buffers
+    if name == "attention_wide_pairs":
+        (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
+        assert att.header().endswith("attn_tile(bq=128, bk=256, kc=128, g=2) on cluster")
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
