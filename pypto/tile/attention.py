@@ -472,8 +472,10 @@ PAIR_STEP = 0.98
 """Time of a K/V step of two query tiles that share its K/V loads, per tile, against one
 tile's step, measured on ``ascend910b`` without a mask (b4 h32 s2048 d128: 1,605 against
 1,635 µs; the rings' S, P and PV traffic, which pairs do not share, dominates). Under a causal
-mask a pair also runs one extra, fully masked, step per tile of its first tile, which this
-saving does not repay at that size (1,038 against 1,042 µs, within noise of the model)."""
+mask with ``bk <= bq`` a pair also runs one extra, fully masked, step per tile of its first
+tile, which this saving does not repay at that size (1,038 against 1,042 µs, within noise of
+the model); with ``bk = 2 bq`` no tile runs such a step, the pair's work equals its tiles'
+alone, and the saving decides (959 against 1,024 µs for single tiles of the same steps)."""
 
 
 def _makespan(p: AttentionPlan, bq: int, bk: int, g: int, clusters: int) -> float:
