@@ -447,3 +447,23 @@ def test_wide_kv_steps_accumulate_p_v_over_their_chunks(d: pto.DType) -> None:
         aic = str(att).split(".aiv")[0]
         # one K and one P transfer per step, cut into nc chunks each (plus P's and V's)
         assert aic.count("tmatmul_acc") == nc - 1 and aic.count("textract") == 3 * nc
+
+
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_wide_steps_with_a_mask_operand_and_for_one_query_row(d: pto.DType) -> None:
+    # a causal mask and a boolean mask operand on 256-key steps of 64-row query tiles; and a
+    # decoding shape (one query row against 1024 keys) whose steps go through L0 in chunks
+    q, k, v = (arr((1, 2, 512, 128), d, s) for s in range(3))
+    mask = np.random.default_rng(5).random((1, 2, 512, 512)) < 0.9
+
+    def masked(q: Any, k: Any, v: Any, m: Any) -> Any:
+        return pto.scaled_dot_product_attention(q, k, v, m, causal=True)
+
+    low = check(masked, q, k, v, mask, machine="ascend910b", tile=dict(attn=(64, 256)))
+    (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
+    assert dict(att.tile)["bk"] == 256 and "%u = smod" in str(att)
+    q1 = arr((1, 4, 1, 128), d)
+    k1, v1 = arr((1, 4, 1024, 128), d, 1), arr((1, 4, 1024, 128), d, 2)
+    low = check(sdpa(False), q1, k1, v1, machine="ascend910b")
+    (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
+    assert dict(att.tile)["bq"] == 1 and dict(att.tile)["kc"] < dict(att.tile)["bk"]
