@@ -83,11 +83,13 @@ from pypto.tile.lower import (
     GROUP_RULES,
     GROUP_WINDOWS,
     Lowering,
+    Via,
     batch_window,
     divisors,
     lower_single,
-    transposed_view,
     used_outside,
+    via_fits,
+    window_out,
 )
 
 __all__ = ["AttentionPlan", "match_attention"]
@@ -197,7 +199,7 @@ def match_attention(lw: Lowering, eqns: list[Eqn]) -> AttentionPlan | None:
     k = tr.inputs[0] if tr is not None and tr.out not in used_outside(lw.func, eqns) else None
     if not isinstance(k, Var):
         k, k_pos = None, ()
-    elif k_pos != tuple(range(len(k_pos))) and not _via_fits(
+    elif k_pos != tuple(range(len(k_pos))) and not via_fits(
         lw, (k, k_pos), kt.aval.shape[:-2], mm2.out.aval.shape[:-2]
     ):
         k, k_pos = None, ()  # K's layout does not give [bk, D] windows: transpose it first
@@ -220,23 +222,6 @@ def _strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
     return res[::-1]
 
 
-Via = tuple[Var, tuple[int, ...]]
-"""An operand read or written through another buffer: that buffer's value (of its own
-logical shape) and, for each axis of the operand, the axis of that value it is."""
-
-
-def _via_fits(lw: Lowering, via: Via, xbatch: tuple[int, ...], batch: tuple[int, ...]) -> bool:
-    """Whether an operand with batch dims ``xbatch`` (the kernel's ``batch``: none
-    broadcast) can be read or written through ``via``: its tiles are rectangles of that
-    value's buffer in its 2-D view."""
-    src, pos = via
-    lay = transposed_view(src.aval.shape, pos)
-    if lay is None or xbatch != batch:
-        return False
-    buf = lw.var_buf.get(src)
-    return buf is None or lw.views.get(buf, lay[0]) == lay[0]
-
-
 def _claim_windows(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[Eqn]:
     """The head-split transposes (``x.reshape(L, H, D).transpose(1, 0, 2)``) of attention's
     Q, K or V that the kernel reads as ``[rows, D]`` windows of the untransposed buffer."""
@@ -254,7 +239,7 @@ def _claim_windows(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[Eqn
             xbatch = e.out.aval.shape[:-2]
         else:
             continue
-        if via[0] in lw.var_buf and _via_fits(lw, via, xbatch, batch):
+        if via[0] in lw.var_buf and via_fits(lw, via, xbatch, batch):
             took.append(e)
     return took
 
@@ -280,28 +265,11 @@ def _window_in(
     if e is None:
         return own
     via = _compose(e, pos)
-    if not _via_fits(lw, via, xbatch, batch):
+    if not via_fits(lw, via, xbatch, batch):
         # a kernel lowered since the claim gave the buffer another layout: copy after all
         lower_single(lw, e)
         return own
     return via
-
-
-def _window_out(lw: Lowering, out: Var) -> tuple[Eqn, Via] | None:
-    """The head merge after the kernel (its output's only reader is a transpose that keeps D
-    last): the kernel stores its tiles straight into the transpose's result."""
-    if out in lw.outputs_of:
-        return None
-    readers = [e for e in lw.func.eqns if out in e.inputs]
-    if len(readers) != 1 or readers[0].op != "transpose":
-        return None
-    tr = readers[0]
-    perm = tuple(tr.kwargs["perm"])
-    via = (tr.out, tuple(perm.index(i) for i in range(len(perm))))
-    batch = out.aval.shape[:-2]
-    if tr.inputs[0] is not out or not _via_fits(lw, via, batch, batch):
-        return None
-    return tr, via
 
 
 def _ub_bytes(
@@ -511,7 +479,7 @@ def lower_attention(lw: Lowering, eqns: list[Eqn]) -> bool:
         return False
     if plan.transpose is not None and plan.k is None:
         lower_single(lw, plan.transpose)
-    merge = _window_out(lw, plan.out)
+    merge = window_out(lw, plan.out)
     if merge is not None:
         lw.skip.add(id(merge[0]))
     _kernel(lw, plan, bq, bk, g, eqns[-1], merge[1] if merge else None)

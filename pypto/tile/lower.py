@@ -380,6 +380,40 @@ def batch_window(
     return view, row, col
 
 
+Via = tuple[Var, tuple[int, ...]]
+"""An operand read or written through another buffer: that buffer's value (of its own
+logical shape) and, for each axis of the operand, the axis of that value it is."""
+
+
+def via_fits(lw: Lowering, via: Via, xbatch: tuple[int, ...], batch: tuple[int, ...]) -> bool:
+    """Whether an operand with batch dims ``xbatch`` (the kernel's ``batch``: none
+    broadcast) can be read or written through ``via``: its tiles are rectangles of that
+    value's buffer in its 2-D view."""
+    src, pos = via
+    lay = transposed_view(src.aval.shape, pos)
+    if lay is None or xbatch != batch:
+        return False
+    buf = lw.var_buf.get(src)
+    return buf is None or lw.views.get(buf, lay[0]) == lay[0]
+
+
+def window_out(lw: Lowering, out: Var) -> tuple[Eqn, Via] | None:
+    """The head merge after a kernel (its output's only reader is a transpose that keeps the
+    last axis last): the kernel stores its tiles straight into the transpose's result."""
+    if out in lw.outputs_of:
+        return None
+    readers = [e for e in lw.func.eqns if out in e.inputs]
+    if len(readers) != 1 or readers[0].op != "transpose":
+        return None
+    tr = readers[0]
+    perm = tuple(tr.kwargs["perm"])
+    via = (tr.out, tuple(perm.index(i) for i in range(len(perm))))
+    batch = out.aval.shape[:-2]
+    if tr.inputs[0] is not out or not via_fits(lw, via, batch, batch):
+        return None
+    return tr, via
+
+
 def _main_shape(eqns: list[Eqn]) -> tuple[int, ...] | None:
     """The shape a row kernel tiles: the largest value its compute reads or writes (layout
     ops' sources and concatenations are read and written through windows, not tiled)."""

@@ -93,6 +93,7 @@ from pypto.tile.lower import (
     ub_bytes_needed,
     used_outside,
     window,
+    window_out,
 )
 
 __all__ = ["CubeTiles", "Geom", "choose_cube_tiles", "cube_tiles", "geometry", "lower_matmul"]
@@ -911,10 +912,9 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     sections: list[Section]
     rings: tuple[Ring, ...] = ()
     if not handoff:
-        c = lw.buffer(out)
-        lw.view(c, (g.points * g.M, g.N))
+        c, c_row, c_col = _result(lw, e, g, t, c_row)
         stores: list[Stmt] = [
-            TStore(c, c_row + i * t.m0, n_col + j * t.n0, acc[i][j], e.loc)
+            TStore(c, c_row + i * t.m0, c_col + n_col + j * t.n0, acc[i][j], e.loc)
             for i in range(len(acc))
             for j in range(len(acc[0]))
         ]
@@ -1000,6 +1000,25 @@ def _lower_edges(
         sections.append(_prefetch(lw, g, t, d, ga[t.m1][0], gb[t.n1][0], order, mt, nt))
     lw.add_kernel(_cube_kernel(lw.fresh("matmul"), e, g, t, order, sections))
     return True
+
+
+def _result(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, c_row: Expr) -> tuple[str, Expr, Expr]:
+    """Where the fixpipe stores the result's tiles: its own buffer at ``c_row``, or — for a
+    batched product whose only reader merges heads (``[h, s, d] -> [s, h, d]``) — straight
+    into the merge's result, each batch index stepping its rows or columns (the merge is no
+    kernel then). The buffer, the grid point's first row and its column offset."""
+    out = e.out
+    merge = window_out(lw, out) if g.batch and min(g.batch) > 1 else None
+    if merge is None:
+        c = lw.buffer(out)
+        lw.view(c, (g.points * g.M, g.N))
+        return c, c_row, Expr()
+    tr, (src, pos) = merge
+    lw.skip.add(id(tr))
+    view, row, col = batch_window(src.aval.shape, pos, out.aval.shape[:-2], g.batch)
+    c = lw.buffer(src)
+    lw.view(c, view)
+    return c, row + Expr.reg("m") * t.m1, col
 
 
 def _ring(lw: Lowering, t: CubeTiles, ws_dt: dt.DType) -> tuple[str, Expr]:

@@ -454,3 +454,20 @@ def test_batched_products_read_head_splits_in_place(machine: str) -> None:
     for fn, args in ((scores, (x, y)), (mix, (x, y)), (four, (x4,))):
         check(fn, *args, machine=machine)
         assert {k.kind for k in kernels(fn, *args, machine=machine)} == {"matmul"}
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_a_batched_product_stores_through_the_head_merge_after_it(
+    d: pto.DType, machine: str
+) -> None:
+    # [h, s, d] products merged back to [s, h*d]: the fixpipe stores each head's tiles at its
+    # columns of the merged result, and the merge is no kernel
+    p, v = arr((4, 64, 96), d), arr((4, 96, 32), d, 1)
+
+    def fn(p: Any, v: Any) -> Any:
+        return (p @ v).transpose(1, 0, 2).reshape(64, 128)
+
+    check(fn, p, v, machine=machine)
+    (k,) = pto.jit(fn, machine=machine).lower(p, v).tile_ir.kernels
+    assert k.kind == "matmul" and "%b0*32" in str(k)  # head b0 at columns b0*32
