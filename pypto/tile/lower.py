@@ -1261,9 +1261,12 @@ def lower_func(
             for e in eqns:
                 _reshape(lw, e)
             continue
-        if fuse and _moves_last(eqns) and all(e.op in LAYOUT_OPS for _, es in pending for e in es):
+        if fuse and _moves_last(eqns):
             # a transpose that moves the last axis waits as well: the matmul or attention that
-            # reads it may load its operand transposed instead (GROUP_WINDOWS)
+            # reads it may load its operand transposed instead (GROUP_WINDOWS). A row kernel
+            # waiting before it cannot read it through a window: that kernel goes first
+            if not all(e.op in LAYOUT_OPS for _, es in pending for e in es):
+                flush()
             pending.append((gname, eqns))
             continue
         if fuse and pending:

@@ -471,3 +471,17 @@ def test_a_batched_product_stores_through_the_head_merge_after_it(
     check(fn, p, v, machine=machine)
     (k,) = pto.jit(fn, machine=machine).lower(p, v).tile_ir.kernels
     assert k.kind == "matmul" and "%b0*32" in str(k)  # head b0 at columns b0*32
+
+
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_a_transposed_operand_after_a_row_kernel_is_read_in_place(d: pto.DType) -> None:
+    # `w.T` comes between the row kernel making A and the matmul: the row kernel is lowered
+    # first and the transpose waits for the matmul, which reads w's blocks transposed
+    x, w = arr((128, 256), d), arr((192, 256), d, 1)
+
+    def fn(x: Any, w: Any) -> Any:
+        return (pto.exp(x) * 0.5) @ w.T
+
+    check(fn, x, w)
+    kinds = [k.name for k in pto.jit(fn, machine="tiny").lower(x, w).tile_ir.kernels]
+    assert kinds == ["exp_mul", "matmul"]
