@@ -339,6 +339,7 @@ def test_attention_tiles_can_be_set_and_change_the_kernel() -> None:
         ((64, 32, 3), r"must be \(bq, bk\) or \(bq, bk, g\)"),
         ((256, 256), r"L0A needs 147456 bytes; tiny has 65536"),
         ((256, 128, 2), r"g=2 needs an even number of query tiles"),
+        ((32, 128, 2), r"g=2 under a causal mask needs bk <= bq or bk = 2 bq"),
     ],
 )
 def test_bad_attention_tiles_say_why_and_suggest_tiles_that_fit(
@@ -467,3 +468,10 @@ def test_wide_steps_with_a_mask_operand_and_for_one_query_row(d: pto.DType) -> N
     low = check(sdpa(False), q1, k1, v1, machine="ascend910b")
     (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
     assert dict(att.tile)["bq"] == 1 and dict(att.tile)["kc"] < dict(att.tile)["bk"]
+
+
+def test_pairs_of_chunked_steps_without_a_mask_are_refused_with_tiles_that_fit() -> None:
+    q = arr((2, 512, 128), pto.float16)
+    with pytest.raises(pto.TileError, match="g=2 without a causal mask needs each K/V step") as e:
+        pto.jit(sdpa(False), machine="tiny", tile=dict(attn=(128, 256, 2))).lower(q, q, q)
+    assert "hint: tiles that fit: tile=dict(attn=(128, 256, 1))" in str(e.value)
