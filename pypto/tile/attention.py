@@ -309,18 +309,24 @@ def _l0_needs(p: AttentionPlan, bq: int, kc: int) -> tuple[int, int, int]:
     return (bq * d + bq * kc) * s, (d * kc + kc * dv) * s, (bq * kc + bq * dv) * 4
 
 
+def _l0_fits(lw: Lowering, p: AttentionPlan, bq: int, kc: int, slots: int = 1) -> bool:
+    """Whether L0A, L0B and L0C hold ``slots`` copies of the cube operands (2: each
+    double-buffered, so the cube core runs a product ahead)."""
+    m = lw.machine
+    caps = (m.l0a_bytes, m.l0b_bytes, m.l0c_bytes)
+    return all(slots * n <= c for n, c in zip(_l0_needs(p, bq, kc), caps, strict=True))
+
+
 def _chunk(lw: Lowering, p: AttentionPlan, bq: int, bk: int) -> int:
     """Keys per cube product (``kc``): all ``bk`` of a K/V step where its operands fit L0,
     else the largest divisor of ``bk`` (at least ``bq``, a multiple of 16) that fits. The
     step's S then leaves L0C chunk by chunk into one ring slot, its P V accumulates over the
     chunks in L0C, and the vector cores see one ``[rows, bk]`` step: fewer, larger hand-offs
     and one P V tile per ``bk`` keys."""
-    m = lw.machine
-    caps = (m.l0a_bytes, m.l0b_bytes, m.l0c_bytes)
     for kc in sorted(divisors(bk), reverse=True):
         if kc < min(bq, bk) or (kc < bk and kc % 16):
             continue
-        if all(n <= c for n, c in zip(_l0_needs(p, bq, kc), caps, strict=True)):
+        if _l0_fits(lw, p, bq, kc):
             return kc
     return bk
 
@@ -399,15 +405,8 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
             # loads (shared by bq queries) and the P V ring (one tile per bk keys)
             traffic = (d + dv) / bq + 2 * dv / bk
             # every operand double-buffered lets the cores run a tile ahead
-            double = (
-                all(
-                    2 * n <= c
-                    for n, c in zip(
-                        _l0_needs(p, bq, kc), (m.l0a_bytes, m.l0b_bytes, m.l0c_bytes), strict=True
-                    )
-                )
-                and _ub_bytes(max(1, bq // 2), bk, bq, dv, s, io=2, masked=masked) <= m.ub_bytes
-            )
+            ub2 = _ub_bytes(max(1, bq // 2), bk, bq, dv, s, io=2, masked=masked)
+            double = _l0_fits(lw, p, bq, kc, 2) and ub2 <= m.ub_bytes
             key = (busy, -traffic, double, bq * bk, bq)
             if best is None or key > best[0]:
                 best = (key, bq, bk)

@@ -309,6 +309,7 @@ def choose_cube_tiles(
         cands_m += [x for x in range(64, min(g.M, 513), 16) if g.M % x]
         cands_n += [x for x in range(64, min(g.N, 1025), 16) if g.N % x and _aligned(x, g.N, d, m)]
     cands_k = [x for x in divisors(g.K) if min(16, g.K) <= x <= 1024 and _aligned(x, g.K, d, m)]
+    s = d.itemsize
     best: tuple[tuple[int, int, float], CubeTiles] | None = None
     for m0 in cands_m:
         for n0 in cands_n:
@@ -325,7 +326,6 @@ def choose_cube_tiles(
                 def vec(a: int, b: int) -> float:
                     return epilogue(a, b)[1]
 
-            s = d.itemsize
             for k0 in cands_k:
                 # L0A and L0B double-buffered, as _needs counts them (inline: this loop is
                 # the tile choice's hot spot)
