@@ -278,6 +278,16 @@ def _k_loop(
     return For("kb", Expr(), Expr.of(KB), 1, (*loads, inner))
 
 
+def _by_flag(flag: str, site: str, full: Sequence[Stmt], part: Sequence[Stmt]) -> list[Stmt]:
+    """``full`` when ``%flag`` is 0 and ``part`` when it is 1: two 0/1-trip loops (the code
+    of a full tile extent and of the partial last one)."""
+    reg = Expr.reg(flag)
+    return [
+        For(f"{flag}f{site}", reg, Expr.of(1), 1, tuple(full)),
+        For(f"{flag}p{site}", Expr(), reg, 1, tuple(part)),
+    ]
+
+
 def _edges(g: Geom, m1: int, n1: int) -> bool:
     """Whether tiles ``[m1, n1]`` leave a partial last tile row or column."""
     return bool(g.M % m1 or g.N % n1)
@@ -603,12 +613,7 @@ class _Cube:
             """``emit(size)`` for the full extent when ``%flag`` is 0, the partial one when 1."""
             if len(sizes) == 1:
                 return emit(sizes[0])
-            i = next(sites)
-            reg = Expr.reg(flag)
-            return [
-                For(f"{flag}f{i}", reg, Expr.of(1), 1, tuple(emit(sizes[0]))),
-                For(f"{flag}p{i}", Expr(), reg, 1, tuple(emit(sizes[1]))),
-            ]
+            return _by_flag(flag, str(next(sites)), emit(sizes[0]), emit(sizes[1]))
 
         def both(emit: Callable[[int, int], list[Stmt]]) -> list[Stmt]:
             return pick("em", ms, lambda me: pick("en", ns, lambda ne: emit(me, ne)))
@@ -1164,13 +1169,7 @@ def _vector_epilogue(
     pre, bodies, post = merge_variants([finish(me, ne) for me in ms for ne in ns], False)
 
     def pick(flag: str, parts: list[list[Stmt]], site: str) -> list[Stmt]:
-        if len(parts) == 1:
-            return parts[0]
-        reg = Expr.reg(flag)
-        return [
-            For(f"{flag}f{site}", reg, Expr.of(1), 1, tuple(parts[0])),
-            For(f"{flag}p{site}", Expr(), reg, 1, tuple(parts[1])),
-        ]
+        return parts[0] if len(parts) == 1 else _by_flag(flag, site, parts[0], parts[1])
 
     rows = [pick("en", bodies[i * len(ns) : (i + 1) * len(ns)], str(i)) for i in range(len(ms))]
     if len(ms) > 1:
