@@ -9,13 +9,15 @@ per step and query tiles per grid point (``g=2``: a pair shares each K/V load). 
 than L0 holds runs as several cube products (``kc`` in the kernel header, chosen by the
 compiler).
 
-Two scheduling knobs ride along (per jit only, ``tile=dict(...)``): ``double_buffer=False``
+Three scheduling knobs ride along (per jit only, ``tile=dict(...)``): ``double_buffer=False``
 gives every tile a single buffer (no ping-pong: loads wait for the compute on the previous
 tile), and ``swizzle=G`` sets the band height of a matmul's grouped tile order — output tiles
 walked in bands of ``G`` tile rows, column by column inside a band (the largest divisor of the
 tile rows up to ``G``), so the clusters working at once share operand blocks in L2;
-``swizzle=1`` is row-major order. By default buffers are doubled where they fit and the band
-is about √clusters tall (:mod:`pypto.tile.matmul`).
+``swizzle=1`` is row-major order. ``read_ahead=False`` keeps the vector cores of a matmul
+from reading its operand blocks into L2 ahead of the cube (by default they do, where the order
+and the sizes allow: :mod:`pypto.tile.matmul`). By default buffers are doubled where they fit
+and the band is about √clusters tall.
 
 >>> import pypto as pto
 >>> with pto.tile_shapes(vec=(8, 256)):
@@ -57,6 +59,7 @@ class TileConfig:
     double_buffer: bool | None = None
     swizzle: int | None = None
     attn: tuple[int, int, int] | None = None
+    read_ahead: bool | None = None
 
     def merged(self, other: TileConfig) -> TileConfig:
         return TileConfig(
@@ -67,6 +70,7 @@ class TileConfig:
             ),
             swizzle=other.swizzle if other.swizzle is not None else self.swizzle,
             attn=other.attn if other.attn is not None else self.attn,
+            read_ahead=other.read_ahead if other.read_ahead is not None else self.read_ahead,
         )
 
 
@@ -145,10 +149,10 @@ def reset_tile_shapes() -> None:
 
 def parse(tile: Any) -> TileConfig:
     """A ``tile=`` argument of ``pto.jit``: a TileConfig, a dict with ``vec``/``cube`` (and the
-    scheduling knobs ``double_buffer``/``swizzle``), or None.
+    scheduling knobs ``double_buffer``/``swizzle``/``read_ahead``), or None.
 
     >>> parse(dict(vec=(8, 256), double_buffer=False, swizzle=4))
-    TileConfig(vec=(8, 256), cube=None, double_buffer=False, swizzle=4, attn=None)
+    TileConfig(vec=(8, 256), cube=None, double_buffer=False, swizzle=4, attn=None, read_ahead=None)
     >>> parse(dict(attn=(128, 64))).attn
     (128, 64, 1)
     """
@@ -157,19 +161,22 @@ def parse(tile: Any) -> TileConfig:
     if isinstance(tile, TileConfig):
         return tile
     if isinstance(tile, dict):
-        bad = set(tile) - {"vec", "cube", "double_buffer", "swizzle", "attn"}
+        bad = set(tile) - {"vec", "cube", "double_buffer", "swizzle", "attn", "read_ahead"}
         if bad:
             raise TileError(
                 f"unknown tile setting {sorted(bad)}",
                 op="jit",
-                hint="use vec=..., cube=..., attn=..., double_buffer=... and swizzle=...",
+                hint="use vec=..., cube=..., attn=..., double_buffer=..., swizzle=... and "
+                "read_ahead=...",
             )
         attn = _attn(tile["attn"]) if tile.get("attn") is not None else None
         vec = _vec(tuple(tile["vec"])) if tile.get("vec") is not None else None
         cube = _cube(*tile["cube"]) if tile.get("cube") is not None else None
         db = tile.get("double_buffer")
-        if db is not None and not isinstance(db, bool):
-            raise TileError(f"double_buffer={db!r} is not True or False", op="jit")
+        ra = tile.get("read_ahead")
+        for name, v in (("double_buffer", db), ("read_ahead", ra)):
+            if v is not None and not isinstance(v, bool):
+                raise TileError(f"{name}={v!r} is not True or False", op="jit")
         sw = tile.get("swizzle")
         if sw is not None and (isinstance(sw, bool) or not isinstance(sw, int) or sw <= 0):
             raise TileError(
@@ -177,7 +184,7 @@ def parse(tile: Any) -> TileConfig:
                 op="jit",
                 hint="swizzle=1 is row-major order; swizzle=4 walks bands of 4 tile rows",
             )
-        return TileConfig(vec, cube, db, sw, attn)
+        return TileConfig(vec, cube, db, sw, attn, ra)
     raise TileError(
         f"tile={tile!r} is not a tile setting",
         op="jit",
@@ -225,6 +232,7 @@ def hint(
                 ("double_buffer", cfg.double_buffer),
                 ("swizzle", cfg.swizzle),
                 ("attn", cfg.attn),
+                ("read_ahead", cfg.read_ahead),
             )
             if v is not None
         )
@@ -246,7 +254,12 @@ def from_hint(h: tuple[tuple[str, Any], ...]) -> TileConfig:
     """The tile settings of an equation's hint (``cores`` is the lowering's own business)."""
     d = dict(h)
     return TileConfig(
-        d.get("vec"), d.get("cube"), d.get("double_buffer"), d.get("swizzle"), d.get("attn")
+        d.get("vec"),
+        d.get("cube"),
+        d.get("double_buffer"),
+        d.get("swizzle"),
+        d.get("attn"),
+        d.get("read_ahead"),
     )
 
 

@@ -49,6 +49,7 @@ headline number (``f.profile(a, b, numerics=False).efficiency``):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
@@ -457,6 +458,8 @@ class _Order:
     grid: tuple[tuple[str, int], ...]
     head: tuple[Stmt, ...]
     lin: Expr  # the grid point's linear index
+    group: int = 1
+    """the band height in tile rows (1: row-major)"""
 
     @staticmethod
     def of(g: Geom, mt: int, nt: int, clusters: int, swizzle: int | None = None) -> _Order:
@@ -483,7 +486,7 @@ class _Order:
         for i in reversed(range(len(g.batch))):
             lin = lin + Expr.reg(f"b{i}") * inner
             inner *= g.batch[i]
-        return _Order(grid, head, lin)
+        return _Order(grid, head, lin, group if len(grid) == len(batch) + 1 else 1)
 
     def slot(self) -> list[Stmt]:
         """``%slot``: the grid point's iteration count on its cluster, modulo 2 (the ring copy)."""
@@ -924,6 +927,9 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
             for j in range(len(acc[0]))
         ]
         sections = [Section("aic", (*order.head, *cube.body(ga, gb, stores)))]
+        ahead = _read_ahead(lw, e, g, t, order, ga, gb, racing=True)
+        if ahead:
+            sections.append(Section("aiv", (*order.head, *ahead)))
     else:
         ws, ring_row = _ring(lw, t, ws_dt)
         slot = order.slot()
@@ -933,6 +939,9 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
             for j in range(len(acc[0]))
         ]
         aiv = _vector_epilogue(lw, e, plan, t, g, ws, ws_dt, ring_row, c_row, used, order)
+        ahead = _read_ahead(lw, e, g, t, order, ga, gb, racing=False)
+        if ahead:
+            aiv = dataclasses.replace(aiv, body=(*order.head, *ahead, *aiv.body[len(order.head) :]))
         sections = [Section("aic", (*order.head, *slot, *cube.body(ga, gb, stores))), aiv]
         rings = (Ring(ws, "aic", "slot"),)
     lw.add_kernel(_cube_kernel(name, e, g, t, order, sections, rings))
@@ -1001,7 +1010,12 @@ def _lower_edges(
     body = cube.edge_body(ga, gb, (c, c_row, n_col))
     sections = [Section("aic", (*order.head, *body))]
     plain = sa is None and sb is None  # (the read-ahead walks A's rows and B's columns)
-    if plain and g.points * mt * nt <= lw.machine.clusters and g.K // t.k1 > 1:
+    if (
+        plain
+        and lw.cfg.read_ahead is not False
+        and g.points * mt * nt <= lw.machine.clusters
+        and g.K // t.k1 > 1
+    ):
         sections.append(_prefetch(lw, g, t, d, ga[t.m1][0], gb[t.n1][0], order, mt, nt))
     lw.add_kernel(_cube_kernel(lw.fresh("matmul"), e, g, t, order, sections))
     return True
@@ -1084,6 +1098,78 @@ def _prefetch(
         For("pb", Expr.reg("m") * 2 + Expr.reg("sub"), Expr.of(KB), 2 * mt, tuple(b_loads)),
     ]
     return Section("aiv", tuple(body))
+
+
+def _read_ahead(
+    lw: Lowering,
+    e: Eqn,
+    g: Geom,
+    t: CubeTiles,
+    order: _Order,
+    ga: tuple[str, Expr, Expr],
+    gb: tuple[str, Expr, Expr],
+    racing: bool,
+) -> list[Stmt]:
+    """The vector cores' reads of the A and B blocks that their cube core's tile reads first,
+    ahead of it in K, so that the cube's loads find them in L2 instead of paying the HBM
+    rate on top of their L2 reads (a core's MTE2 reads GM at ``gm_read`` but L2 at
+    ``l2_read``).
+
+    In the grouped order the ``G`` tile rows of a band share each B column, and the first
+    ``W = clusters / G`` columns of a band — about one wave — share each A row. Grid point
+    ``(m, n)`` (``mi`` its row in the band) reads, into a scratch UB tile nothing uses, a few
+    rows at a time: of column ``n``'s B blocks every ``2G``-th from ``2·mi + sub`` (in the
+    first band only, when A, B and C fit L2 together: later bands find B there), and, when
+    ``n < W``, of row ``m``'s A blocks every ``2W``-th from ``2·n + sub``. Between them each
+    block is read once per band, and each vector core's share is a few blocks spread over
+    K, which it reads while the cube works through the K blocks before them. Reads only,
+    so no flags.
+
+    Under an epilogue the reads go at the top of each point's vector code, when the cube
+    starts that point's tile. A plain product's vector cores have nothing else to do and run
+    through the grid ahead of the cube (``racing``), so only when A, B and C fit L2
+    together. Empty when the product is batched, in row-major order, reads an operand
+    transposed or in whole-K panels, or has a single K block, and with
+    ``tile=dict(read_ahead=False)``."""
+    m = lw.machine
+    d = e.inputs[0].aval.dtype
+    s = d.itemsize
+    G = order.group
+    KB = g.K // t.k1
+    sa, sb = _transposed(lw, e)
+    if lw.cfg.read_ahead is False or g.batch or G == 1 or KB < 2 or t.reuse > 1:
+        return []
+    if sa is not None or sb is not None:
+        return []
+    fits = (g.M * g.K + g.K * g.N + g.M * g.N) * s <= m.l2_bytes
+    if racing and not fits:
+        return []
+    W = min(g.N // t.n1, max(1, m.clusters // G))
+    cap = m.ub_bytes // 16  # a scratch tile beside the epilogue's
+    ra = max(x for x in divisors(t.m1) if x * t.k1 * s <= cap or x == 1)
+    rb = max(x for x in divisors(t.k1) if x * t.n1 * s <= cap or x == 1)
+    pk, sub = Expr.reg("pk"), Expr.reg("sub")
+    # the windows of the cube's own loads (ga, gb: K block 0 of this point's tile)
+    b_loads = tuple(
+        TLoad(TileVar("pfb", Space.UB, d, (rb, t.n1)), gb[0], gb[1] + pk * t.k1 + i * rb, gb[2])
+        for i in range(t.k1 // rb)
+    )
+    a_loads = tuple(
+        TLoad(TileVar("pfa", Space.UB, d, (ra, t.k1)), ga[0], ga[1] + i * ra, ga[2] + pk * t.k1)
+        for i in range(t.m1 // ra)
+    )
+    b_part: Stmt = For("pk", Expr.reg("mi") * 2 + sub, Expr.of(KB), 2 * G, b_loads)
+    if fits:  # a 0/1-trip loop: the first band only
+        b_part = For("pb", Expr.reg("mb"), Expr.of(1), 1, (b_part,))
+    # a 0/1-trip loop: the band's first W columns
+    a_part = For(
+        "pa",
+        Expr.reg("n"),
+        Expr.of(W),
+        W,
+        (For("pk", Expr.reg("n") * 2 + sub, Expr.of(KB), 2 * W, a_loads),),
+    )
+    return [b_part, a_part]
 
 
 def _group_name(lw: Lowering, e: Eqn) -> str:

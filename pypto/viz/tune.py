@@ -49,7 +49,8 @@ class TuneSettings:
     ``machine`` is a preset name or a :class:`~pypto.npu.Machine`; ``clusters`` (1 AIC + 2 AIV
     each) overrides its cluster count; ``vec`` is the vector tile ``(rows, cols)`` and ``cube``
     the matmul tiles ``([m0, m1], [k0, k1], [n0, n1])`` (None: chosen automatically);
-    ``double_buffer`` and ``swizzle`` are the scheduling knobs of :mod:`pypto.tile.config`.
+    ``double_buffer``, ``swizzle`` and ``read_ahead`` are the scheduling knobs of
+    :mod:`pypto.tile.config`.
 
     >>> TuneSettings(machine="ascend910b", clusters=4).target().describe()  # doctest: +ELLIPSIS
     'ascend910b-4c: 4 AIC + 8 AIV at 1.85 GHz, ...'
@@ -61,6 +62,7 @@ class TuneSettings:
     cube: CubeTiles | None = None
     double_buffer: bool = True
     swizzle: int | None = None
+    read_ahead: bool = True
 
     def target(self) -> Machine:
         """The machine these settings run on."""
@@ -72,7 +74,11 @@ class TuneSettings:
     def tile(self) -> dict[str, Any]:
         """The ``tile=`` argument of ``pto.jit`` for these settings."""
         return dict(
-            vec=self.vec, cube=self.cube, double_buffer=self.double_buffer, swizzle=self.swizzle
+            vec=self.vec,
+            cube=self.cube,
+            double_buffer=self.double_buffer,
+            swizzle=self.swizzle,
+            read_ahead=self.read_ahead,
         )
 
     def __str__(self) -> str:
@@ -83,6 +89,8 @@ class TuneSettings:
         parts.append(f"cube {[list(t) for t in self.cube]}" if self.cube else "cube auto")
         parts.append(f"double buffering {'on' if self.double_buffer else 'off'}")
         parts.append(f"swizzle {self.swizzle or 'auto'}")
+        if not self.read_ahead:
+            parts.append("no read-ahead")
         return ", ".join(parts)
 
 
@@ -173,10 +181,10 @@ def _options(value: int | None) -> list[int]:
 class Tuner(widgets.VBox):
     """The tuning widget (see :func:`tune`). Controls: ``machine``, ``clusters``,
     ``vec_auto``/``vec_rows``/``vec_cols``, ``cube_auto`` and ``cube[name]`` for ``m0 m1 k0 k1
-    n0 n1``, ``double_buffer``, ``swizzle``. Read-outs: ``cycles``, ``efficiency``, ``error``
-    (empty when the last setting compiled) and ``image`` (the timeline PNG of the last good
-    setting). ``result`` is the last :class:`TuneResult`, ``good`` the last one that ran;
-    ``history`` every setting tried, in order.
+    n0 n1``, ``double_buffer``, ``read_ahead``, ``swizzle``. Read-outs: ``cycles``,
+    ``efficiency``, ``error`` (empty when the last setting compiled) and ``image`` (the timeline
+    PNG of the last good setting). ``result`` is the last :class:`TuneResult`, ``good`` the
+    last one that ran; ``history`` every setting tried, in order.
     """
 
     def __init__(self, f: Callable[..., Any], args: Sequence[Any], settings: TuneSettings) -> None:
@@ -234,6 +242,7 @@ class Tuner(widgets.VBox):
         self.double_buffer = widgets.Checkbox(
             value=settings.double_buffer, description="double buffering"
         )
+        self.read_ahead = widgets.Checkbox(value=settings.read_ahead, description="read ahead")
         bands = sorted({1, 2, 4, 8, 16, *([settings.swizzle] if settings.swizzle else [])})
         self.swizzle = widgets.Dropdown(
             options=[("auto", None), *((str(b), b) for b in bands)],
@@ -248,7 +257,7 @@ class Tuner(widgets.VBox):
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
         for w in (self.machine, self.clusters, self.vec_rows, self.vec_cols):
             w.observe(self._changed, names="value")
-        for w in (self.vec_auto, self.cube_auto, self.double_buffer, self.swizzle):
+        for w in (self.vec_auto, self.cube_auto, self.double_buffer, self.swizzle, self.read_ahead):
             w.observe(self._changed, names="value")
         for w in self.cube.values():
             w.observe(self._changed, names="value")
@@ -260,7 +269,7 @@ class Tuner(widgets.VBox):
                 widgets.HBox(
                     [self.cube_auto, c["m0"], c["m1"], c["k0"], c["k1"], c["n0"], c["n1"]]
                 ),
-                widgets.HBox([self.double_buffer, self.swizzle]),
+                widgets.HBox([self.double_buffer, self.read_ahead, self.swizzle]),
                 widgets.HBox([self.cycles, self.efficiency]),
                 self.status,
                 self.error,
@@ -284,6 +293,7 @@ class Tuner(widgets.VBox):
             else ((c["m0"], c["m1"]), (c["k0"], c["k1"]), (c["n0"], c["n1"])),
             double_buffer=self.double_buffer.value,
             swizzle=self.swizzle.value,
+            read_ahead=self.read_ahead.value,
         )
 
     def _changed(self, change: dict[str, Any]) -> None:
@@ -413,5 +423,6 @@ def tune(f: Callable[..., Any], *args: Any, machine: str | Machine | None = None
             cube=cfg.cube,
             double_buffer=cfg.double_buffer is not False,
             swizzle=cfg.swizzle,
+            read_ahead=cfg.read_ahead is not False,
         )
     return Tuner(f, args, start)

@@ -4,6 +4,8 @@ keeps the last good view; tune_once is the pure function behind it; the knobs it
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -102,12 +104,13 @@ def test_tune_once_is_pure() -> None:
 
 def test_settings_map_to_jit_options() -> None:
     s = TuneSettings(machine="ascend910b", clusters=3, double_buffer=False, swizzle=4)
-    assert s.tile() == dict(vec=None, cube=None, double_buffer=False, swizzle=4)
+    assert s.tile() == dict(vec=None, cube=None, double_buffer=False, swizzle=4, read_ahead=True)
     m = s.target()
     assert (m.clusters, m.n_aiv, m.name) == (3, 6, "ascend910b-3c")
     assert str(s) == (
         "ascend910b with 3 clusters, vec auto, cube auto, double buffering off, swizzle 4"
     )
+    assert str(replace(s, read_ahead=False)).endswith("swizzle 4, no read-ahead")
 
 
 def test_knobs_keep_the_numbers_and_change_the_schedule() -> None:
@@ -146,3 +149,5 @@ def test_bad_knob_values() -> None:
         pto.jit(ew, tile=dict(swizzle=0))(X)
     with pytest.raises(pto.TileError, match="double_buffer='no'"):
         pto.jit(ew, tile=dict(double_buffer="no"))(X)
+    with pytest.raises(pto.TileError, match="read_ahead=1 is not True or False"):
+        pto.jit(ew, tile=dict(read_ahead=1))(X)
