@@ -679,7 +679,7 @@ class _Engine:
             what = f"{_SPACE_NAME[key % 8]} of {c.describe()} bytes [{hex(r0)}, {hex(r1)})"
         p1, p2 = PIPE_ORDER[a[0] % NPIPES], PIPE_ORDER[b[0] % NPIPES]
         if ca != cb:
-            hint = "order them with a cross-core flag (XSET_FLAG/XWAIT_FLAG) or a BARRIER"
+            hint = self._cross_hint((a[0], sa, a[2]), (b[0], sb, b[2]))
         elif p1 == p2:
             hint = "they are on one pipe of one core: this cannot happen"
         else:
@@ -694,6 +694,42 @@ class _Engine:
             "and no flag orders the two",
             op=cp.instrs[cur[1][0]].op,
             hint=hint,
+        )
+
+    def _cross_hint(self, a: tuple[int, int, bool], b: tuple[int, int, bool]) -> str:
+        """How to order two accesses (global pipe, instruction, writes) on different cores.
+        Nothing says which one the program meant first, so both directions are spelled out
+        (a write before a read first: a producer and its consumer) — a flag from one cluster
+        peer to the other — or, between cores of two clusters, a BARRIER."""
+        cp = self.cp
+        if b[2] and not a[2]:
+            a, b = b, a
+        (ga, sa, _), (gb, sb, _) = a, b
+        ca, cb = self.cores[ga // NPIPES], self.cores[gb // NPIPES]
+        if ca.cluster != cb.cluster:
+            return (
+                f"{ca.name} and {cb.name} are in different clusters, which cross-core flags do "
+                "not reach: put a BARRIER between the two (every core meets there)"
+            )
+
+        def peer(c: _Core) -> str:
+            return "aic" if c.kind == "aic" else f"aiv{c.sub}"
+
+        def at(c: _Core, s: int) -> str:
+            return f"the {cp.instrs[s].op} ({c.name}, {cp.core_kind[s]} #{cp.local_index[s]})"
+
+        def way(x: tuple[_Core, int, int], y: tuple[_Core, int, int]) -> str:
+            (cx, gx, sx), (cy, gy, sy) = x, y
+            px, py = PIPE_ORDER[gx % NPIPES], PIPE_ORDER[gy % NPIPES]
+            return (
+                f"XSET_FLAG {px}, {peer(cy)}, <id> after {at(cx, sx)} and "
+                f"XWAIT_FLAG {py}, {peer(cx)}, <id> before {at(cy, sy)}"
+            )
+
+        first, second = (ca, ga, sa), (cb, gb, sb)
+        return (
+            f"order them with a cross-core flag: if {at(ca, sa)} must come first, "
+            f"{way(first, second)}; if {at(cb, sb)} must, {way(second, first)}"
         )
 
     # --- the end ---

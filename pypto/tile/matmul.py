@@ -1127,10 +1127,10 @@ def _read_ahead(
 
     Under an epilogue the reads go at the top of each point's vector code, when the cube
     starts that point's tile. A plain product's vector cores have nothing else to do and run
-    through the grid ahead of the cube (``racing``), so only when A, B and C fit L2
-    together. Empty when the product is batched, in row-major order, reads an operand
-    transposed or in whole-K panels, or has a single K block, and with
-    ``tile=dict(read_ahead=False)``."""
+    through the grid ahead of the cube (``racing``), so they read only when A, B and C fit
+    L2 together (otherwise the loops run no times: the code does not depend on the sizes).
+    Empty when the product is batched, in row-major order, reads an operand transposed or in
+    whole-K panels, or has a single K block, and with ``tile=dict(read_ahead=False)``."""
     m = lw.machine
     d = e.inputs[0].aval.dtype
     s = d.itemsize
@@ -1142,13 +1142,16 @@ def _read_ahead(
     if sa is not None or sb is not None:
         return []
     fits = (g.M * g.K + g.K * g.N + g.M * g.N) * s <= m.l2_bytes
-    if racing and not fits:
-        return []
+    bands = g.M // t.m1 // G
+    # the bands whose blocks are read ahead (loop bounds, not code: the program is the same
+    # for every size): racing through the grid only when everything it reads stays in L2
+    a_bands = bands if fits or not racing else 0
+    b_bands = 1 if fits else a_bands
     W = min(g.N // t.n1, max(1, m.clusters // G))
     cap = m.ub_bytes // 16  # a scratch tile beside the epilogue's
     ra = max(x for x in divisors(t.m1) if x * t.k1 * s <= cap or x == 1)
     rb = max(x for x in divisors(t.k1) if x * t.n1 * s <= cap or x == 1)
-    pk, sub = Expr.reg("pk"), Expr.reg("sub")
+    pk, sub, mb, n = Expr.reg("pk"), Expr.reg("sub"), Expr.reg("mb"), Expr.reg("n")
     # the windows of the cube's own loads (ga, gb: K block 0 of this point's tile)
     b_loads = tuple(
         TLoad(TileVar("pfb", Space.UB, d, (rb, t.n1)), gb[0], gb[1] + pk * t.k1 + i * rb, gb[2])
@@ -1158,18 +1161,13 @@ def _read_ahead(
         TLoad(TileVar("pfa", Space.UB, d, (ra, t.k1)), ga[0], ga[1] + i * ra, ga[2] + pk * t.k1)
         for i in range(t.m1 // ra)
     )
-    b_part: Stmt = For("pk", Expr.reg("mi") * 2 + sub, Expr.of(KB), 2 * G, b_loads)
-    if fits:  # a 0/1-trip loop: the first band only
-        b_part = For("pb", Expr.reg("mb"), Expr.of(1), 1, (b_part,))
-    # a 0/1-trip loop: the band's first W columns
-    a_part = For(
-        "pa",
-        Expr.reg("n"),
-        Expr.of(W),
-        W,
-        (For("pk", Expr.reg("n") * 2 + sub, Expr.of(KB), 2 * W, a_loads),),
-    )
-    return [b_part, a_part]
+    # 0/1-trip loops: bands below the bound; for A, also the band's first W columns
+    b_part = For("pk", Expr.reg("mi") * 2 + sub, Expr.of(KB), 2 * G, b_loads)
+    a_part = For("pk", n * 2 + sub, Expr.of(KB), 2 * W, a_loads)
+    return [
+        For("pb", mb, Expr.of(b_bands), max(1, b_bands), (b_part,)),
+        For("pa", mb, Expr.of(a_bands), max(1, a_bands), (For("pw", n, Expr.of(W), W, (a_part,)),)),
+    ]
 
 
 def _group_name(lw: Lowering, e: Eqn) -> str:

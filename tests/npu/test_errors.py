@@ -156,6 +156,59 @@ def test_a_missing_cross_core_flag_races_on_the_gm_workspace() -> None:
     assert "data race on GM tensor ws rows" in msg
     assert "TSTORE (aic0, pipe FIX" in msg and "TLOAD (aiv" in msg and "pipe MTE2" in msg
     assert "cross-core flag" in msg
+    # no program order across cores: both directions, the write (the producer's) first; the
+    # second half of the first one is the line this program lost
+    sub = re.search(r"TLOAD \((aiv[01]), pipe MTE2", msg)
+    assert sub is not None
+    hint = e.value.hint or ""
+    store = re.search(r"the TSTORE \(aic0, aic #(\d+)\)", hint)
+    load = re.search(rf"the TLOAD \({sub[1]}, aiv #(\d+)\)", hint)
+    assert store is not None and load is not None
+    want = (
+        f"if the TSTORE (aic0, aic #{store[1]}) must come first, XSET_FLAG FIX, {sub[1]}, <id> "
+        f"after the TSTORE (aic0, aic #{store[1]}) and XWAIT_FLAG MTE2, aic, <id> before the "
+        f"TLOAD ({sub[1]}, aiv #{load[1]}); if the TLOAD ({sub[1]}, aiv #{load[1]}) must, "
+        f"XSET_FLAG MTE2, aic, <id> after"
+    )
+    assert want in hint, hint
+
+
+XCLUSTER = """
+.program xcluster
+.tensor part f32[4,64] tmp
+.tensor out f32[1,64] out
+.core aiv
+  SMOV %v, %blk*2+%sub
+  TEXPANDS UB[0x0]:f32[1,64], 1.0
+  SET_FLAG V, MTE3, 0
+  WAIT_FLAG V, MTE3, 0
+  TSTORE part[%v, 0], UB[0x0]:f32[1,64]
+  BARRIER
+  BNE %v, 0, done
+  TLOAD UB[0x100]:f32[1,64], part[2, 0]
+  SET_FLAG MTE2, MTE3, 0
+  WAIT_FLAG MTE2, MTE3, 0
+  TSTORE out[0, 0], UB[0x100]:f32[1,64]
+done:
+"""
+
+
+def test_a_race_across_clusters_asks_for_a_barrier() -> None:
+    """Vector core 0 reads the row cluster 1's first vector core wrote: with the GM barrier the
+    row is there; with a core-local PIPE_BARRIER instead the two race, and cross-core flags do
+    not reach another cluster, so the hint is a BARRIER."""
+    two = machine("tiny").replace(clusters=2)
+    prof = simulate(XCLUSTER, two, {})
+    assert prof.outputs is not None
+    np.testing.assert_array_equal(prof.outputs["out"], np.ones((1, 64), np.float32))
+    with pytest.raises(SimulationError) as e:
+        simulate(XCLUSTER.replace("  BARRIER", "  PIPE_BARRIER"), two, {})
+    assert "data race on GM tensor part rows 2..3" in str(e.value)
+    assert "TSTORE (aiv2, pipe MTE3" in str(e.value) and "TLOAD (aiv0, pipe MTE2" in str(e.value)
+    assert e.value.hint == (
+        "aiv2 and aiv0 are in different clusters, which cross-core flags do not reach: put a "
+        "BARRIER between the two (every core meets there)"
+    )
 
 
 def test_a_missing_flag_in_the_gemm_races_on_l0a() -> None:

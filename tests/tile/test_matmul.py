@@ -538,3 +538,18 @@ def test_vector_cores_read_operands_ahead_of_the_cube(epilogue: bool) -> None:
 
     assert cube_mte2(on) < 0.9 * cube_mte2(off)
     assert on.cycles < off.cycles
+
+    # an L2 too small for A, B and C together: a plain product's vector cores, which would run
+    # ahead through the whole grid, read nothing; under an epilogue they read B in every band.
+    # The code is the same, only its loop bounds differ
+    small = pto.npu.machine("ascend910b").replace(l2_bytes=4 << 20, name="ascend910b-4mib")
+    f = pto.jit(fn, machine=small, tile=dict(cube=cube))
+    prof = f.profile(a, b, trace=True)
+    assert [len(c.body) for c in f.lower(a, b).isa.cores] == [
+        len(c.body)
+        for c in pto.jit(fn, machine="ascend910b", tile=dict(cube=cube)).lower(a, b).isa.cores
+    ]
+    once = sorted((m, k) for m in range(8) for k in range(4))
+    twice = sorted([(k, n) for k in range(4) for n in range(4)] * 2)
+    assert _read_ahead_blocks(prof, "x", 128, 256) == (once if epilogue else [])
+    assert _read_ahead_blocks(prof, "y", 256, 256) == (twice if epilogue else [])
