@@ -1153,13 +1153,15 @@ def _read_ahead(
     rb = max(x for x in divisors(t.k1) if x * t.n1 * s <= cap or x == 1)
     pk, sub, mb, n = Expr.reg("pk"), Expr.reg("sub"), Expr.reg("mb"), Expr.reg("n")
     # the windows of the cube's own loads (ga, gb: K block 0 of this point's tile)
-    b_loads = tuple(
-        TLoad(TileVar("pfb", Space.UB, d, (rb, t.n1)), gb[0], gb[1] + pk * t.k1 + i * rb, gb[2])
-        for i in range(t.k1 // rb)
+    # (a few rows at a time, in a loop: the scratch tile stays small)
+    pr = Expr.reg("pr")
+    b_pfb = TileVar("pfb", Space.UB, d, (rb, t.n1))
+    a_pfa = TileVar("pfa", Space.UB, d, (ra, t.k1))
+    b_loads = (
+        For("pr", Expr(), Expr.of(t.k1), rb, (TLoad(b_pfb, gb[0], gb[1] + pk * t.k1 + pr, gb[2]),)),
     )
-    a_loads = tuple(
-        TLoad(TileVar("pfa", Space.UB, d, (ra, t.k1)), ga[0], ga[1] + i * ra, ga[2] + pk * t.k1)
-        for i in range(t.m1 // ra)
+    a_loads = (
+        For("pr", Expr(), Expr.of(t.m1), ra, (TLoad(a_pfa, ga[0], ga[1] + pr, ga[2] + pk * t.k1),)),
     )
     # 0/1-trip loops: bands below the bound; for A, also the band's first W columns
     b_part = For("pk", Expr.reg("mi") * 2 + sub, Expr.of(KB), 2 * G, b_loads)
