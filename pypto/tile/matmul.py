@@ -30,9 +30,11 @@ model (cube, MTE1, MTE2 and fixpipe time per tile times the waves over the cube 
 divisors of M, K and N and, without an epilogue, among whole fractals that need not divide M
 and N: the last tile row or column is then partial and runs on its real extent (its own static
 shapes, picked per grid point by 0/1-trip loops). So awkward sizes (1000 x 3000 x 700) get full
-tiles in one wave (24 of 176 x 175) instead of equal tiles in two (40 of 125 x 140). When every
-cube core has a single tile, the idle vector cores read the operands ahead of the cube so its
-loads hit L2 (:func:`_prefetch`).
+tiles in one wave (24 of 176 x 175) instead of equal tiles in two (40 of 125 x 140). The vector
+cores read the operand blocks into L2 ahead of the cube, so that its loads hit L2 rather than
+wait for HBM: in one-wave kernels every block (:func:`_prefetch`), in the grouped order of
+several waves each block once per band, beside an epilogue too (:func:`_read_ahead`;
+``tile=dict(read_ahead=False)`` turns both off).
 
 The chosen tiles are in the kernel's header; the efficiency (roofline cycles / simulated
 cycles) comes from a timing-only profile — on ``ascend910b`` with 4096 x 4096 x 4096 for the

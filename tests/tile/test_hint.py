@@ -250,3 +250,24 @@ def test_a_cost_ordered_kernel_keeps_its_order_on_fewer_cores() -> None:
     busy_m = [v for (c, pipe), v in p.busy.items() if c.startswith("aic") and pipe == "M"]
     working = sorted(v for v in busy_m if v > 100)
     assert len(working) == 12 and working[-1] / working[0] < 1.01
+
+
+def test_read_ahead_off_for_one_product() -> None:
+    """``pto.hint(tile=dict(read_ahead=False))`` keeps the vector cores of that matmul from
+    reading its operands ahead; the other product still does, and the results agree."""
+    a = np.zeros((1024, 1024), np.float16)
+    cube = ([128, 128], [64, 256], [256, 256])
+    big = rng.standard_normal((1024, 1024)).astype(np.float16)
+
+    def two(x, w, v):
+        with pto.hint(tile=dict(cube=cube, read_ahead=False)):
+            y = pto.relu(x @ w)
+        with pto.hint(tile=cube):
+            z = pto.relu(x @ v)
+        return y, z
+
+    f = pto.jit(two)
+    kernels = f.lower(a, a, a).tile_ir.kernels
+    assert ["pfb" in str(k) for k in kernels if "cube_tile" in k.header()] == [False, True]
+    y, z = f(big, big, big)
+    np.testing.assert_array_equal(y.numpy(), z.numpy())

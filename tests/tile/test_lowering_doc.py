@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
+
 import pypto as pto
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "lowering.md"
@@ -27,3 +29,15 @@ def test_the_doc_shows_what_the_compiler_prints() -> None:
     assert isa in shown, "the ISA in docs/lowering.md is out of date"
     doc_block = next(b for b in shown if b.startswith("block_func"))
     assert re.sub(r'  loc\("[^"]*"\)', "", doc_block) == block, "the Block IR is out of date"
+
+
+def test_the_read_ahead_shown_is_what_the_compiler_prints() -> None:
+    (shown,) = [
+        b for b in re.findall(r"```text\n(.*?)```", DOC.read_text(), flags=re.S) if "%pfb" in b
+    ]
+    x = np.zeros((2048, 4096), np.float16)
+    w = np.zeros((4096, 4096), np.float16)
+    (k,) = pto.jit(lambda x, w: x @ w, machine="ascend910b").lower(x, w).tile_ir.kernels
+    text = str(k)
+    aiv = text[text.index("  .aiv\n") :].rsplit("\n}", 1)[0]
+    assert shown.rstrip("\n") == aiv.rstrip("\n"), "the read-ahead in docs/lowering.md is stale"
