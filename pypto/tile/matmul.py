@@ -929,7 +929,7 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
             for j in range(len(acc[0]))
         ]
         sections = [Section("aic", (*order.head, *cube.body(ga, gb, stores)))]
-        ahead = _read_ahead(lw, e, g, t, order, ga, gb, racing=True)
+        ahead = _read_ahead(lw, e, g, t, order, cube, ga, gb, racing=True)
         if ahead:
             sections.append(Section("aiv", (*order.head, *ahead)))
     else:
@@ -941,7 +941,7 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
             for j in range(len(acc[0]))
         ]
         aiv = _vector_epilogue(lw, e, plan, t, g, ws, ws_dt, ring_row, c_row, used, order)
-        ahead = _read_ahead(lw, e, g, t, order, ga, gb, racing=False)
+        ahead = _read_ahead(lw, e, g, t, order, cube, ga, gb, racing=False)
         if ahead:
             aiv = dataclasses.replace(aiv, body=(*order.head, *ahead, *aiv.body[len(order.head) :]))
         sections = [Section("aic", (*order.head, *slot, *cube.body(ga, gb, stores))), aiv]
@@ -1108,6 +1108,7 @@ def _read_ahead(
     g: Geom,
     t: CubeTiles,
     order: _Order,
+    cube: _Cube,
     ga: tuple[str, Expr, Expr],
     gb: tuple[str, Expr, Expr],
     racing: bool,
@@ -1131,17 +1132,16 @@ def _read_ahead(
     starts that point's tile. A plain product's vector cores have nothing else to do and run
     through the grid ahead of the cube (``racing``), so they read only when A, B and C fit
     L2 together (otherwise the loops run no times: the code does not depend on the sizes).
-    Empty when the product is batched, in row-major order, reads an operand transposed or in
-    whole-K panels, or has a single K block, and with ``tile=dict(read_ahead=False)``."""
+    The reads are the cube's own loads of those blocks (an operand read transposed in place
+    too), cut into a few rows at a time. Empty when the product is batched, in row-major
+    order, reads A in whole-K panels or has a single K block, and with
+    ``tile=dict(read_ahead=False)``."""
     m = lw.machine
     d = e.inputs[0].aval.dtype
     s = d.itemsize
     G = order.group
     KB = g.K // t.k1
-    sa, sb = _transposed(lw, e)
     if lw.cfg.read_ahead is False or g.batch or G == 1 or KB < 2 or t.reuse > 1:
-        return []
-    if sa is not None or sb is not None:
         return []
     fits = (g.M * g.K + g.K * g.N + g.M * g.N) * s <= m.l2_bytes
     bands = g.M // t.m1 // G
@@ -1151,20 +1151,21 @@ def _read_ahead(
     b_bands = 1 if fits else a_bands
     W = min(g.N // t.n1, max(1, m.clusters // G))
     cap = m.ub_bytes // 16  # a scratch tile beside the epilogue's
-    ra = max(x for x in divisors(t.m1) if x * t.k1 * s <= cap or x == 1)
-    rb = max(x for x in divisors(t.k1) if x * t.n1 * s <= cap or x == 1)
     pk, sub, mb, n = Expr.reg("pk"), Expr.reg("sub"), Expr.reg("mb"), Expr.reg("n")
-    # the windows of the cube's own loads (ga, gb: K block 0 of this point's tile)
-    # (a few rows at a time, in a loop: the scratch tile stays small)
-    pr = Expr.reg("pr")
-    b_pfb = TileVar("pfb", Space.UB, d, (rb, t.n1))
-    a_pfa = TileVar("pfa", Space.UB, d, (ra, t.k1))
-    b_loads = (
-        For("pr", Expr(), Expr.of(t.k1), rb, (TLoad(b_pfb, gb[0], gb[1] + pk * t.k1 + pr, gb[2]),)),
-    )
-    a_loads = (
-        For("pr", Expr(), Expr.of(t.m1), ra, (TLoad(a_pfa, ga[0], ga[1] + pr, ga[2] + pk * t.k1),)),
-    )
+
+    def reads(name: str, load: TLoad) -> tuple[Stmt, ...]:
+        """The cube's own load of K block ``%pk`` (``load``), as a loop over a few of its
+        rows at a time into the scratch tile (which stays small beside an epilogue's)."""
+        rows, cols = load.dst.shape
+        x = max(r for r in divisors(rows) if r * cols * s <= cap or r == 1)
+        pfx = TileVar(name, Space.UB, d, (x, cols))
+        step = TLoad(pfx, load.tensor, load.row + Expr.reg("pr"), load.col)
+        return (For("pr", Expr(), Expr.of(rows), x, (step,)),)
+
+    a1 = TileVar("a1", Space.L1, d, cube.a_block(t.m1, t.k1))
+    b1 = TileVar("b1", Space.L1, d, cube.b_block(t.k1, t.n1))
+    a_loads = reads("pfa", cube.load_a(a1, ga, pk * t.k1))
+    b_loads = reads("pfb", cube.load_b(b1, gb, pk * t.k1))
     # 0/1-trip loops: bands below the bound; for A, also the band's first W columns
     b_part = For("pk", Expr.reg("mi") * 2 + sub, Expr.of(KB), 2 * G, b_loads)
     a_part = For("pk", n * 2 + sub, Expr.of(KB), 2 * W, a_loads)

@@ -498,17 +498,23 @@ def _read_ahead_blocks(prof: Any, tensor: str, rows: int, cols: int) -> list[tup
     return sorted(out)
 
 
-@pytest.mark.parametrize("epilogue", [False, True], ids=["plain", "epilogue"])
-def test_vector_cores_read_operands_ahead_of_the_cube(epilogue: bool) -> None:
+@pytest.mark.parametrize(
+    "epilogue,transposed",
+    [(False, False), (True, False), (True, True)],
+    ids=["plain", "epilogue", "at"],
+)
+def test_vector_cores_read_operands_ahead_of_the_cube(epilogue: bool, transposed: bool) -> None:
     """Several waves of tiles on ascend910b: the vector cores read each A block once per band
-    and each B block once, into a scratch tile nothing uses, so the cube's loads hit L2; the
-    result is the same bit for bit, the cube cores' MTE2 time and the run's cycles fall, and
+    and each B block once (as the cube core reads them: A transposed in place too), into a
+    scratch tile nothing uses, so the cube's loads hit L2; the result is the same bit for
+    bit, the cube cores' MTE2 time and the run's cycles fall, and
     ``tile=dict(read_ahead=False)`` leaves the reads out."""
     a, b = arr((1024, 1024), pto.float16), arr((1024, 1024), pto.float16, seed=1)
     cube = ([128, 128], [64, 256], [256, 256])  # 8 x 4 tiles (more than 24 clusters), 4 K blocks
 
     def fn(x: Any, y: Any) -> Any:
-        return pto.relu(x @ y) if epilogue else x @ y
+        p = (x.T if transposed else x) @ y
+        return pto.relu(p) if epilogue else p
 
     runs = {}
     for ahead in (True, False):
@@ -525,11 +531,14 @@ def test_vector_cores_read_operands_ahead_of_the_cube(epilogue: bool) -> None:
     c = compare("read-ahead", got, ref.astype(got.dtype), k=1024)
     assert c.ok, str(c)
     # bands of 4 tile rows (8 rows: 2 bands) walked column by column; B (2 MiB) stays in L2
-    a_blocks = _read_ahead_blocks(on, "x", 128, 256)
-    b_blocks = _read_ahead_blocks(on, "y", 256, 256)
-    assert a_blocks == sorted((m, k) for m in range(8) for k in range(4))
-    assert b_blocks == sorted((k, n) for k in range(4) for n in range(4))
-    assert not _read_ahead_blocks(off, "x", 128, 256) and not _read_ahead_blocks(off, "y", 256, 256)
+    # (x stored [K, M] when read transposed: its blocks are [256, 128] at (k, m))
+    ax = (256, 128) if transposed else (128, 256)
+    once = sorted((k, m) if transposed else (m, k) for m in range(8) for k in range(4))
+    assert _read_ahead_blocks(on, "x", *ax) == once
+    assert _read_ahead_blocks(on, "y", 256, 256) == sorted(
+        (k, n) for k in range(4) for n in range(4)
+    )
+    assert not _read_ahead_blocks(off, "x", *ax) and not _read_ahead_blocks(off, "y", 256, 256)
 
     def cube_mte2(p: Any) -> float:
         return sum(
@@ -549,7 +558,6 @@ def test_vector_cores_read_operands_ahead_of_the_cube(epilogue: bool) -> None:
         len(c.body)
         for c in pto.jit(fn, machine="ascend910b", tile=dict(cube=cube)).lower(a, b).isa.cores
     ]
-    once = sorted((m, k) for m in range(8) for k in range(4))
     twice = sorted([(k, n) for k in range(4) for n in range(4)] * 2)
-    assert _read_ahead_blocks(prof, "x", 128, 256) == (once if epilogue else [])
+    assert _read_ahead_blocks(prof, "x", *ax) == (once if epilogue else [])
     assert _read_ahead_blocks(prof, "y", 256, 256) == (twice if epilogue else [])
