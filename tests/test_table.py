@@ -29,6 +29,7 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
         n: ((np.linspace(0.1, 2.0, 6, dtype=f32).reshape(2, 3),), {})
         for n in ("exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "sin", "cos")
     },
+    "stop_gradient": ((np.arange(6, dtype=np.int8).reshape(2, 3) > 2,), {}),
     "neg": ((np.arange(6, dtype=np.int32).reshape(2, 3),), {}),
     "abs": ((np.arange(-3, 3, dtype=np.int8).reshape(2, 3),), {}),
     **{

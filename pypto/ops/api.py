@@ -268,6 +268,14 @@ def _binary(op: Op, inexact: bool = False) -> Any:
 
 
 neg = _unary(ew.NEG)
+stop_gradient = _unary(ew.STOP_GRADIENT)
+stop_gradient.__doc__ = """``x`` itself, but a constant to autodiff (its cotangent is zero), as
+``jax.lax.stop_gradient``. Softmax shifts by a stopped max, so its gradient skips the max.
+
+>>> import pypto as pto
+>>> pto.grad(lambda x: (x * pto.stop_gradient(x)).sum())(pto.tensor([3.0])).numpy()
+array([3.], dtype=float32)
+"""
 abs = _unary(ew.ABS)
 exp = _unary(ew.EXP, inexact=True)
 log = _unary(ew.LOG, inexact=True)

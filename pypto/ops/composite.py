@@ -230,7 +230,9 @@ def softmax(x: Any, axis: int = -1) -> Any:
     a = _axis("softmax", v, axis)
     if v.shape[a] == 0:  # type: ignore[attr-defined]  # empty: nothing to normalize (as JAX)
         return v
-    e = api.exp(api.sub(v, api.max(v, a, True)))
+    # the shift cancels: autodiff treats it as a constant (as JAX does), so the gradient
+    # has no term through the max
+    e = api.exp(api.sub(v, api.stop_gradient(api.max(v, a, True))))
     return api.div(e, api.sum(e, a, True))
 
 
@@ -245,7 +247,7 @@ def log_softmax(x: Any, axis: int = -1) -> Any:
     a = _axis("log_softmax", v, axis)
     if v.shape[a] == 0:  # type: ignore[attr-defined]  # empty: nothing to normalize (as JAX)
         return v
-    shifted = api.sub(v, api.max(v, a, True))
+    shifted = api.sub(v, api.stop_gradient(api.max(v, a, True)))  # (as in softmax)
     return api.sub(shifted, api.log(api.sum(api.exp(shifted), a, True)))
 
 

@@ -132,6 +132,18 @@ SIGMOID = _float_unary("sigmoid", _sigmoid, jax.nn.sigmoid, "logistic 1 / (1 + e
 SIN = _float_unary("sin", np.sin, jnp.sin, "sine (radians)", 4)
 COS = _float_unary("cos", np.cos, jnp.cos, "cosine (radians)", 4)
 
+
+def _identity(x: np.ndarray) -> np.ndarray:
+    return np.array(x, copy=True)
+
+
+STOP_GRADIENT = _elementwise(
+    "stop_gradient",
+    _identity,
+    jax.lax.stop_gradient,
+    "x, with a zero derivative: autodiff treats it as a constant (dropped before tiling)",
+)
+
 _NOBOOL = "{} is not defined on bool tensors"
 NEG = _elementwise(
     "neg", np.negative, jnp.negative, "-x", allowed=NUMERIC, why=_NOBOOL.format("neg")

@@ -148,6 +148,12 @@ def cos(ct: V, x: V, *, out: V) -> Cts:
     return (api.neg(api.mul(ct, api.sin(x))),)
 
 
+@register_rule("vjp", "stop_gradient")
+def stop_gradient(ct: V, x: V, *, out: V) -> Cts:
+    """A constant to autodiff: no cotangent flows back."""
+    return (None,)
+
+
 @register_rule("vjp", "neg")
 @_floats_only
 def neg(ct: V, x: V, *, out: V) -> Cts:

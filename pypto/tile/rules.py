@@ -162,6 +162,15 @@ def _cast(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
     return b.op("TCVT", b.new(d, b.kind(x)), x)
 
 
+def _identity(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
+    """``stop_gradient``: its operand. (The tensor passes drop it once the graph is
+    differentiated; a graph lowered without them still gets the value.)"""
+    (x,) = args
+    if isinstance(x, Lit):
+        return b.lit(_value(x), e.out.aval.dtype)
+    return x
+
+
 def _reduce(opcode: str) -> Any:
     def rule(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
         (x,) = args
@@ -227,5 +236,6 @@ for _name, _code in REDUCE_OPS.items():
 register_rule("tile", "where")(RowRule(_where))
 register_rule("tile", "broadcast_to")(RowRule(_broadcast))
 register_rule("tile", "cast")(RowRule(_cast))
+register_rule("tile", "stop_gradient")(RowRule(_identity))
 # argmax keeps five one-byte masks and an int32 index tile per element
 register_rule("tile", "argmax")(RowRule(_argmax, reduces=True, scratch=16))

@@ -87,7 +87,9 @@ def _bucket(n: int) -> int:
 
 # One JAX kernel per operand signature computes a whole family (see jaxref.Member).
 _UNARY_OPS = ("exp", "log", "sqrt", "rsqrt", "reciprocal", "tanh", "sigmoid", "sin", "cos")
-UNARY = tuple((n, ref(n)) for n in (*_UNARY_OPS, "neg", "abs", "relu", "gelu", "silu"))
+UNARY = tuple(
+    (n, ref(n)) for n in (*_UNARY_OPS, "neg", "abs", "stop_gradient", "relu", "gelu", "silu")
+)
 _BINARY_OPS = ("add", "sub", "mul", "div", "maximum", "minimum")
 _CMP = ("equal", "not_equal", "less", "less_equal", "greater", "greater_equal")
 BINARY = tuple((n, ref(n)) for n in (*_BINARY_OPS, *_CMP))  # pow: see _binary
@@ -110,6 +112,7 @@ _UNARY: dict[str, tuple[tuple[float, float], tuple[int, int] | None, tuple[float
     "cos": ((-10.0, 10.0), (-10, 10), ()),
     "neg": ((-100.0, 100.0), (-(2**31), 2**31 - 1), ()),  # ints: the whole range (wraps)
     "abs": ((-100.0, 100.0), (-(2**31), 2**31 - 1), ()),
+    "stop_gradient": ((-100.0, 100.0), (-(2**31), 2**31 - 1), ()),  # the value, every dtype
 }
 # jnp rejects rsqrt/sigmoid of integers; neg and abs keep the dtype and reject bool here.
 _UNARY_DTYPES = {"rsqrt": FLOATS, "sigmoid": FLOATS, "neg": NUMERIC, "abs": NUMERIC}

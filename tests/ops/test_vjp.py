@@ -219,6 +219,7 @@ CASES: dict[str, list[Case]] = {
     "sin": [([normal(_X23, 8) * 3], {}, 1)],
     "cos": [([normal(_X23, 9) * 3], {}, 1)],
     "neg": [([normal(_X23, 10)], {}, 1)],
+    "stop_gradient": [([normal(_X23, 15)], {}, 1)],  # a zero cotangent, as jax.lax.stop_gradient
     "abs": [([np.array([-2.0, -0.5, 0.5, 3.0], f32)], {}, 1)],
     "add": [([normal((2, 3), 11), normal((3,), 12)], {}, 2)],
     "sub": [([normal((2, 1), 13), normal((1, 3), 14)], {}, 3)],

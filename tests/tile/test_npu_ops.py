@@ -108,6 +108,14 @@ CASES: dict[str, Case] = {
         [((16, 32), "n"), ((32, 24), "n")],
         F,
     ),
+    "stop_gradient": (  # the value forward (dropped before tiling), no cotangent backward
+        lambda x, w: (
+            pto.stop_gradient(x) * 2 + w,
+            pto.grad(lambda x: (x * pto.stop_gradient(x * w)).sum())(x),
+        ),
+        [(X, "n"), (ROW, "n")],
+        F,
+    ),
     "kernel_call": (
         lambda x, g, w: rms_norm_matmul(x, g, w, bm=16, bn=32, bk=16) + 1,
         [((32, 64), "n"), ((64,), "n"), ((64, 32), "n")],
@@ -185,3 +193,22 @@ def test_pow_of_negative_infinity_follows_jax_eagerly_and_on_the_npu() -> None:
     want = np.asarray(jnp.power(x, y))  # inf, 0, -inf, nan, 2, 0
     for got in (pto.pow(x, y), pto.jit(lambda x, y: x**y, machine="tiny")(x, y)):
         np.testing.assert_array_equal(got.numpy(), want)
+
+
+def test_stop_gradient_lowers_to_its_operand_without_the_tensor_passes() -> None:
+    """The tensor passes drop ``stop_gradient`` once the graph is differentiated; lowered as
+    traced, it is its operand inside the row kernel (no instruction of its own)."""
+    from pypto.block import codegen, schedule
+    from pypto.npu import machine, simulate
+    from pypto.tile import config, lower_func
+
+    x = np.arange(32 * 64, dtype=np.float32).reshape(32, 64)
+    func, _, _ = trace(lambda x: pto.stop_gradient(x * 2.0) + 1.0, [pto.tensor(x)])
+    assert [e.op for e in func.eqns] == ["mul", "stop_gradient", "add"]
+    m = machine("tiny")
+    tf = lower_func(func, m, config.TileConfig())
+    (k,) = tf.kernels
+    assert [s.op for s in k.sections[0].body if hasattr(s, "op")] == ["TMULS", "TADDS"]
+    prof = simulate(codegen(schedule(tf, m)), m, {"a0": x})
+    assert prof.outputs is not None
+    np.testing.assert_array_equal(prof.outputs["out"], x * 2.0 + 1.0)

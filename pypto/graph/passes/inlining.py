@@ -1,9 +1,11 @@
-"""Inlining: every ``custom_vjp_call`` becomes the equations of its function's body.
+"""Inlining: every ``custom_vjp_call`` becomes the equations of its function's body, and
+every ``stop_gradient`` its operand.
 
-The call exists so that autodiff can apply the user's backward; once the graph is
-differentiated, the body's ordinary ops are what the later passes fuse and the levels below
-lower. The results of one call (one equation each) share one copy of the body; groups of the
-body (composites) get fresh names in the caller.
+The call exists so that autodiff can apply the user's backward, and ``stop_gradient`` so that
+it treats a value as a constant; once the graph is differentiated, the body's ordinary ops are
+what the later passes fuse and the levels below lower, and a stopped value is the value.
+The results of one call (one equation each) share one copy of the body; groups of the body
+(composites) get fresh names in the caller.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from pypto.ops.custom_vjp_call import find
 
 
 def has_calls(f: Func) -> bool:
-    return any(e.op == "custom_vjp_call" for e in f.eqns)
+    """Whether ``f`` has anything for :func:`inline` to do."""
+    return any(e.op in ("custom_vjp_call", "stop_gradient") for e in f.eqns)
 
 
 def _key(a: Atom) -> Any:
@@ -78,6 +81,9 @@ def inline(f: Func) -> Func:
     done: dict[Any, list[Atom]] = {}  # (fn, operands) -> the spliced body's outputs
     for e in f.eqns:
         e = subst(e, sub)
+        if e.op == "stop_gradient":
+            sub[e.out] = e.inputs[0]
+            continue
         if e.op != "custom_vjp_call":
             s.eqns.append(e)
             continue
