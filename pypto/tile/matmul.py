@@ -51,11 +51,10 @@ headline number (``f.profile(a, b, numerics=False).efficiency``):
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pypto import dtypes as dt
 from pypto.core.errors import SourceLoc, TileError
@@ -943,7 +942,7 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         aiv = _vector_epilogue(lw, e, plan, t, g, ws, ws_dt, ring_row, c_row, used, order)
         ahead = _read_ahead(lw, e, g, t, order, cube, ga, gb, racing=False)
         if ahead:
-            aiv = dataclasses.replace(aiv, body=(*order.head, *ahead, *aiv.body[len(order.head) :]))
+            aiv = replace(aiv, body=(*order.head, *ahead, *aiv.body[len(order.head) :]))
         sections = [Section("aic", (*order.head, *slot, *cube.body(ga, gb, stores))), aiv]
         rings = (Ring(ws, "aic", "slot"),)
     lw.add_kernel(_cube_kernel(name, e, g, t, order, sections, rings))
