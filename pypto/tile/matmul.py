@@ -32,8 +32,8 @@ and N: the last tile row or column is then partial and runs on its real extent (
 shapes, picked per grid point by 0/1-trip loops). So awkward sizes (1000 x 3000 x 700) get full
 tiles in one wave (24 of 176 x 175) instead of equal tiles in two (40 of 125 x 140). The vector
 cores read the operand blocks into L2 ahead of the cube, so that its loads hit L2 rather than
-wait for HBM: in one-wave kernels every block (:func:`_prefetch`), in the grouped order of
-several waves each block once per band, beside an epilogue too (:func:`_read_ahead`;
+wait for HBM: in one-wave kernels every block (:func:`_prefetch`), in kernels of several
+waves each block once per band of tile rows, beside an epilogue too (:func:`_read_ahead`;
 ``tile=dict(read_ahead=False)`` turns both off).
 
 The chosen tiles are in the kernel's header; the efficiency (roofline cycles / simulated
@@ -940,9 +940,7 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
             for j in range(len(acc[0]))
         ]
         aiv = _vector_epilogue(lw, e, plan, t, g, ws, ws_dt, ring_row, c_row, used, order)
-        ahead = _read_ahead(lw, e, g, t, order, cube, ga, gb, racing=False)
-        if ahead:
-            aiv = replace(aiv, body=(*order.head, *ahead, *aiv.body[len(order.head) :]))
+        aiv = _ahead_of(aiv, order, _read_ahead(lw, e, g, t, order, cube, ga, gb, racing=False))
         sections = [Section("aic", (*order.head, *slot, *cube.body(ga, gb, stores))), aiv]
         rings = (Ring(ws, "aic", "slot"),)
     lw.add_kernel(_cube_kernel(name, e, g, t, order, sections, rings))
@@ -997,11 +995,19 @@ def _lower_edges(
     c_row = g.rows(g.c_strides, g.M) + m_row
     cube = _Cube(g, t, d, e.loc, sa is not None and sa[2], sb is not None and sb[2])
     order = _Order.of(g, mt, nt, lw.machine.clusters, lw.cfg.swizzle)
+
+    def full_tiles_ahead(racing: bool) -> list[Stmt]:
+        # read through the full tiles' windows, for the full tiles' blocks only
+        if t.m1 > g.M or t.n1 > g.N:
+            return []
+        return _read_ahead(lw, e, g, t, order, cube, ga[t.m1], gb[t.n1], racing)
+
     if epi is not None:
         plan, ws_dt, used = epi
         ws, ring_row = _ring(lw, t, ws_dt)
         body = cube.edge_body(ga, gb, (ws, ring_row, Expr()))
         aiv = _vector_epilogue(lw, e, plan, t, g, ws, ws_dt, ring_row, c_row, used, order)
+        aiv = _ahead_of(aiv, order, full_tiles_ahead(False))
         sections = [Section("aic", (*order.head, *order.slot(), *body)), aiv]
         name = lw.fresh(_group_name(lw, e))
         lw.add_kernel(_cube_kernel(name, e, g, t, order, sections, (Ring(ws, "aic", "slot"),)))
@@ -1018,6 +1024,8 @@ def _lower_edges(
         and g.K // t.k1 > 1
     ):
         sections.append(_prefetch(lw, g, t, d, ga[t.m1][0], gb[t.n1][0], order, mt, nt))
+    elif ahead := full_tiles_ahead(True):
+        sections.append(Section("aiv", (*order.head, *ahead)))
     lw.add_kernel(_cube_kernel(lw.fresh("matmul"), e, g, t, order, sections))
     return True
 
@@ -1118,7 +1126,8 @@ def _read_ahead(
     ``l2_read``).
 
     In the grouped order the ``G`` tile rows of a band share each B column, and the first
-    ``W = clusters / G`` columns of a band — about one wave — share each A row. Grid point
+    ``W = clusters / G`` columns of a band — about one wave — share each A row (in row-major
+    order each tile row is a band of one: ``G = 1``, ``W`` = the clusters). Grid point
     ``(m, n)`` (``mi`` its row in the band) reads, into a scratch UB tile nothing uses, a few
     rows at a time: of column ``n``'s B blocks every ``2G``-th from ``2·mi + sub`` (in the
     first band only, when A, B and C fit L2 together: later bands find B there), and, when
@@ -1132,25 +1141,28 @@ def _read_ahead(
     through the grid ahead of the cube (``racing``), so they read only when A, B and C fit
     L2 together (otherwise the loops run no times: the code does not depend on the sizes).
     The reads are the cube's own loads of those blocks (an operand read transposed in place
-    too), cut into a few rows at a time. Empty when the product is batched, in row-major
-    order, reads A in whole-K panels or has a single K block, and with
-    ``tile=dict(read_ahead=False)``."""
+    too), cut into a few rows at a time. With partial edge tiles they use the full tiles'
+    windows and cover the full tiles' blocks only. Empty when the product is batched, reads
+    A in whole-K panels or has a single K block, and with ``tile=dict(read_ahead=False)``."""
     m = lw.machine
     d = e.inputs[0].aval.dtype
     s = d.itemsize
     G = order.group
     KB = g.K // t.k1
-    if lw.cfg.read_ahead is False or g.batch or G == 1 or KB < 2 or t.reuse > 1:
+    if lw.cfg.read_ahead is False or g.batch or KB < 2 or t.reuse > 1:
         return []
     fits = (g.M * g.K + g.K * g.N + g.M * g.N) * s <= m.l2_bytes
-    bands = g.M // t.m1 // G
+    mt, nt = -(-g.M // t.m1), -(-g.N // t.n1)
+    bands = mt // G
     # the bands whose blocks are read ahead (loop bounds, not code: the program is the same
     # for every size): racing through the grid only when everything it reads stays in L2
     a_bands = bands if fits or not racing else 0
     b_bands = 1 if fits else a_bands
-    W = min(g.N // t.n1, max(1, m.clusters // G))
+    W = min(nt, max(1, m.clusters // G))
     cap = m.ub_bytes // 16  # a scratch tile beside the epilogue's
-    pk, sub, mb, n = Expr.reg("pk"), Expr.reg("sub"), Expr.reg("mb"), Expr.reg("n")
+    pk, sub, n = Expr.reg("pk"), Expr.reg("sub"), Expr.reg("n")
+    # the band and the row in it (row-major order: each tile row is a band of one)
+    mb, mi = (Expr.reg("mb"), Expr.reg("mi")) if G > 1 else (Expr.reg("m"), Expr())
 
     def reads(name: str, load: TLoad) -> tuple[Stmt, ...]:
         """The cube's own load of K block ``%pk`` (``load``), as a loop over a few of its
@@ -1165,13 +1177,26 @@ def _read_ahead(
     b1 = TileVar("b1", Space.L1, d, cube.b_block(t.k1, t.n1))
     a_loads = reads("pfa", cube.load_a(a1, ga, pk * t.k1))
     b_loads = reads("pfb", cube.load_b(b1, gb, pk * t.k1))
-    # 0/1-trip loops: bands below the bound; for A, also the band's first W columns
-    b_part = For("pk", Expr.reg("mi") * 2 + sub, Expr.of(KB), 2 * G, b_loads)
-    a_part = For("pk", n * 2 + sub, Expr.of(KB), 2 * W, a_loads)
+    # 0/1-trip loops: bands below the bound; for A, also the band's first W columns; with
+    # partial edge tiles, full tile rows (A) and columns (B) only
+    b_part: Stmt = For("pk", mi * 2 + sub, Expr.of(KB), 2 * G, b_loads)
+    a_part: Stmt = For("pk", n * 2 + sub, Expr.of(KB), 2 * W, a_loads)
+    if g.N % t.n1:
+        b_part = For("pc", n, Expr.of(g.N // t.n1), max(1, g.N // t.n1), (b_part,))
+    if g.M % t.m1:
+        a_part = For("pq", Expr.reg("m"), Expr.of(g.M // t.m1), max(1, g.M // t.m1), (a_part,))
     return [
         For("pb", mb, Expr.of(b_bands), max(1, b_bands), (b_part,)),
         For("pa", mb, Expr.of(a_bands), max(1, a_bands), (For("pw", n, Expr.of(W), W, (a_part,)),)),
     ]
+
+
+def _ahead_of(aiv: Section, order: _Order, ahead: list[Stmt]) -> Section:
+    """An epilogue's vector section with the read-ahead at the top of each grid point's code,
+    right after the point's registers."""
+    if not ahead:
+        return aiv
+    return replace(aiv, body=(*order.head, *ahead, *aiv.body[len(order.head) :]))
 
 
 def _group_name(lw: Lowering, e: Eqn) -> str:
