@@ -32,9 +32,8 @@ and N: the last tile row or column is then partial and runs on its real extent (
 shapes, picked per grid point by 0/1-trip loops). So awkward sizes (1000 x 3000 x 700) get full
 tiles in one wave (24 of 176 x 175) instead of equal tiles in two (40 of 125 x 140). The vector
 cores read the operand blocks into L2 ahead of the cube, so that its loads hit L2 rather than
-wait for HBM: in one-wave kernels every block (:func:`_prefetch`), in kernels of several
-waves each block once per band of tile rows, beside an epilogue too (:func:`_read_ahead`;
-``tile=dict(read_ahead=False)`` turns both off).
+wait for HBM: each block once per band of tile rows, beside an epilogue too
+(:func:`_read_ahead`; ``tile=dict(read_ahead=False)`` turns it off).
 
 The chosen tiles are in the kernel's header; the efficiency (roofline cycles / simulated
 cycles) comes from a timing-only profile — on ``ascend910b`` with 4096 x 4096 x 4096 for the
@@ -997,7 +996,7 @@ def _lower_edges(
     order = _Order.of(g, mt, nt, lw.machine.clusters, lw.cfg.swizzle)
 
     def full_tiles_ahead(racing: bool) -> list[Stmt]:
-        # read through the full tiles' windows, for the full tiles' blocks only
+        # through the full tiles' windows (shifted inside at the edges), when they fit
         if t.m1 > g.M or t.n1 > g.N:
             return []
         return _read_ahead(lw, e, g, t, order, cube, ga[t.m1], gb[t.n1], racing)
@@ -1016,15 +1015,7 @@ def _lower_edges(
     lw.view(c, (g.points * g.M, g.N))
     body = cube.edge_body(ga, gb, (c, c_row, n_col))
     sections = [Section("aic", (*order.head, *body))]
-    plain = sa is None and sb is None  # (the read-ahead walks A's rows and B's columns)
-    if (
-        plain
-        and lw.cfg.read_ahead is not False
-        and g.points * mt * nt <= lw.machine.clusters
-        and g.K // t.k1 > 1
-    ):
-        sections.append(_prefetch(lw, g, t, d, ga[t.m1][0], gb[t.n1][0], order, mt, nt))
-    elif ahead := full_tiles_ahead(True):
+    if ahead := full_tiles_ahead(True):
         sections.append(Section("aiv", (*order.head, *ahead)))
     lw.add_kernel(_cube_kernel(lw.fresh("matmul"), e, g, t, order, sections))
     return True
@@ -1058,57 +1049,6 @@ def _ring(lw: Lowering, t: CubeTiles, ws_dt: dt.DType) -> tuple[str, Expr]:
     return ws, Expr.reg("blk") * (2 * t.m1) + Expr.reg("slot") * t.m1
 
 
-def _prefetch(
-    lw: Lowering,
-    g: Geom,
-    t: CubeTiles,
-    d: dt.DType,
-    a: str,
-    b: str,
-    order: _Order,
-    mt: int,
-    nt: int,
-) -> Section:
-    """The vector cores' part of a one-wave matmul: they read the operands ahead of the cube
-    so that the cube core's loads find them in L2.
-
-    With one tile per cube core no tile's loads hide another's first reads from HBM, and a
-    cube core's MTE2 pays those at the HBM rate on top of its L2 reads. The idle vector cores
-    take that over: the two of grid point ``(m, n)`` read every ``2*nt``-th K block of the A
-    rows of tile row ``m`` (from block ``2n + sub``) and every ``2*mt``-th K block of the B
-    columns of tile column ``n`` (from block ``2m + sub``), in K order, into a scratch UB
-    tile nothing uses: between them, each block of A and B once. Reads only, so no flags.
-    Windows past the end of an axis shift back inside it (they read some rows twice)."""
-    m = lw.machine
-    s = d.itemsize
-    KB = g.K // t.k1
-    cap = m.ub_bytes // 4  # a double-buffered scratch tile well inside UB
-    ra = max(1, min(t.m1, g.M, cap // (t.k1 * s)))
-    cb = max(1, min(t.n1, g.N, cap // (t.k1 * s)))
-    body: list[Stmt] = [*order.head]
-    a_base, b_base = g.rows(g.a_strides, g.M), g.rows(g.b_strides, g.K)
-    pa, pb = Expr.reg("pa"), Expr.reg("pb")
-    a_loads: list[Stmt] = []
-    for i in range(-(-t.m1 // ra)):
-        r = f"ar{i}"
-        a_loads += [
-            SOp("SMIN", r, (Expr.reg("m") * t.m1 + i * ra, Expr.of(g.M - ra))),
-            TLoad(TileVar("pfa", Space.UB, d, (ra, t.k1)), a, a_base + Expr.reg(r), pa * t.k1),
-        ]
-    b_loads: list[Stmt] = []
-    for j in range(-(-t.n1 // cb)):
-        r = f"bc{j}"
-        b_loads += [
-            SOp("SMIN", r, (Expr.reg("n") * t.n1 + j * cb, Expr.of(g.N - cb))),
-            TLoad(TileVar("pfb", Space.UB, d, (t.k1, cb)), b, b_base + pb * t.k1, Expr.reg(r)),
-        ]
-    body += [
-        For("pa", Expr.reg("n") * 2 + Expr.reg("sub"), Expr.of(KB), 2 * nt, tuple(a_loads)),
-        For("pb", Expr.reg("m") * 2 + Expr.reg("sub"), Expr.of(KB), 2 * mt, tuple(b_loads)),
-    ]
-    return Section("aiv", tuple(body))
-
-
 def _read_ahead(
     lw: Lowering,
     e: Eqn,
@@ -1131,7 +1071,8 @@ def _read_ahead(
     ``(m, n)`` (``mi`` its row in the band) reads, into a scratch UB tile nothing uses, a few
     rows at a time: of column ``n``'s B blocks every ``2G``-th from ``2·mi + sub`` (in the
     first band only, when A, B and C fit L2 together: later bands find B there), and, when
-    ``n < W``, of row ``m``'s A blocks every ``2W``-th from ``2·n + sub``. Between them each
+    ``n < W``, of row ``m``'s A blocks every ``2W``-th from ``2·n + sub``. (A one-wave grid
+    is one band of all its rows and columns.) Between them each
     block is read once per band, and each vector core's share is a few blocks spread over
     K, which it reads while the cube works through the K blocks before them. Reads only,
     so no flags.
@@ -1141,9 +1082,10 @@ def _read_ahead(
     through the grid ahead of the cube (``racing``), so they read only when A, B and C fit
     L2 together (otherwise the loops run no times: the code does not depend on the sizes).
     The reads are the cube's own loads of those blocks (an operand read transposed in place
-    too), cut into a few rows at a time. With partial edge tiles they use the full tiles'
-    windows and cover the full tiles' blocks only. Empty when the product is batched, reads
-    A in whole-K panels or has a single K block, and with ``tile=dict(read_ahead=False)``."""
+    too), cut into a few rows at a time; with partial edge tiles they use the full tiles'
+    windows, shifted back inside the operand at its edges. Empty when the product is
+    batched, reads A in whole-K panels or has a single K block, and with
+    ``tile=dict(read_ahead=False)``."""
     m = lw.machine
     d = e.inputs[0].aval.dtype
     s = d.itemsize
@@ -1153,42 +1095,55 @@ def _read_ahead(
         return []
     fits = (g.M * g.K + g.K * g.N + g.M * g.N) * s <= m.l2_bytes
     mt, nt = -(-g.M // t.m1), -(-g.N // t.n1)
+    W = min(nt, max(1, m.clusters // G))
+    # the band and the row in it (row-major order: each tile row is a band of one; one wave:
+    # the whole grid is one band, every point of it reading at once)
+    mb, mi = (Expr.reg("mb"), Expr.reg("mi")) if G > 1 else (Expr.reg("m"), Expr())
+    one_wave = mt * nt <= m.clusters
+    if one_wave:
+        G, W, mb, mi = mt, nt, Expr(), Expr.reg("m")
     bands = mt // G
     # the bands whose blocks are read ahead (loop bounds, not code: the program is the same
     # for every size): racing through the grid only when everything it reads stays in L2
     a_bands = bands if fits or not racing else 0
     b_bands = 1 if fits else a_bands
-    W = min(nt, max(1, m.clusters // G))
     cap = m.ub_bytes // 16  # a scratch tile beside the epilogue's
     pk, sub, n = Expr.reg("pk"), Expr.reg("sub"), Expr.reg("n")
-    # the band and the row in it (row-major order: each tile row is a band of one)
-    mb, mi = (Expr.reg("mb"), Expr.reg("mi")) if G > 1 else (Expr.reg("m"), Expr())
+    edges = bool(g.M % t.m1 or g.N % t.n1)
 
     def reads(name: str, load: TLoad) -> tuple[Stmt, ...]:
         """The cube's own load of K block ``%pk`` (``load``), as a loop over a few of its
-        rows at a time into the scratch tile (which stays small beside an epilogue's)."""
+        rows at a time into the scratch tile (which stays small beside an epilogue's). With
+        partial edge tiles a window past the end of the buffer's view shifts back inside it,
+        covering the edge tile's rows and columns."""
         rows, cols = load.dst.shape
         x = max(r for r in divisors(rows) if r * cols * s <= cap or r == 1)
         pfx = TileVar(name, Space.UB, d, (x, cols))
-        step = TLoad(pfx, load.tensor, load.row + Expr.reg("pr"), load.col)
-        return (For("pr", Expr(), Expr.of(rows), x, (step,)),)
+        row, col = load.row + Expr.reg("pr"), load.col
+        clamp: list[Stmt] = []
+        if edges:
+            vr, vc = lw.views[load.tensor]
+            clamp = [
+                SOp("SMIN", "pr1", (row, Expr.of(vr - x))),
+                SOp("SMIN", "pc1", (col, Expr.of(vc - cols))),
+            ]
+            row, col = Expr.reg("pr1"), Expr.reg("pc1")
+        step = (*clamp, TLoad(pfx, load.tensor, row, col))
+        return (For("pr", Expr(), Expr.of(rows), x, step),)
 
     a1 = TileVar("a1", Space.L1, d, cube.a_block(t.m1, t.k1))
     b1 = TileVar("b1", Space.L1, d, cube.b_block(t.k1, t.n1))
     a_loads = reads("pfa", cube.load_a(a1, ga, pk * t.k1))
     b_loads = reads("pfb", cube.load_b(b1, gb, pk * t.k1))
-    # 0/1-trip loops: bands below the bound; for A, also the band's first W columns; with
-    # partial edge tiles, full tile rows (A) and columns (B) only
-    b_part: Stmt = For("pk", mi * 2 + sub, Expr.of(KB), 2 * G, b_loads)
-    a_part: Stmt = For("pk", n * 2 + sub, Expr.of(KB), 2 * W, a_loads)
-    if g.N % t.n1:
-        b_part = For("pc", n, Expr.of(g.N // t.n1), max(1, g.N // t.n1), (b_part,))
-    if g.M % t.m1:
-        a_part = For("pq", Expr.reg("m"), Expr.of(g.M // t.m1), max(1, g.M // t.m1), (a_part,))
-    return [
-        For("pb", mb, Expr.of(b_bands), max(1, b_bands), (b_part,)),
-        For("pa", mb, Expr.of(a_bands), max(1, a_bands), (For("pw", n, Expr.of(W), W, (a_part,)),)),
-    ]
+    # 0/1-trip loops: bands below the bound; for A, also the band's first W columns
+    b_part = For("pk", mi * 2 + sub, Expr.of(KB), 2 * G, b_loads)
+    a_part = For("pk", n * 2 + sub, Expr.of(KB), 2 * W, a_loads)
+    a_reads = For(
+        "pa", mb, Expr.of(a_bands), max(1, a_bands), (For("pw", n, Expr.of(W), W, (a_part,)),)
+    )
+    b_reads = For("pb", mb, Expr.of(b_bands), max(1, b_bands), (b_part,))
+    # (measured: B first over several waves, whose first band reads all of B; A first in one)
+    return [a_reads, b_reads] if one_wave else [b_reads, a_reads]
 
 
 def _ahead_of(aiv: Section, order: _Order, ahead: list[Stmt]) -> Section:

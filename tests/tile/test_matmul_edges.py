@@ -95,12 +95,12 @@ def test_awkward_gemm_one_wave() -> None:
 
 @pytest.mark.parametrize("swizzle", [None, 1], ids=["bands", "row-major"])
 @pytest.mark.parametrize("epilogue", [False, True], ids=["plain", "silu"])
-def test_several_waves_read_the_full_tiles_blocks_ahead(epilogue: bool, swizzle: Any) -> None:
+def test_several_waves_read_every_block_ahead(epilogue: bool, swizzle: Any) -> None:
     """Two waves of tiles with a partial last tile column (and, under the epilogue, row): the
-    vector cores read the full tiles' A and B blocks ahead of the cube, each once (B in the
-    first band, A once per band — in row-major order a band is one tile row), and no window
-    past an edge; the results are the same bit for bit without the reads, equal JAX, and
-    take fewer cycles."""
+    vector cores read all of A and B ahead of the cube, about once (B in the first band, A
+    once per band — in row-major order a band is one tile row; an edge tile's window shifts
+    back inside the operand, so it overlaps its neighbour), and no window past an edge; the
+    results are the same bit for bit without the reads, equal JAX, and take fewer cycles."""
     M, K, N = 1000, 2048, 1100
     a, b = arr((M, K), pto.float16), arr((K, N), pto.float16, seed=1)
 
@@ -122,21 +122,23 @@ def test_several_waves_read_the_full_tiles_blocks_ahead(epilogue: bool, swizzle:
     c = compare("read-ahead", got, np.asarray(pto.to_jax(fn)(a, b)).astype(got.dtype), k=K)
     assert c.ok, str(c)
 
-    def blocks(tensor: str, rows: int, cols: int, shape: tuple[int, int]) -> list[Any]:
-        ws = [w for w in on.windows(tensor, "TLOAD") if w.event.core.startswith("aiv")]
-        assert all(w.row + w.rows <= shape[0] and w.col + w.cols <= shape[1] for w in ws)
-        return sorted((w.row // rows, w.col // cols) for w in ws if w.row % rows == 0)
+    def covered(tensor: str, shape: tuple[int, int]) -> float:
+        """How many times the vector cores' windows cover ``tensor`` on average; every
+        element at least once, no window outside it."""
+        seen = np.zeros(shape, np.int32)
+        for w in on.windows(tensor, "TLOAD"):
+            if w.event.core.startswith("aiv"):
+                assert w.row + w.rows <= shape[0] and w.col + w.cols <= shape[1], w
+                seen[w.row : w.row + w.rows, w.col : w.col + w.cols] += 1
+        assert seen.min() >= 1
+        return float(seen.mean())
 
-    kb = range(K // t["k"])
-    want_a = sorted((i, j) for i in range(M // t["m"]) for j in kb)
-    want_b = sorted((j, i) for i in range(N // t["n"]) for j in kb)
-    assert blocks("x", t["m"], t["k"], (M, K)) == want_a
-    assert blocks("y", t["k"], t["n"], (K, N)) == want_b
+    assert 1.0 <= covered("x", (M, K)) < 1.2 and 1.0 <= covered("y", (K, N)) < 1.2
     assert on.cycles < off.cycles
 
 
 @pytest.mark.parametrize("d", F, ids=lambda d: d.short)
-def test_one_wave_prefetch_on_vector_cores(d: pto.DType) -> None:
+def test_one_wave_reads_ahead_on_vector_cores(d: pto.DType) -> None:
     """One tile per cube core: the vector cores read A and B ahead (reads only, so the race
     check has nothing to order) and the result still equals JAX."""
     a, b = arr((523, 640), d), arr((640, 331), d, seed=1)
