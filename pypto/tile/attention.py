@@ -14,6 +14,17 @@ matmul) one ``attention`` group. Its kernel's grid runs over the batch dims and 
 * the cube core computes ``P V`` and hands it over through a third ring; the vector cores
   rescale their f32 accumulator by ``exp(m_old - m)`` and add it.
 
+The kernel is software-pipelined over the K/V steps, ``LAG`` steps deep: the cube makes step
+``j``'s S while step ``j - LAG``'s P comes back, so the hand-offs' latency hides behind the
+softmax of the steps in between. On the cube core that is three loops: the first ``LAG``
+steps make S only, the steady loop makes step ``j``'s S products and step ``j - LAG``'s P V
+products in turn, and the last ``LAG`` steps make P V only. In the steady loop each kind
+of product has its own L0 tiles (``q0``/``k0``/``s`` against ``p0``/``v0``/``o``), so one
+product's operands move into L0 and the other's result leaves L0C while the cube multiplies;
+in the fill and drain loops consecutive products take the two sets in turn where every L0
+tile has one shape (``D = kc = Dv``, operands waiting in L1). Neither L0 nor L0C holds two
+of any one tile, so without this each product waited for the one before to drain.
+
 A K/V step whose operands do not fit L0 at once (``bk`` 256 keys with head dim 128) runs as
 ``bk / kc`` cube products (``kc`` in the header): K, P and V go to L1 in one transfer each,
 MTE1 cuts each product's chunk into L0 (``TEXTRACT_T`` for K), the chunks' scores leave L0C
@@ -34,15 +45,15 @@ tile.
 
 Where it pays (:func:`_makespan`), a grid point takes **two query tiles** (``g=2`` in the
 header): each K/V tile it loads serves both, the cube core keeps the pair in L1 and moves one
-tile at a time into L0A, and each vector core keeps statistics and an accumulator per tile.
+tile at a time into L0A, and each vector core keeps statistics and an accumulator per tile,
+and, where UB holds them, a scores tile per query tile (the second tile's S then loads while
+the first one's softmax runs; the f32 copy of a P V tile goes where its tile's scores were).
 The rings' traffic per tile step drops by the shared K/V bytes (an eighth); under a causal
 mask the pair's first tile runs its partner's last steps fully masked, so both tiles hand the
 same ring slots over in the same order.
 Under a causal mask a pair may take K/V steps as wide as both its tiles (``bk = 2 bq``, in
 chunks): both tiles then reach their diagonal in the point's last step, tile ``t`` at rows
 ``t*bq`` of a lower-triangular ``[bk, bk]`` mask, and no tile runs a fully masked step.
-Without a mask pairs need each K/V step in one cube product (pairs of chunked steps measured
-slower than single tiles).
 Numerics: S and P V cross the rings in the inputs' dtype (the fixpipe rounds them once, as the
 reference rounds its logits); P is computed in that dtype with f32 row statistics and an f32
 accumulator, within the tolerance table for a K-long sum.
@@ -65,6 +76,7 @@ from pypto import dtypes as dt
 from pypto.core.errors import TileError
 from pypto.graph.ir import Eqn, Lit, Var
 from pypto.isa.ir import Expr, Space
+from pypto.npu.machine import Machine
 from pypto.ops.composite import causal_mask
 from pypto.tile.ir import (
     For,
@@ -273,28 +285,43 @@ def _window_in(
 
 
 def _ub_bytes(
-    h: int, bk: int, bq: int, dv: int, s: int, g: int = 1, io: int = 1, masked: bool = True
+    h: int,
+    bk: int,
+    bq: int,
+    dv: int,
+    s: int,
+    g: int = 1,
+    io: int = 1,
+    masked: bool = True,
+    split: bool = False,
 ) -> int:
-    """UB of the vector cores' tiles: scores (P in place), the mask's rows (``masked``), the
-    PV tile, its f32 copy, an accumulator per query tile, the output tile and the row
-    statistics; ``io`` slots for each transfer (2: double-buffered, which the Block level
-    keeps where it fits)."""
+    """UB of the vector cores' tiles: scores (P in place; with ``split`` one per query tile,
+    see :func:`_split`), the mask's rows (``masked``), the PV tile (the output's cast too), its
+    f32 copy, an accumulator per query tile and the row statistics; ``io`` slots for each
+    transfer (2: double-buffered, which the Block level keeps where it fits)."""
+    in_scores = split and bk * s >= 4 * dv  # the f32 copy of P V sits in its tile's scores
     return (
-        io * h * bk * s
+        io * h * bk * s * (g if split else 1)
         + (h * max(bq, bk) if masked else 0)
         + (2 * h * bk if bk < bq and masked else 0)
         + io * h * dv * s
-        + (1 + g) * h * dv * 4
-        + io * h * dv * s
+        + (g + (0 if in_scores else 1)) * h * dv * 4
         + (6 + 6 * g) * 32 * (h // 8 + 1)
         + bk * 4
     )
 
 
-LAG = 2
+def _split(m: Machine, h: int, bk: int, bq: int, dv: int, s: int, g: int, masked: bool) -> bool:
+    """Whether each query tile of a point gets its own scores tile in UB: the next tile's S
+    then loads while this one's softmax runs, instead of after its P has left."""
+    return g > 1 and _ub_bytes(h, bk, bq, dv, s, g, masked=masked, split=True) <= m.ub_bytes
+
+
+LAG = 3
 """K/V tiles between a tile's softmax and the update with its P V product: the cube makes
-the next tiles' S while a tile's S goes to the vector cores and its P comes back (deeper
-lags measured no faster on ``ascend910b``, where the rings' L2 traffic binds)."""
+the next tiles' S while a tile's S goes to the vector cores and its P comes back. Measured
+on ``ascend910b`` at b4 h32 s2048 d128 (causal / full): 2 gives 778 / 1,370 µs, 3 gives
+764 / 1,335, 4 gives 759 / 1,319 but takes all 8 cross-core flag ids."""
 
 SLOTS = {"ss": 2, "sp": LAG, "so": 2}
 """Slots of each ring (by its slot register): S and P V are read one tile after they are
@@ -370,9 +397,6 @@ def _problems(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int) -> list[
         out.append("g=2 needs an even number of query tiles and no mask operand")
     if g == 2 and p.causal and bk > bq and bk != g * bq:
         out.append(f"g=2 under a causal mask needs bk <= bq or bk = 2 bq (bk={bk}, bq={bq})")
-    elif g == 2 and kc < bk and not p.causal:
-        # (measured slower than one tile per point: 1,559 against 1,431 us at b4 h32 s2048)
-        out.append(f"g=2 without a causal mask needs each K/V step in one cube product (bk={bk})")
     return out
 
 
@@ -441,14 +465,14 @@ def _user_tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
     return bq, bk, g
 
 
-PAIR_STEP = 0.98
+PAIR_STEP = 0.94
 """Time of a K/V step of two query tiles that share its K/V loads, per tile, against one
-tile's step, measured on ``ascend910b`` without a mask (b4 h32 s2048 d128: 1,605 against
-1,635 µs; the rings' S, P and PV traffic, which pairs do not share, dominates). Under a causal
-mask with ``bk <= bq`` a pair also runs one extra, fully masked, step per tile of its first
-tile, which this saving does not repay at that size (1,038 against 1,042 µs, within noise of
-the model); with ``bk = 2 bq`` no tile runs such a step, the pair's work equals its tiles'
-alone, and the saving decides (959 against 1,024 µs for single tiles of the same steps)."""
+tile's step, measured on ``ascend910b`` without a mask (b4 h32 s2048 d128, 256-key steps in
+chunks of 128: 1,370 against 1,458 µs; the rings' S, P and PV traffic, which pairs do not
+share, dominates). Under a causal mask with ``bk <= bq`` a pair also runs one extra, fully
+masked, step per tile of its first tile; with ``bk = 2 bq`` no tile runs such a step, the
+pair's work equals its tiles' alone, and the saving decides (778 against 924 µs for single
+tiles of the same steps)."""
 
 
 def _makespan(p: AttentionPlan, bq: int, bk: int, g: int, clusters: int) -> float:
@@ -581,9 +605,10 @@ def _kernel(
     n = steps(g - 1)
     # Software pipeline, LAG K/V tiles deep: iteration j makes S_j (and on the vector cores
     # P_j) while the P V product of tile j-LAG goes through the cube, so the hand-offs'
-    # latency hides behind the softmax of the tiles in between; 0/1-trip loops on
-    # %hs = [j < n] and %hp = [j >= LAG] pick the stages. Under a causal mask a point's
-    # earlier query tiles reach their diagonal sooner: %a<t> = [j < n_t].
+    # latency hides behind the softmax of the tiles in between. On the vector cores 0/1-trip
+    # loops on %hs = [j < n] and %hp = [j >= LAG] pick the stages (the cube core runs fill,
+    # steady and drain loops instead, below). Under a causal mask a point's earlier query
+    # tiles reach their diagonal sooner: %a<t> = [j < n_t].
     stages: list[Stmt] = [
         *_gate("hs", n - j),
         SOp("SMAX", "hp", (j - (LAG - 1), Expr())),
@@ -612,17 +637,15 @@ def _kernel(
     o0 = TileVar("o", Space.L0C, f32, (bq, dv))
     # a K/V step in several cube products (nc > 1): its K, P and V tiles go to L1 whole
     # (one transfer each) and MTE1 cuts each product's chunk into L0
-    cut_k: list[list[Stmt]] = [[] for _ in range(nc)]
     if p.k is not None:
-        # K tiles [bk, D] as they are in GM; MTE1 transposes them into L0B
+        # K tiles [bk, D] as they are in GM; MTE1 transposes them into L0B (a step in
+        # several products: each product's chunk)
         k1 = TileVar("k1", Space.L1, d_t, (bk, d))
         kin = _window_in(lw, p.k, p.k_pos, p.kt.aval.shape[:-2], ob)
         kb, k_row, k_col = place(p.k, lk, d, kin)
         k_load: list[Stmt] = [TLoad(k1, kb, k_row + j * bk, k_col, loc)]
         if nc == 1:
             k_load.append(TOp("TTRANS", k0, (k1,), loc))
-        else:
-            cut_k = [[TOp("TEXTRACT_T", k0, (k1, Expr.of(c * kc), Expr()), loc)] for c in range(nc)]
     else:
         kt_b, kt_row = gm(p.kt, d, lk), batch_rows(p.kt.aval.shape, d)
         if nc == 1:
@@ -630,7 +653,6 @@ def _kernel(
         else:
             k1 = TileVar("k1", Space.L1, d_t, (d, bk))
             k_load = [TLoad(k1, kt_b, kt_row, j * bk, loc)]
-            cut_k = [[TOp("TEXTRACT", k0, (k1, Expr(), Expr.of(c * kc)), loc)] for c in range(nc)]
     q_in: list[Stmt]
     if g == 1:
         q_in = [TLoad(q0, qb, q_row, q_col, loc)]  # stays in L0A for the whole point
@@ -643,59 +665,102 @@ def _kernel(
     # (with every score masked on the vector cores), so both tiles hand over the same ring
     # slots in the same order: a hand-off skipped on one side would desynchronise the flags
     # of the slot the tiles share.
-    cube_s: list[Stmt] = list(k_load)
     v_at = v_row + j * bk - LAG * bk
-    cube_o: list[Stmt]
     if nc == 1:
-        cube_o = [TLoad(v0, vb, v_at, v_col, loc)]
+        v_load: list[Stmt] = [TLoad(v0, vb, v_at, v_col, loc)]
     else:
         v1 = TileVar("v1", Space.L1, d_t, (bk, dv))
         p1 = TileVar("p1", Space.L1, d_t, (bq, bk))
-        cube_o = [TLoad(v1, vb, v_at, v_col, loc)]
+        v_load = [TLoad(v1, vb, v_at, v_col, loc)]
+    # Where the first and last LAG steps make only one kind of product, consecutive products
+    # take the two sets of L0 tiles in turn when every L0 tile has one shape (D = kc = Dv)
+    # and the operands wait in L1 (query tiles of a pair, K/V steps in chunks).
+    turns = g > 1 and nc > 1 and d == kc == dv
+    sets = ((q0, k0, s0), (p0, v0, o0))
 
-    for t in range(g):
-        pick = [] if g == 1 else [TOp("TEXTRACT", q0, (q1, Expr.of(t * bq), Expr()), loc)]
-        cube_s += pick
-        for c in range(nc):
-            cube_s += [
-                *cut_k[c],
-                TOp("TMATMUL", s0, (q0, k0), loc),
-                TStore(ws_s, ring("ss", t), Expr.of(c * kc), s0, loc),
-            ]
-        if nc == 1:
-            cube_o += [
-                TLoad(p0, ws_p, ring("sp", t), Expr(), loc),
-                TOp("TMATMUL", o0, (p0, v0), loc),
-            ]
-        else:
-            # P V accumulates over the step's chunks in L0C
-            cube_o.append(TLoad(p1, ws_p, ring("sp", t), Expr(), loc))
+    def products(kind: str, alternate: bool) -> list[Stmt]:
+        """A step's S (``kind`` "s") or P V products, in that order, on the first set of L0
+        tiles, or taking the sets in turn."""
+        out: list[Stmt] = []
+        held: dict[int, int] = {}  # the query tile each L0A tile holds (g > 1)
+        i = 0
+        for t in range(g):
+            acc = sets[t % 2 if alternate else 1][2]
             for c in range(nc):
-                cube_o += [
-                    TOp("TEXTRACT", p0, (p1, Expr(), Expr.of(c * kc)), loc),
-                    TOp("TEXTRACT", v0, (v1, Expr.of(c * kc), Expr()), loc),
-                    TOp("TMATMUL_ACC" if c else "TMATMUL", o0, (p0, v0), loc),
-                ]
-        cube_o.append(TStore(ws_o, ring("so", t), Expr(), o0, loc))
-    aic = Section(
-        "aic",
-        (
-            *where,
-            *q_in,
-            For(
-                "j",
-                Expr(),
-                n + LAG,
-                1,
-                (
-                    *stages,
-                    stage("hs", "cs", ("ss",), cube_s),
-                    stage("hp", "cp", ("sp", "so"), cube_o),
-                ),
-            ),
+                x = i % 2 if alternate else (0 if kind == "s" else 1)
+                a, b, r = sets[x]
+                i += 1
+                if kind == "s":
+                    if g > 1 and held.get(x) != t:
+                        out.append(TOp("TEXTRACT", a, (q1, Expr.of(t * bq), Expr()), loc))
+                        held[x] = t
+                    if nc > 1:
+                        op = "TEXTRACT_T" if p.k is not None else "TEXTRACT"
+                        at = (
+                            (Expr.of(c * kc), Expr())
+                            if p.k is not None
+                            else (Expr(), Expr.of(c * kc))
+                        )
+                        out.append(TOp(op, b, (k1, *at), loc))
+                    out += [
+                        TOp("TMATMUL", r, (a, b), loc),
+                        TStore(ws_s, ring("ss", t), Expr.of(c * kc), r, loc),
+                    ]
+                    continue
+                held.pop(x, None)
+                if nc == 1:
+                    out += [
+                        TLoad(a, ws_p, ring("sp", t), Expr(), loc),
+                        TOp("TMATMUL", acc, (a, b), loc),
+                    ]
+                else:
+                    # P V accumulates over the step's chunks in L0C
+                    if c == 0:
+                        out.append(TLoad(p1, ws_p, ring("sp", t), Expr(), loc))
+                    out += [
+                        TOp("TEXTRACT", a, (p1, Expr(), Expr.of(c * kc)), loc),
+                        TOp("TEXTRACT", b, (v1, Expr.of(c * kc), Expr()), loc),
+                        TOp("TMATMUL_ACC" if c else "TMATMUL", acc, (a, b), loc),
+                    ]
+            if kind == "o":
+                out.append(TStore(ws_o, ring("so", t), Expr(), acc, loc))
+        return out
+
+    def interleaved() -> list[Stmt]:
+        """The steady loop's products: S on the first set, P V on the second, in turn."""
+        s_all, o_all = products("s", False), products("o", False)
+        cut = [i + 1 for i, x in enumerate(s_all) if isinstance(x, TStore)]
+        cuts = [
+            i + 1 for i, x in enumerate(o_all) if isinstance(x, TOp) and x.op.startswith("TMATMUL")
+        ]
+        out: list[Stmt] = []
+        a0 = b0 = 0
+        for a1, b1 in zip(cut, cuts, strict=True):
+            out += [*s_all[a0:a1], *o_all[b0:b1]]
+            a0, b0 = a1, b1
+        return out + s_all[a0:] + o_all[b0:]
+
+    # Three loops over j: the first LAG steps make S only, the steady loop makes step j's S
+    # and step j-LAG's P V, and the last LAG steps P V only. The steady loop's body is
+    # straight-line code in which the two kinds of product alternate.
+    pick_s = [SOp("SMOD", "ss", (Expr.reg("cs"), Expr.of(SLOTS["ss"])))]
+    pick_o = [SOp("SMOD", x, (Expr.reg("cp"), Expr.of(SLOTS[x]))) for x in ("sp", "so")]
+    count_s = SOp("SADD", "cs", (Expr.reg("cs"), Expr.of(1)))
+    count_o = SOp("SADD", "cp", (Expr.reg("cp"), Expr.of(1)))
+    loops = (
+        SOp("SMIN", "jf", (n, Expr.of(LAG))),
+        SOp("SMAX", "jd", (n, Expr.of(LAG))),
+        For("j", Expr(), Expr.reg("jf"), 1, (*pick_s, *k_load, *products("s", turns), count_s)),
+        For(
+            "j",
+            Expr.of(LAG),
+            n,
+            1,
+            (*pick_s, *pick_o, *k_load, *v_load, *interleaved(), count_s, count_o),
         ),
-        count,
+        For("j", Expr.reg("jd"), n + LAG, 1, (*pick_o, *v_load, *products("o", turns), count_o)),
     )
+    aic = Section("aic", (*where, *q_in, *loops), count)
 
     # the vector cores: rows %sub*h .. of each query tile of the point
     h = bq // 2 if bq > 1 else 1
@@ -705,6 +770,7 @@ def _kernel(
         return TileVar(name, Space.UB, dtype, shape)
 
     neg = ub("ninf", d_t, (1, bk))
+    split = _split(m, h, bk, bq, dv, d_t.itemsize, g, p.causal or bool(p.masks))
     pre: list[Stmt] = [*count, TOp("TEXPANDS", neg, (-math.inf,), loc)]
     tri = ub("tril", dt.bool_, (h, max(bq, bk)))
     start: list[Stmt] = list(where)
@@ -727,7 +793,7 @@ def _kernel(
         hist = [
             ub(f"alpha{sfx}_{i}" if sfx else f"alpha{i}", f32, (h, 1)) for i in range(1, LAG + 1)
         ]
-        x = ub("x", d_t, (h, bk))
+        x = ub(f"x{sfx}" if split else "x", d_t, (h, bk))
         soft: list[Stmt] = [TLoad(x, ws_s, ring("ss", t) + sub, Expr(), loc)]
         if p.scale != 1.0:
             soft.append(TOp("TMULS", x, (x, p.scale), loc))
@@ -803,7 +869,10 @@ def _kernel(
         update: list[Stmt] = [TLoad(ot, ws_o, ring("so", t) + sub, Expr(), loc)]
         otf = ot
         if d_t is not f32:
-            otf = ub("otf", f32, (h, dv))
+            # the f32 copy goes where this tile's scores were (their P has left by then)
+            # when it fits there: UB for a score tile per query tile
+            # the f32 copy goes where this tile's scores were (their P has left by then)
+            otf = ub(x.name if split and bk * d_t.itemsize >= 4 * dv else "otf", f32, (h, dv))
             update.append(TOp("TCVT", otf, (ot,), loc))
         update += [
             TOp("TMUL", acc, (acc, hist[-1]), loc),
@@ -818,7 +887,7 @@ def _kernel(
         fin.append(TOp("TDIV", acc, (acc, ls), loc))
         out_t = acc
         if d_t is not f32:
-            out_t = ub("y", d_t, (h, dv))
+            out_t = ub("ot", d_t, (h, dv))
             fin.append(TOp("TCVT", out_t, (acc,), loc))
         fin.append(TStore(ob_, o_row + t * bq + sub, o_col, out_t, loc))
         # the running max starts finite (in the dtype) so fully masked rows of a tile give

@@ -63,3 +63,36 @@ def test_causal_numerics_with_the_cost_order() -> None:
     ref = np.asarray(pto.to_jax(sdpa(True))(q, k, v))
     c = compare("attention", np.asarray(out), ref, k=512)
     assert c.ok, str(c)
+
+
+def test_full_windows_start_each_cluster_at_its_own_cost() -> None:
+    # a full window (24 heads on 24 clusters): cluster w runs its rounds from cost value
+    # ext-1-(w mod ext) on, so the clusters do not hand tiles over in step; each still gets
+    # one point of every cost, and every point runs once (the results equal JAX)
+    rng = np.random.default_rng(1)
+    q, k, v = (rng.normal(0, 1, (1, 27, 512, 32)).astype(np.float16) for _ in range(3))
+    f = pto.jit(sdpa(True), machine="ascend910b")
+    prof = f.profile(q, k, v)
+    ref = np.asarray(pto.to_jax(sdpa(True))(q, k, v))
+    c = compare("attention", prof.outputs[0], ref, k=512)
+    assert c.ok, str(c)
+    # the score tiles each cluster's first vector core takes between its output tiles: the
+    # sizes of its points, in order
+    marks: dict[int, str] = {}
+    for e in sorted(prof.events, key=lambda e: e.start):
+        if e.core.startswith("aiv") and int(e.core[3:]) % 2 == 0:
+            w = int(e.core[3:]) // 2
+            if e.op == "TLOAD" and " ws_s[" in e.text:
+                marks[w] = marks.get(w, "") + "S"
+            elif e.op == "TSTORE" and " out[" in e.text:
+                marks[w] = marks.get(w, "") + "O"
+    att = attention_kernel(f.lower(q, k, v))
+    ext = dict(att.grid)["q"]
+    sizes = {w: [len(x) for x in m.split("O")[:ext]] for w, m in marks.items()}
+    # costliest first from cluster 0 on, each later cluster one cost value further on
+    assert sizes[0] == sorted(sizes[0], reverse=True) and len(set(sizes[0])) > 1
+    for w in range(24):
+        assert sizes[w] == sizes[0][w % ext :] + sizes[0][: w % ext], w
+    busy = [v for (core, pipe), v in prof.busy.items() if core.startswith("aic") and pipe == "M"]
+    step = sum(busy) / (27 * sum(range(1, ext + 1)))
+    assert max(busy) - min(busy) <= ext * step * 1.01

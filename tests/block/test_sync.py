@@ -166,9 +166,9 @@ AB = (
 X = (RNG.standard_normal((64, 4096)).astype(np.float16),)
 KERNELS = {
     # name: (function, arguments, tiles, fewest event ids per pipe pair it compiles with)
-    "attention": (sdpa, QKV, dict(attn=(128, 128, 1)), 3),
+    "attention": (sdpa, QKV, dict(attn=(128, 128, 1)), 4),
     # two query tiles per grid point, the loops' transfers double-buffered
-    "attention_g2": (sdpa, QKV, dict(attn=(64, 32, 2)), 4),
+    "attention_g2": (sdpa, QKV, dict(attn=(64, 32, 2)), 5),
     # the automatic tiles: pairs of 256-key steps, each two cube products (L1 → L0 moves)
     "attention_wide_pairs": (sdpa, QKV, None, 4),
     "gemm": (gemm_relu, AB, None, 1),
