@@ -312,7 +312,7 @@ def _by_cost(k: Kernel, worker: Expr, workers: Expr) -> tuple[list[BItem], str]:
     ``w`` takes the same other registers in every round and runs the cost values from
     ``ext-1-(w mod ext)`` down, cyclically: identical workers that all began with the same
     cost would hand their tiles over in step, leaving the shared L2 idle between bursts
-    (causal attention at b4 h32 s2048: 21% of the run without a transfer; 883 → 764 µs).
+    (causal attention at b4 h32 s2048: 20% of the run without a transfer; 876 → 759 µs).
     The last window runs costliest first, its rounds going to the workers alternately
     forwards and backwards (a snake), which evens out its points, fewer than the workers
     for each cost value."""

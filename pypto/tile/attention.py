@@ -317,16 +317,25 @@ def _split(m: Machine, h: int, bk: int, bq: int, dv: int, s: int, g: int, masked
     return g > 1 and _ub_bytes(h, bk, bq, dv, s, g, masked=masked, split=True) <= m.ub_bytes
 
 
-LAG = 3
-"""K/V tiles between a tile's softmax and the update with its P V product: the cube makes
-the next tiles' S while a tile's S goes to the vector cores and its P comes back. Measured
-on ``ascend910b`` at b4 h32 s2048 d128 (causal / full): 2 gives 778 / 1,370 µs, 3 gives
-764 / 1,335, 4 gives 759 / 1,319 but takes all 8 cross-core flag ids."""
+LAG = 4
+"""K/V steps between a tile's softmax and the update with its P V product (at most; fewer
+where the machine has fewer cross-core flag ids than the rings' slots need, :func:`_lag`):
+the cube makes the next steps' S while a step's S goes to the vector cores and its P comes
+back. Measured on ``ascend910b`` at b4 h32 s2048 d128 (causal / full): 2 gives 778 /
+1,370 µs, 3 gives 764 / 1,335, 4 gives 759 / 1,319."""
 
-SLOTS = {"ss": 2, "sp": LAG, "so": 2}
-"""Slots of each ring (by its slot register): S and P V are read one tile after they are
-written and P LAG tiles after, so these let each producer wait only for its consumer's
-previous use of a slot. Each slot takes a cross-core flag id (8 on the chip)."""
+
+def _slots(lag: int) -> dict[str, int]:
+    """Slots of each ring (by its slot register): S and P V are read one step after they are
+    written and P ``lag`` steps after, so these let each producer wait only for its consumer's
+    previous use of a slot. Each slot takes a cross-core flag id."""
+    return {"ss": 2, "sp": lag, "so": 2}
+
+
+def _lag(m: Machine) -> int:
+    """The pipeline's depth on ``m``: ``LAG``, or less where the rings' slots would take more
+    cross-core flag ids than ``m`` has (8 on the chip: S and P V take 2 each)."""
+    return max(1, min(LAG, m.cross_flag_ids - 4))
 
 
 def _l0_needs(p: AttentionPlan, bq: int, kc: int) -> tuple[int, int, int]:
@@ -467,12 +476,14 @@ def _user_tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
 
 PAIR_STEP = 0.94
 """Time of a K/V step of two query tiles that share its K/V loads, per tile, against one
-tile's step, measured on ``ascend910b`` without a mask (b4 h32 s2048 d128, 256-key steps in
-chunks of 128: 1,370 against 1,458 µs; the rings' S, P and PV traffic, which pairs do not
-share, dominates). Under a causal mask with ``bk <= bq`` a pair also runs one extra, fully
-masked, step per tile of its first tile; with ``bk = 2 bq`` no tile runs such a step, the
-pair's work equals its tiles' alone, and the saving decides (778 against 924 µs for single
-tiles of the same steps)."""
+tile's step, as the tile choice counts it. Measured on ``ascend910b`` without a mask (b4 h32
+s2048 d128, 256-key steps in chunks of 128) with ``LAG`` 2: 1,370 against 1,458 µs (0.94);
+with ``LAG`` 4 pairs gain more there (1,319 against 1,515 µs, 0.87), but on grids of a few
+points per cluster the pairs' coarser points cost more balance than this model counts, so
+the smaller saving stays. Under a causal mask with ``bk <= bq`` a pair also runs one extra,
+fully masked, step per tile of its first tile; with ``bk = 2 bq`` no tile runs such a step,
+the pair's work equals its tiles' alone, and the saving decides (759 against 960 µs for
+single tiles of the same steps)."""
 
 
 def _makespan(p: AttentionPlan, bq: int, bk: int, g: int, clusters: int) -> float:
@@ -518,6 +529,8 @@ def _kernel(
     lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int, last: Eqn, merge: Via | None
 ) -> None:
     m = lw.machine
+    lag = _lag(m)
+    ring_slots = _slots(lag)
     loc = last.loc
     d_t = p.q.aval.dtype
     f32 = dt.float32
@@ -567,13 +580,13 @@ def _kernel(
     rr = 2 if gq == 1 else gq
     ws: dict[str, str] = {}
     for reg, name, cols in (("ss", "ws_s", bk), ("sp", "ws_p", bk), ("so", "ws_o", dv)):
-        rows = m.clusters * SLOTS[reg] * rr
+        rows = m.clusters * ring_slots[reg] * rr
         ws[reg] = lw.new_buffer(name, d_t, rows * cols)
         lw.views[ws[reg]] = (rows, cols)
     ws_s, ws_p, ws_o = ws["ss"], ws["sp"], ws["so"]
 
     def ring(slot: str, t: int = 0) -> Expr:
-        return Expr.reg("blk") * (SLOTS[slot] * rr) + Expr.reg(slot) * rr + t * bq
+        return Expr.reg("blk") * (ring_slots[slot] * rr) + Expr.reg(slot) * rr + t * bq
 
     j = Expr.reg("j")
     kc = _chunk(lw, p, bq, bk)
@@ -603,15 +616,15 @@ def _kernel(
         return Expr.reg("q") * (g * r) + (t + 1) * r
 
     n = steps(g - 1)
-    # Software pipeline, LAG K/V tiles deep: iteration j makes S_j (and on the vector cores
-    # P_j) while the P V product of tile j-LAG goes through the cube, so the hand-offs'
+    # Software pipeline, lag K/V tiles deep: iteration j makes S_j (and on the vector cores
+    # P_j) while the P V product of tile j-lag goes through the cube, so the hand-offs'
     # latency hides behind the softmax of the tiles in between. On the vector cores 0/1-trip
-    # loops on %hs = [j < n] and %hp = [j >= LAG] pick the stages (the cube core runs fill,
+    # loops on %hs = [j < n] and %hp = [j >= lag] pick the stages (the cube core runs fill,
     # steady and drain loops instead, below). Under a causal mask a point's earlier query
     # tiles reach their diagonal sooner: %a<t> = [j < n_t].
     stages: list[Stmt] = [
         *_gate("hs", n - j),
-        SOp("SMAX", "hp", (j - (LAG - 1), Expr())),
+        SOp("SMAX", "hp", (j - (lag - 1), Expr())),
         SOp("SMIN", "hp", (Expr.reg("hp"), Expr.of(1))),
     ]
     early = list(range(g - 1)) if p.causal and not wide else []
@@ -624,7 +637,7 @@ def _kernel(
     )
 
     def stage(reg: str, cnt: str, slots: tuple[str, ...], body: list[Stmt]) -> For:
-        head: list[Stmt] = [SOp("SMOD", x, (Expr.reg(cnt), Expr.of(SLOTS[x]))) for x in slots]
+        head: list[Stmt] = [SOp("SMOD", x, (Expr.reg(cnt), Expr.of(ring_slots[x]))) for x in slots]
         tail = SOp("SADD", cnt, (Expr.reg(cnt), Expr.of(1)))
         return For("i" + reg, Expr(), Expr.reg(reg), 1, (*head, *body, tail))
 
@@ -665,14 +678,14 @@ def _kernel(
     # (with every score masked on the vector cores), so both tiles hand over the same ring
     # slots in the same order: a hand-off skipped on one side would desynchronise the flags
     # of the slot the tiles share.
-    v_at = v_row + j * bk - LAG * bk
+    v_at = v_row + j * bk - lag * bk
     if nc == 1:
         v_load: list[Stmt] = [TLoad(v0, vb, v_at, v_col, loc)]
     else:
         v1 = TileVar("v1", Space.L1, d_t, (bk, dv))
         p1 = TileVar("p1", Space.L1, d_t, (bq, bk))
         v_load = [TLoad(v1, vb, v_at, v_col, loc)]
-    # Where the first and last LAG steps make only one kind of product, consecutive products
+    # Where the first and last lag steps make only one kind of product, consecutive products
     # take the two sets of L0 tiles in turn when every L0 tile has one shape (D = kc = Dv)
     # and the operands wait in L1 (query tiles of a pair, K/V steps in chunks).
     turns = g > 1 and nc > 1 and d == kc == dv
@@ -740,25 +753,25 @@ def _kernel(
             a0, b0 = a1, b1
         return out + s_all[a0:] + o_all[b0:]
 
-    # Three loops over j: the first LAG steps make S only, the steady loop makes step j's S
-    # and step j-LAG's P V, and the last LAG steps P V only. The steady loop's body is
+    # Three loops over j: the first lag steps make S only, the steady loop makes step j's S
+    # and step j-lag's P V, and the last lag steps P V only. The steady loop's body is
     # straight-line code in which the two kinds of product alternate.
-    pick_s = [SOp("SMOD", "ss", (Expr.reg("cs"), Expr.of(SLOTS["ss"])))]
-    pick_o = [SOp("SMOD", x, (Expr.reg("cp"), Expr.of(SLOTS[x]))) for x in ("sp", "so")]
+    pick_s = [SOp("SMOD", "ss", (Expr.reg("cs"), Expr.of(ring_slots["ss"])))]
+    pick_o = [SOp("SMOD", x, (Expr.reg("cp"), Expr.of(ring_slots[x]))) for x in ("sp", "so")]
     count_s = SOp("SADD", "cs", (Expr.reg("cs"), Expr.of(1)))
     count_o = SOp("SADD", "cp", (Expr.reg("cp"), Expr.of(1)))
     loops = (
-        SOp("SMIN", "jf", (n, Expr.of(LAG))),
-        SOp("SMAX", "jd", (n, Expr.of(LAG))),
+        SOp("SMIN", "jf", (n, Expr.of(lag))),
+        SOp("SMAX", "jd", (n, Expr.of(lag))),
         For("j", Expr(), Expr.reg("jf"), 1, (*pick_s, *k_load, *products("s", turns), count_s)),
         For(
             "j",
-            Expr.of(LAG),
+            Expr.of(lag),
             n,
             1,
             (*pick_s, *pick_o, *k_load, *v_load, *interleaved(), count_s, count_o),
         ),
-        For("j", Expr.reg("jd"), n + LAG, 1, (*pick_o, *v_load, *products("o", turns), count_o)),
+        For("j", Expr.reg("jd"), n + lag, 1, (*pick_o, *v_load, *products("o", turns), count_o)),
     )
     aic = Section("aic", (*where, *q_in, *loops), count)
 
@@ -789,9 +802,9 @@ def _kernel(
         sfx = "" if g == 1 else str(t)  # one query tile: the names of the golden text
         mx, ls = ub(f"m{sfx}", f32, (h, 1)), ub(f"l{sfx}", f32, (h, 1))
         acc, al = ub(f"acc{sfx}", f32, (h, dv)), ub(f"alpha{sfx}", f32, (h, 1))
-        # the rescale factors of the last LAG tiles: the update of tile j-LAG uses the oldest
+        # the rescale factors of the last lag tiles: the update of tile j-lag uses the oldest
         hist = [
-            ub(f"alpha{sfx}_{i}" if sfx else f"alpha{i}", f32, (h, 1)) for i in range(1, LAG + 1)
+            ub(f"alpha{sfx}_{i}" if sfx else f"alpha{i}", f32, (h, 1)) for i in range(1, lag + 1)
         ]
         x = ub(f"x{sfx}" if split else "x", d_t, (h, bk))
         soft: list[Stmt] = [TLoad(x, ws_s, ring("ss", t) + sub, Expr(), loc)]
@@ -879,7 +892,7 @@ def _kernel(
             TOp("TADD", acc, (acc, otf), loc),
         ]
         shifts += [
-            *(TOp("TMOV", hist[i], (hist[i - 1],), loc) for i in range(LAG - 1, 0, -1)),
+            *(TOp("TMOV", hist[i], (hist[i - 1],), loc) for i in range(lag - 1, 0, -1)),
             TOp("TMOV", hist[0], (al,), loc),
         ]
         soft_all += soft
@@ -909,7 +922,7 @@ def _kernel(
     if bq == 1:
         # one query row: both vector cores compute it; the first stores the output
         fin = stores_by_first_sub(fin)
-    aiv = Section("aiv", (*start, For("j", Expr(), n + LAG, 1, tuple(body)), *fin), tuple(pre))
+    aiv = Section("aiv", (*start, For("j", Expr(), n + lag, 1, tuple(body)), *fin), tuple(pre))
     flops = 2 * math.prod(ob) * lq * lk * (d + dv)
     lw.add_kernel(
         Kernel(
@@ -928,9 +941,9 @@ def _kernel(
             loc,
             flops // 2 if p.causal else flops,
             (
-                Ring(ws_s, "aic", "ss", SLOTS["ss"]),
-                Ring(ws_p, "aiv", "sp", SLOTS["sp"]),
-                Ring(ws_o, "aic", "so", SLOTS["so"]),
+                Ring(ws_s, "aic", "ss", ring_slots["ss"]),
+                Ring(ws_p, "aiv", "sp", ring_slots["sp"]),
+                Ring(ws_o, "aic", "so", ring_slots["so"]),
             ),
             # causal: query tile q runs q+1 K/V steps; deal the long ones first
             "q" if p.causal else "",

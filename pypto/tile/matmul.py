@@ -1077,10 +1077,13 @@ def _read_ahead(
     K, which it reads while the cube works through the K blocks before them. Reads only,
     so no flags.
 
-    Under an epilogue the reads go at the top of each point's vector code, when the cube
-    starts that point's tile. A plain product's vector cores have nothing else to do and run
-    through the grid ahead of the cube (``racing``), so they read only when A, B and C fit
-    L2 together (otherwise the loops run no times: the code does not depend on the sizes).
+    Under an epilogue the reads go at the top of each point's vector code, which the vector
+    cores reach when the cube has finished the point before: when A, B and C fit L2 they
+    read the blocks of the point their cluster runs next (``%nblk`` points on), and of their
+    first point too (otherwise, and in one wave, the point's own). A plain product's vector
+    cores have nothing else to do and run through the grid ahead of the cube (``racing``), so
+    they read only when A, B and C fit L2 together (otherwise the loops run no times: the code
+    does not depend on the sizes).
     The reads are the cube's own loads of those blocks (an operand read transposed in place
     too), cut into a few rows at a time; with partial edge tiles they use the full tiles'
     windows, shifted back inside the operand at its edges. Empty when the product is
@@ -1143,7 +1146,41 @@ def _read_ahead(
     )
     b_reads = For("pb", mb, Expr.of(b_bands), max(1, b_bands), (b_part,))
     # (measured: B first over several waves, whose first band reads all of B; A first in one)
-    return [a_reads, b_reads] if one_wave else [b_reads, a_reads]
+    here: list[Stmt] = [a_reads, b_reads] if one_wave else [b_reads, a_reads]
+    if racing or one_wave or g.batch:
+        return here
+    # Under an epilogue the vector cores reach a point's code only when the cube has finished
+    # the point before, too late for the blocks its first K steps read: they read for the
+    # point their cluster runs next (%nblk points on; none past the grid: the band loops run
+    # no times), and for their first point as well. Only when everything fits L2 (a smaller
+    # L2 would evict the blocks the cube is still reading to make room for the next ones);
+    # otherwise the same code reads the point's own blocks (0 points on, no first reads).
+    ahead = Expr.reg("nblk") * (1 if fits else 0)
+    lin, nt_ = Expr.reg("lin"), Expr.of(nt)
+    first = [
+        SOp("SMOV", "lin", (order.lin,)),
+        *_gate_below("ra0", (Expr.reg("nblk") - lin) * (1 if fits else 0)),
+        For("ira0", Expr(), Expr.reg("ra0"), 1, tuple(here)),
+    ]
+    if order.head:  # the band order: registers from %t
+        t_ = Expr.reg("t")
+        nxt = [SOp("SADD", "t", (t_, ahead)), *order.head]
+        back = [SOp("SSUB", "t", (t_, ahead)), *order.head]
+    else:  # row-major: %m and %n
+        nxt = [
+            SOp("SMOV", "m0", (Expr.reg("m"),)),
+            SOp("SMOV", "n0", (Expr.reg("n"),)),
+            SOp("SADD", "lin", (lin, ahead)),
+            SOp("SDIV", "m", (lin, nt_)),
+            SOp("SMOD", "n", (lin, nt_)),
+        ]
+        back = [SOp("SMOV", "m", (Expr.reg("m0"),)), SOp("SMOV", "n", (Expr.reg("n0"),))]
+    return [*first, *nxt, *here, *back]
+
+
+def _gate_below(reg: str, left: Expr) -> list[Stmt]:
+    """``%reg = clamp(left, 0, 1)``: the trip count of a 0/1-trip loop on ``left > 0``."""
+    return [SOp("SMIN", reg, (left, Expr.of(1))), SOp("SMAX", reg, (Expr.reg(reg), Expr()))]
 
 
 def _ahead_of(aiv: Section, order: _Order, ahead: list[Stmt]) -> Section:

@@ -180,7 +180,7 @@ def test_a_head_split_read_elsewhere_stays_a_copy() -> None:
 GOLDEN = """\
 kernel @attention grid(q=1) cost(q) attn_tile(bq=32, bk=32) on cluster {
   ring %ws_s aic->aiv x2 by %ss
-  ring %ws_p aiv->aic x3 by %sp
+  ring %ws_p aiv->aic x4 by %sp
   ring %ws_o aic->aiv x2 by %so
   .aic
     pre {
@@ -188,8 +188,8 @@ kernel @attention grid(q=1) cost(q) attn_tile(bq=32, bk=32) on cluster {
       %cp = smov 0
     }
     %q0: L0A f16[32,16] = tload %q[%q*32 : +32, 0 : +16]
-    %jf = smin %q+1, 3
-    %jd = smax %q+1, 3
+    %jf = smin %q+1, 4
+    %jd = smax %q+1, 4
     for %j in 0..%jf {
       %ss = smod %cs, 2
       %k1: L1 f16[32,16] = tload %q[%j*32 : +32, 0 : +16]
@@ -198,26 +198,26 @@ kernel @attention grid(q=1) cost(q) attn_tile(bq=32, bk=32) on cluster {
       tstore %ws_s[%blk*64+%ss*32 : +32, 0 : +32], %s
       %cs = sadd %cs, 1
     }
-    for %j in 3..%q+1 {
+    for %j in 4..%q+1 {
       %ss = smod %cs, 2
-      %sp = smod %cp, 3
+      %sp = smod %cp, 4
       %so = smod %cp, 2
       %k1: L1 f16[32,16] = tload %q[%j*32 : +32, 0 : +16]
       %k0: L0B f16[16,32] = ttrans %k1
-      %v0: L0B f16[32,16] = tload %q[%j*32-96 : +32, 0 : +16]
+      %v0: L0B f16[32,16] = tload %q[%j*32-128 : +32, 0 : +16]
       %s: L0C f32[32,32] = tmatmul %q0, %k0
       tstore %ws_s[%blk*64+%ss*32 : +32, 0 : +32], %s
-      %p0: L0A f16[32,32] = tload %ws_p[%blk*96+%sp*32 : +32, 0 : +32]
+      %p0: L0A f16[32,32] = tload %ws_p[%blk*128+%sp*32 : +32, 0 : +32]
       %o: L0C f32[32,16] = tmatmul %p0, %v0
       tstore %ws_o[%blk*64+%so*32 : +32, 0 : +16], %o
       %cs = sadd %cs, 1
       %cp = sadd %cp, 1
     }
-    for %j in %jd..%q+4 {
-      %sp = smod %cp, 3
+    for %j in %jd..%q+5 {
+      %sp = smod %cp, 4
       %so = smod %cp, 2
-      %v0: L0B f16[32,16] = tload %q[%j*32-96 : +32, 0 : +16]
-      %p0: L0A f16[32,32] = tload %ws_p[%blk*96+%sp*32 : +32, 0 : +32]
+      %v0: L0B f16[32,16] = tload %q[%j*32-128 : +32, 0 : +16]
+      %p0: L0A f16[32,32] = tload %ws_p[%blk*128+%sp*32 : +32, 0 : +32]
       %o: L0C f32[32,16] = tmatmul %p0, %v0
       tstore %ws_o[%blk*64+%so*32 : +32, 0 : +16], %o
       %cp = sadd %cp, 1
@@ -234,18 +234,20 @@ kernel @attention grid(q=1) cost(q) attn_tile(bq=32, bk=32) on cluster {
     %alpha: UB f32[16,1] = texpands 1.0
     %alpha1: UB f32[16,1] = texpands 1.0
     %alpha2: UB f32[16,1] = texpands 1.0
+    %alpha3: UB f32[16,1] = texpands 1.0
     %acc: UB f32[16,16] = texpands 0.0
-    for %j in 0..%q+4 {
+    for %j in 0..%q+5 {
       %hs = smin %q-%j+1, 1
       %hs = smax %hs, 0
-      %hp = smax %j-2, 0
+      %hp = smax %j-3, 0
       %hp = smin %hp, 1
+      %alpha4: UB f32[16,1] = tmov %alpha3
       %alpha3: UB f32[16,1] = tmov %alpha2
       %alpha2: UB f32[16,1] = tmov %alpha1
       %alpha1: UB f32[16,1] = tmov %alpha
       for %ihs in 0..%hs {
         %ss = smod %cs, 2
-        %sp = smod %cs, 3
+        %sp = smod %cs, 4
         %x: UB f16[16,32] = tload %ws_s[%blk*64+%ss*32+%sub*16 : +16, 0 : +32]
         %x: UB f16[16,32] = tmuls %x, 0.25
         %dg = smin %j-%q+1, 1
@@ -266,14 +268,14 @@ kernel @attention grid(q=1) cost(q) attn_tile(bq=32, bk=32) on cluster {
         %rsf: UB f32[16,1] = tcvt %rs
         %l: UB f32[16,1] = tmul %l, %alpha
         %l: UB f32[16,1] = tadd %l, %rsf
-        tstore %ws_p[%blk*96+%sp*32+%sub*16 : +16, 0 : +32], %x
+        tstore %ws_p[%blk*128+%sp*32+%sub*16 : +16, 0 : +32], %x
         %cs = sadd %cs, 1
       }
       for %ihp in 0..%hp {
         %so = smod %cp, 2
         %ot: UB f16[16,16] = tload %ws_o[%blk*64+%so*32+%sub*16 : +16, 0 : +16]
         %otf: UB f32[16,16] = tcvt %ot
-        %acc: UB f32[16,16] = tmul %acc, %alpha3
+        %acc: UB f32[16,16] = tmul %acc, %alpha4
         %acc: UB f32[16,16] = tadd %acc, %otf
         %cp = sadd %cp, 1
       }
@@ -500,7 +502,7 @@ def test_pairs_of_chunked_steps_take_the_two_sets_of_l0_tiles_in_turn(causal: bo
     (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
     assert dict(att.tile) == {"bq": 128, "bk": 256, "kc": 128, "g": 2}
     aic = str(att).split(".aiv")[0]
-    fill = aic[aic.index("for %j in 0..%jf") : aic.index("for %j in 3..")]
+    fill = aic[aic.index("for %j in 0..%jf") : aic.index("for %j in 4..")]
     assert fill.count("%s: L0C f32[128,128] = tmatmul %q0, %k0") == 2
     assert fill.count("%o: L0C f32[128,128] = tmatmul %p0, %v0") == 2
     # the drain: P V of the first tile accumulates in s, of the second in o
@@ -508,3 +510,14 @@ def test_pairs_of_chunked_steps_take_the_two_sets_of_l0_tiles_in_turn(causal: bo
     assert drain.count("= tmatmul %q0, %k0") == 2 and drain.count("= tmatmul_acc %p0, %v0") == 2
     stores = re.findall(r"tstore %ws_o\[[^]]*\], %(\w+)", drain)
     assert stores == ["s", "o"]
+
+
+def test_the_pipeline_is_as_deep_as_the_cross_core_flags_allow() -> None:
+    # S and P V take two ring slots each and P one per step of lag: 4 steps on the chip's 8
+    # cross-core flag ids, 3 on a machine with 7, 1 with 5 — the same results
+    q, k, v = (arr((1, 2, 512, 32), pto.float16, s) for s in range(3))
+    for ids, lag in ((8, 4), (7, 3), (5, 1)):
+        m = pto.npu.machine("tiny").replace(cross_flag_ids=ids, name=f"tiny-{ids}")
+        low = check(sdpa(True), q, k, v, machine=m)
+        (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
+        assert f"ring %ws_p aiv->aic x{lag} by %sp" in str(att)
