@@ -89,6 +89,7 @@ from pypto.tile.ir import (
     TLoad,
     TOp,
     TStore,
+    gate,
     stores_by_first_sub,
 )
 from pypto.tile.lower import (
@@ -520,11 +521,6 @@ def lower_attention(lw: Lowering, eqns: list[Eqn]) -> bool:
     return True
 
 
-def _gate(reg: str, left: Expr) -> list[Stmt]:
-    """``%reg = clamp(left, 0, 1)``: the trip count of a 0/1-trip loop on ``left > 0``."""
-    return [SOp("SMIN", reg, (left, Expr.of(1))), SOp("SMAX", reg, (Expr.reg(reg), Expr()))]
-
-
 def _kernel(
     lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int, last: Eqn, merge: Via | None
 ) -> None:
@@ -623,13 +619,13 @@ def _kernel(
     # steady and drain loops instead, below). Under a causal mask a point's earlier query
     # tiles reach their diagonal sooner: %a<t> = [j < n_t].
     stages: list[Stmt] = [
-        *_gate("hs", n - j),
+        *gate("hs", n - j),
         SOp("SMAX", "hp", (j - (lag - 1), Expr())),
         SOp("SMIN", "hp", (Expr.reg("hp"), Expr.of(1))),
     ]
     early = list(range(g - 1)) if p.causal and not wide else []
     # (the vector cores' masking reads them; the cube core does not)
-    gates = [x for t in early for x in _gate(f"a{t}", steps(t) - j)]
+    gates = [x for t in early for x in gate(f"a{t}", steps(t) - j)]
 
     count: tuple[Stmt, ...] = (
         SOp("SMOV", "cs", (Expr(),)),
@@ -826,7 +822,7 @@ def _kernel(
                     SOp("SMOV", "jj", (jj,)),
                     TOp("TEXTRACT", mk, (tri, Expr(), Expr.reg("jj") * bk), loc),
                 ]
-            soft += [*_gate("dg", jj + 1)]
+            soft += [*gate("dg", jj + 1)]
             if t in early:
                 # a tile that stopped at its diagonal sees every later step's scores masked
                 soft += [

@@ -46,6 +46,7 @@ __all__ = [
     "TileFunc",
     "TileIRError",
     "TileVar",
+    "gate",
     "walk",
 ]
 
@@ -156,6 +157,11 @@ class For:
 
 
 Stmt = TLoad | TStore | TOp | SOp | For
+
+
+def gate(reg: str, left: Expr) -> list[Stmt]:
+    """``%reg = clamp(left, 0, 1)``: the trip count of a 0/1-trip loop on ``left > 0``."""
+    return [SOp("SMIN", reg, (left, Expr.of(1))), SOp("SMAX", reg, (Expr.reg(reg), Expr()))]
 
 
 def stores_by_first_sub(stmts: Sequence[Stmt]) -> list[Stmt]:

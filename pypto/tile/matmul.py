@@ -73,6 +73,7 @@ from pypto.tile.ir import (
     TLoad,
     TOp,
     TStore,
+    gate,
     stores_by_first_sub,
 )
 from pypto.tile.lower import (
@@ -1159,7 +1160,7 @@ def _read_ahead(
     lin, nt_ = Expr.reg("lin"), Expr.of(nt)
     first = [
         SOp("SMOV", "lin", (order.lin,)),
-        *_gate_below("ra0", (Expr.reg("nblk") - lin) * (1 if fits else 0)),
+        *gate("ra0", (Expr.reg("nblk") - lin) * (1 if fits else 0)),
         For("ira0", Expr(), Expr.reg("ra0"), 1, tuple(here)),
     ]
     if order.head:  # the band order: registers from %t
@@ -1176,11 +1177,6 @@ def _read_ahead(
         ]
         back = [SOp("SMOV", "m", (Expr.reg("m0"),)), SOp("SMOV", "n", (Expr.reg("n0"),))]
     return [*first, *nxt, *here, *back]
-
-
-def _gate_below(reg: str, left: Expr) -> list[Stmt]:
-    """``%reg = clamp(left, 0, 1)``: the trip count of a 0/1-trip loop on ``left > 0``."""
-    return [SOp("SMIN", reg, (left, Expr.of(1))), SOp("SMAX", reg, (Expr.reg(reg), Expr()))]
 
 
 def _ahead_of(aiv: Section, order: _Order, ahead: list[Stmt]) -> Section:
