@@ -193,7 +193,8 @@ def _align(n: int, a: int) -> int:
 
 def _allocate(
     k: Kernel, sec: Section, m: Machine, double: bool, single: frozenset[Space] = frozenset()
-) -> tuple[dict[str, Buf], dict[Space, int]]:
+) -> tuple[dict[str, Buf], dict[tuple[str, ...], str]]:
+    """The tiles' buffers, and the parity register each loop counts (:func:`_parities`)."""
     vars_, end = _collect(sec)
     caps = {
         sp: m.buffer_bytes(sp.value) for sp in (Space.L1, Space.L0A, Space.L0B, Space.L0C, Space.UB)
@@ -202,7 +203,7 @@ def _allocate(
     used: dict[Space, int] = {}
     # io tiles: dedicated regions (a DMA may still be reading the previous slot)
     placed: dict[Space, list[tuple[int, int, int, int]]] = {}  # (addr, size, first, last)
-    parity_of, _ = _parities(vars_)
+    parity_of, loop_parity = _parities(vars_)
     for v in sorted(vars_.values(), key=lambda v: (not v.io, v.first)):
         loop = _common_loop(v)
         slots = 2 if (double and v.io and loop and not v.in_pre and v.space not in single) else 1
@@ -221,7 +222,7 @@ def _allocate(
         )
         if addr + size > caps[v.space]:
             raise _NoFit(v.space, used[v.space], caps[v.space])
-    return bufs, used
+    return bufs, loop_parity
 
 
 class _NoFit(Exception):
@@ -370,7 +371,7 @@ def _section(
     found: dict[str, Buf] | None = None
     while found is None and double:
         try:
-            found, _ = _allocate(k, sec, m, double=True, single=frozenset(single))
+            found, loops = _allocate(k, sec, m, double=True, single=frozenset(single))
         except _NoFit as nf:
             if nf.space in single:
                 break
@@ -379,7 +380,7 @@ def _section(
         bufs = found
     else:
         try:
-            bufs, _ = _allocate(k, sec, m, double=False)
+            bufs, loops = _allocate(k, sec, m, double=False)
         except _NoFit as nf:
             raise TileError(
                 f"kernel @{k.name} needs {nf.need} bytes of {nf.space} on the {sec.core} core; "
@@ -391,7 +392,7 @@ def _section(
     em = _Emitter(bufs)
     # one counter per parity register, counted by every loop that alternates its slots
     used = {b.parity for b in bufs.values() if b.parity is not None}
-    for path, reg in _parities(_collect(sec)[0])[1].items():
+    for path, reg in loops.items():
         if reg in used:
             em.parities["p_" + "_".join(path)] = reg
     body = em.stmts(sec.body, ("g",))
