@@ -718,6 +718,34 @@ class RowBuilder:
                 self.body.append(SOp("SMOV", reg, (row,)))
         return reg
 
+    def given(self, v: Var, t: TileVar) -> None:
+        """Use ``t`` as input ``v``'s tile instead of loading it; it counts as a tile made
+        here, so the names of the tiles made after it are the same either way."""
+        self._n += 1
+        self.tiles[v] = t
+
+    def emit(self) -> None:
+        """The whole tile: load the inputs that have no tile yet (:meth:`given`), run the
+        plan's rules and store its outputs (a concatenation piece by piece)."""
+        loc = self.loc
+        for v in self.plan.inputs:
+            if v not in self.tiles:
+                self.tiles[v] = self.load(v)
+        for e in self.plan.eqns:
+            if e.op in LAYOUT_OPS:
+                continue  # windows of the loads and stores
+            self.loc = e.loc or loc
+            rule = OPS[e.op].rules["tile"]
+            assert isinstance(rule, RowRule)
+            args = [self.tiles[a] if isinstance(a, Var) else a for a in e.inputs]
+            self.tiles[e.out] = rule.fn(self, e, args)
+        self.loc = loc
+        for v in self.plan.outputs:
+            if v in self.plan.cats:
+                self.store_cat(v)
+            else:
+                self.store(v, self.tiles[v])
+
     def store_cat(self, v: Var) -> None:
         """Store the pieces of a concatenation along the last axis, each at its columns."""
         lw, plan = self.lw, self.plan
@@ -1061,22 +1089,7 @@ def _emit_rows(
     """A builder holding the row kernel's statements for ``[tr, tc]`` tiles."""
     b = RowBuilder(lw, plan, tr, tc, step)
     b.loc = loc
-    for v in plan.inputs:
-        b.tiles[v] = b.load(v)
-    for e in plan.eqns:
-        if e.op in LAYOUT_OPS:
-            continue  # windows of the loads and stores
-        b.loc = e.loc or loc
-        rule = OPS[e.op].rules["tile"]
-        assert isinstance(rule, RowRule)
-        args = [b.tiles[a] if isinstance(a, Var) else a for a in e.inputs]
-        b.tiles[e.out] = rule.fn(b, e, args)
-    b.loc = loc
-    for v in plan.outputs:
-        if v in plan.cats:
-            b.store_cat(v)
-        else:
-            b.store(v, b.tiles[v])
+    b.emit()
     return b
 
 
@@ -1230,12 +1243,26 @@ def lower_func(
         lw.views[name] = (a.shape[0], a.shape[1])
         lw.consts.append((name, a))
     pending: list[tuple[str, list[Eqn]]] = []
+    # A matmul waits until the next kernel is known: a row kernel that reads its result only
+    # through head-split windows becomes its epilogue (HEAD_EPILOGUES); anything else lowers
+    # it first, so kernels keep program order.
+    held: list[Eqn] = []  # the matmul, then reshapes of its result
+    views: set[Var] = set()
+
+    def release() -> None:
+        if held:
+            e = held[0]
+            held.clear()
+            views.clear()
+            with at_location(e.loc), hinted(lw, [e]):
+                lower_single(lw, e)
 
     def flush() -> None:
         if pending:
             eqns = [e for _, es in pending for e in es]
             if all(e.op in LAYOUT_OPS for e in eqns):
                 # nothing to compute: the layout kernels move the bytes
+                release()
                 pending.clear()
                 for e in eqns:
                     with at_location(e.loc), hinted(lw, [e]):
@@ -1243,6 +1270,17 @@ def lower_func(
                 return
             # errors name the kernel's op (its last) rather than the line that called jit
             with at_location(eqns[-1].loc), hinted(lw, eqns):
+                plan = plan_row(lw, eqns, used_outside(f, [*held, *eqns]))
+                assert plan is not None
+                if held and any(w.src in views for w in plan.windows.values()):
+                    e = held[0]
+                    with hinted(lw, [e, *eqns]):
+                        if any(rule(lw, e, held[1:], plan) for rule in HEAD_EPILOGUES):
+                            held.clear()
+                            views.clear()
+                            pending.clear()
+                            return
+                release()
                 plan = plan_row(lw, eqns, used_outside(f, eqns))
                 assert plan is not None
                 name = "_".join(dict.fromkeys(n for n, _ in pending))
@@ -1260,6 +1298,9 @@ def lower_func(
                 flush()
             for e in eqns:
                 _reshape(lw, e)
+                if held and e.inputs[0] == held[0].out and e.out.aval.ndim == 3:
+                    held.append(e)
+                    views.add(e.out)
             continue
         if fuse and _moves_last(eqns):
             # a transpose that moves the last axis waits as well: the matmul or attention that
@@ -1267,6 +1308,7 @@ def lower_func(
             # waiting before it cannot read it through a window: that kernel goes first
             if not all(e.op in LAYOUT_OPS for _, es in pending for e in es):
                 flush()
+            release()
             pending.append((gname, eqns))
             continue
         if fuse and pending:
@@ -1276,7 +1318,7 @@ def lower_func(
                 if plan_row(lw, eqns, used_outside(f, eqns)) is not None:
                     pending.append((gname, eqns))
                     continue
-            elif _merge_into(lw, f, pending, (gname, eqns)):
+            elif _merge_into(lw, f, pending, (gname, eqns), release):
                 continue
         pre: list[Eqn] = []
         if fuse and pending and plan_row(lw, eqns, used_outside(f, eqns)) is None:
@@ -1285,13 +1327,33 @@ def lower_func(
         if not pre and plan_row(lw, eqns, used_outside(f, eqns)) is not None:
             pending.append((gname, eqns))
             continue
+        release()
+        if fuse and not pre and _splits_heads(f, lw, eqns):
+            held.append(eqns[0])
+            continue
         with at_location(eqns[-1].loc), hinted(lw, eqns):
             if len(eqns) > 1 or pre:
                 lower_split(lw, eqns, pre)
             else:
                 lower_single(lw, eqns[0])
     flush()
+    release()
     return lw.result()
+
+
+def _splits_heads(f: Func, lw: Lowering, eqns: list[Eqn]) -> bool:
+    """Whether ``eqns`` is one matmul whose result only reshapes into heads read: a row
+    kernel after it may take it as a head-split epilogue (:data:`HEAD_EPILOGUES`)."""
+    if len(eqns) != 1 or eqns[0].op != "matmul" or not HEAD_EPILOGUES:
+        return False
+    out = eqns[0].out
+    readers = [e for e in f.eqns if out in e.inputs]
+    return (
+        out.aval.ndim == 2
+        and out not in lw.outputs_of
+        and bool(readers)
+        and all(e.op == "reshape" and e.out.aval.ndim == 3 for e in readers)
+    )
 
 
 def _transposes_per_reader(f: Func) -> Func:
@@ -1378,17 +1440,23 @@ def _claim(
 
 
 def _merge_into(
-    lw: Lowering, f: Func, pending: list[tuple[str, list[Eqn]]], group: tuple[str, list[Eqn]]
+    lw: Lowering,
+    f: Func,
+    pending: list[tuple[str, list[Eqn]]],
+    group: tuple[str, list[Eqn]],
+    release: Callable[[], None],
 ) -> bool:
     """Add ``group`` to the pending row kernel if they fit one kernel. Leading layout groups
     that keep it from fitting (a transpose also read elsewhere, say) become kernels of their
-    own first."""
+    own first, after the kernels ``release`` lowers (a matmul waiting for its epilogue)."""
     for drop in range(len(pending)):
         if drop and any(e.op not in LAYOUT_OPS for e in pending[drop - 1][1]):
             break
         merged = [e for _, es in pending[drop:] for e in es] + group[1]
         plan = plan_row(lw, merged, used_outside(f, merged))
         if plan is not None and _merges(lw, plan):
+            if drop:
+                release()
             for _, es in pending[:drop]:
                 for e in es:
                     with at_location(e.loc), hinted(lw, [e]):
@@ -1470,6 +1538,12 @@ GROUP_RULES: list[Callable[[Lowering, list[Eqn]], bool]] = []
 """Lowerings of whole groups that are not row kernels (a matmul with its epilogue, attention):
 each returns whether it took the group (registered by :mod:`pypto.tile.matmul` and
 :mod:`pypto.tile.attention`)."""
+
+HEAD_EPILOGUES: list[Callable[[Lowering, Eqn, list[Eqn], RowPlan], bool]] = []
+"""``rule(lw, matmul, views, plan)``: lower a matmul together with the row kernel ``plan`` that
+reads its result only through windows of head-split ``views`` of it (reshapes ``[M, N] ->
+[M, H, D]``; a rotary embedding after a Q or K projection), as one kernel; whether it did
+(registered by :mod:`pypto.tile.matmul`)."""
 
 GROUP_WINDOWS: list[Callable[[Lowering, list[Eqn], list[Eqn]], list[Eqn]]] = []
 """``rule(lw, group, transposes)``: which of the ``transposes`` before a group (each read

@@ -79,6 +79,8 @@ from pypto.tile.ir import (
 from pypto.tile.lower import (
     GROUP_RULES,
     GROUP_WINDOWS,
+    HEAD_EPILOGUES,
+    LAYOUT_OPS,
     KernelRule,
     Lowering,
     RowBuilder,
@@ -947,6 +949,106 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     return True
 
 
+def lower_head_epilogue(lw: Lowering, e: Eqn, views: list[Eqn], plan: RowPlan) -> bool:
+    """Lower matmul ``e`` and a row kernel that reads its result only through head-split
+    windows — ``[M, N]`` viewed ``[M, H, D]`` (``views``), heads first, columns ``lo .. lo + C``
+    of each head: the two halves a rotary embedding rotates — as one cluster kernel. The
+    vector cores take each head's windows of an output tile straight from the ring (``[h, C]``
+    tiles at the head's columns), run the row kernel on them and store its results at the
+    head's rows (a concatenation piece by piece), so neither the product nor its head split
+    goes to GM. False when the plan has another form or no cube tile keeps whole heads."""
+    a, b = e.inputs
+    assert isinstance(a, Var) and isinstance(b, Var)
+    out = e.out
+    d = a.aval.dtype
+    acc_dt = _acc_dtype(d)
+    shapes = {v.out.aval.shape for v in views}
+    if acc_dt is None or a.aval.ndim != 2 or b.aval.ndim != 2 or len(shapes) != 1:
+        return False
+    (M, H, D) = next(iter(shapes))
+    srcs = {v.out for v in views}
+    C = plan.C
+    halves = all(
+        w.src in srcs and w.perm == (1, 0, 2) and w.lo + C <= D for w in plan.windows.values()
+    )
+    if (
+        plan.reduces
+        or not plan.windows
+        or not halves
+        or plan.S != (H, M, C)
+        or any(v is out or v in srcs for v in plan.inputs if v not in plan.windows)
+    ):
+        return False
+    used = used_outside(lw.func, [e, *views, *plan.eqns])
+    if out in used or srcs & used or out in lw.outputs_of:
+        return False
+    m = lw.machine
+    ws_dt = out.aval.dtype if cast_ok(acc_dt, out.aval.dtype) else acc_dt
+    ops = sum(q.op not in LAYOUT_OPS for q in plan.eqns)
+
+    def need(m1: int, n1: int) -> tuple[bool, float]:
+        h = max(1, m1 // 2)
+        if n1 % D or M % h or any(p % h for p in plan.period.values()):
+            return False, 0.0
+        nb = ub_bytes_needed(plan, h, C)  # (the windows are its inputs)
+        cycles = (ops + 1) * (n1 // D * m.vector_latency + h * n1 * 4 / m.vector_bytes)
+        return nb <= m.ub_bytes * 3 // 4, cycles
+
+    g = geometry(a.aval.shape, b.aval.shape)
+    try:
+        t = cube_tiles(lw, g, d, need)
+    except TileError:
+        return False  # the user's tiles split heads: the product and the row kernel apart
+    if t.m1 % 2 or _edges(g, t.m1, t.n1):
+        return False
+    ga, gb, c_row = _cube_operands(lw, e, g, t)
+    cube = _Cube(g, t, d, e.loc, False, False)
+    acc = cube.accs()
+    name = "_".join(dict.fromkeys(q.op for q in plan.eqns if q.op not in LAYOUT_OPS))
+    order = _Order.of(g, g.M // t.m1, g.N // t.n1, m.clusters, lw.cfg.swizzle)
+    ws, ring_row = _ring(lw, t, ws_dt)
+    stores: list[Stmt] = [
+        TStore(ws, ring_row + i * t.m0, Expr.of(j * t.n0), acc[i][j], e.loc)
+        for i in range(len(acc))
+        for j in range(len(acc[0]))
+    ]
+    # the vector cores: rows %sub*h .. of each head of the tile
+    h = t.m1 // 2
+    sub = Expr.reg("sub") * h
+    per = t.n1 // D
+    body: list[Stmt] = [*order.head, *order.slot()]
+    pre: list[Stmt] = []
+    post: list[Stmt] = []
+    # inputs repeating every M rows or less (cos and sin by position): the same rows for
+    # every head, loaded once per tile
+    shared: dict[Var, TileVar] = {}
+    for j in range(per):
+        head = Expr.reg("n") * per + j if t.n1 < g.N else Expr.of(j)
+        rb = RowBuilder(lw, plan, h, C)
+        rb.row, rb.col, rb.loc = head * M + c_row + sub, Expr(), e.loc
+        for v, w in plan.windows.items():
+            x = rb.new(ws_dt, "full", "w")
+            rb.body.append(TLoad(x, ws, ring_row + sub, Expr.of(j * D + w.lo), e.loc))
+            if ws_dt is not v.aval.dtype:
+                x = rb.op("TCVT", rb.new(v.aval.dtype, "full", "wc"), x)
+            rb.tiles[v] = x
+        for v in plan.inputs:
+            if v in shared:
+                rb.given(v, shared[v])
+        rb.emit()
+        shared = {v: rb.tiles[v] for v, p in plan.period.items() if M % p == 0}
+        body += rb.body
+        # every head's builder names its invariant tiles alike: keep one copy of each
+        pre += [st for st in rb.pre if st not in pre]
+        post += [st for st in rb.post if st not in post]
+    aiv = Section("aiv", tuple(body), tuple(pre), tuple(post))
+    aiv = _ahead_of(aiv, order, _read_ahead(lw, e, g, t, order, cube, ga, gb, racing=False))
+    sections = [Section("aic", (*order.head, *order.slot(), *cube.body(ga, gb, stores))), aiv]
+    rings = (Ring(ws, "aic", "slot"),)
+    lw.add_kernel(_cube_kernel(lw.fresh(f"matmul_{name}"), e, g, t, order, sections, rings))
+    return True
+
+
 def _cube_kernel(
     name: str,
     e: Eqn,
@@ -1396,4 +1498,5 @@ def _claim_transposes(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[
 
 register_rule("tile", "matmul")(KernelRule(_matmul_rule))
 GROUP_RULES.append(_group_rule)
+HEAD_EPILOGUES.append(lower_head_epilogue)
 GROUP_WINDOWS.append(_claim_transposes)

@@ -577,3 +577,136 @@ def test_an_epilogue_reads_ahead_for_its_clusters_next_tile() -> None:
     p0 = plain.profile(a, b, numerics=False)
     p1 = silu.profile(a, b, numerics=False)
     assert p1.cycles < 1.005 * p0.cycles
+
+
+# ---- a rotary embedding as the projection's epilogue
+
+
+def rotary(seq: int, heads: int, hd: int) -> Any:
+    """A Q or K projection split into heads and rotated (LLaMA's rotate-half form)."""
+    half = hd // 2
+
+    def fn(x: Any, w: Any, cos: Any, sin: Any) -> Any:
+        t = (x @ w).reshape(seq, heads, hd).transpose((1, 0, 2))
+        t1, t2 = t[..., :half], t[..., half:]
+        return pto.concat([t1 * cos - t2 * sin, t1 * sin + t2 * cos], axis=-1)
+
+    return fn
+
+
+def rotary_args(d: pto.DType, seq: int = 64, heads: int = 4, hd: int = 32) -> tuple[Any, ...]:
+    n = heads * hd
+    w = arr((n, n), d, 1) * np.asarray(n**-0.5, d.np)
+    return arr((seq, n), d), w, arr((seq, hd // 2), d, 2), arr((seq, hd // 2), d, 3)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_rotary_embedding_is_the_projections_epilogue(d: pto.DType, machine: str) -> None:
+    fn, args = rotary(64, 4, 32), rotary_args(d)
+    out = check(fn, *args, machine=machine)
+    # the epilogue rounds where eager mode does: the interpreter's result up to the products'
+    # summation order
+    want = pto.jit(fn, backend="interpret")(*(pto.tensor(a) for a in args))
+    assert_same_products(out, want, args[0], args[1])
+    # one cluster kernel: neither the product nor its head split goes to GM
+    (k,) = kernels(fn, *args, machine=machine)
+    assert k.kind == "matmul" and k.dist == "cluster" and k.name == "matmul_mul_sub_add"
+
+
+ROTARY_GOLDEN = (
+    "kernel @matmul_mul_sub_add grid(m=1, n=2) "
+    + """\
+cube_tile(m=32, k=64, n=64, m0=32, k0=64, n0=64) on cluster {
+  ring %ws aic->aiv x2 by %slot
+  .aic
+    %lin = smov %m*2+%n
+    %it = sdiv %lin, %nblk
+    %slot = smod %it, 2
+    for %kb in 0..2 {
+      %a1: L1 f16[32,64] = tload %x[%m*32 : +32, %kb*64 : +64]
+      %b1: L1 f16[64,64] = tload %w[%kb*64 : +64, %n*64 : +64]
+      for %kk in 0..1 {
+        %a0_0: L0A f16[32,64] = textract %a1, 0, %kk*64
+        %b0_0: L0B f16[64,64] = textract %b1, %kk*64, 0
+        %z = smin %kb+%kk, 1
+        for %i0 in %z..1 {
+          %acc_0_0: L0C f32[32,64] = tmatmul %a0_0, %b0_0
+        }
+        for %i1 in 0..%z {
+          %acc_0_0: L0C f32[32,64] = tmatmul_acc %a0_0, %b0_0
+        }
+      }
+    }
+    tstore %ws[%blk*64+%slot*32 : +32, 0 : +64], %acc_0_0
+  .aiv
+    %lin = smov %m*2+%n
+    %it = sdiv %lin, %nblk
+    %slot = smod %it, 2
+    %w1: UB f16[16,16] = tload %ws[%blk*64+%slot*32+%sub*16 : +16, 0 : +16]
+    %w2: UB f16[16,16] = tload %ws[%blk*64+%slot*32+%sub*16 : +16, 16 : +16]
+    %px3 = smod %n*64+%m*32+%sub*16, 32
+    %x3: UB f16[16,16] = tload %cos[%px3 : +16, 0 : +16]
+    %px4 = smod %n*64+%m*32+%sub*16, 32
+    %x4: UB f16[16,16] = tload %sin[%px4 : +16, 0 : +16]
+    %t5: UB f16[16,16] = tmul %w1, %x3
+    %t6: UB f16[16,16] = tmul %w2, %x4
+    %t7: UB f16[16,16] = tsub %t5, %t6
+    %t8: UB f16[16,16] = tmul %w1, %x4
+    %t9: UB f16[16,16] = tmul %w2, %x3
+    %t10: UB f16[16,16] = tadd %t8, %t9
+    tstore %out[%n*64+%m*32+%sub*16 : +16, 0 : +16], %t7
+    tstore %out[%n*64+%m*32+%sub*16 : +16, 16 : +16], %t10
+    %w1: UB f16[16,16] = tload %ws[%blk*64+%slot*32+%sub*16 : +16, 32 : +16]
+    %w2: UB f16[16,16] = tload %ws[%blk*64+%slot*32+%sub*16 : +16, 48 : +16]
+    %t5: UB f16[16,16] = tmul %w1, %x3
+    %t6: UB f16[16,16] = tmul %w2, %x4
+    %t7: UB f16[16,16] = tsub %t5, %t6
+    %t8: UB f16[16,16] = tmul %w1, %x4
+    %t9: UB f16[16,16] = tmul %w2, %x3
+    %t10: UB f16[16,16] = tadd %t8, %t9
+    tstore %out[%n*64+%m*32+%sub*16+32 : +16, 0 : +16], %t7
+    tstore %out[%n*64+%m*32+%sub*16+32 : +16, 16 : +16], %t10
+}"""
+)
+
+
+def test_golden_rotary_epilogue() -> None:
+    # two heads of 32 columns per [32, 64] tile: each vector core takes its 16 rows of both
+    # halves of each head from the ring, loads cos and sin once per tile, and stores both
+    # halves of the rotated head at its rows of the [heads * seq, 32] result
+    fn, args = rotary(32, 4, 32), rotary_args(pto.float16, seq=32)
+    tile = dict(cube=([32, 32], [64, 64], [64, 64]), read_ahead=False)
+    (k,) = pto.jit(fn, machine="tiny", tile=tile).lower(*args).tile_ir.kernels
+    assert _text(k) == textwrap.dedent(ROTARY_GOLDEN)
+
+
+def test_a_rotary_epilogue_needs_whole_heads_and_an_unread_product() -> None:
+    fn, args = rotary(64, 4, 32), rotary_args(pto.float16)
+    # cube tiles narrower than a head: the product is stored and rotated by a row kernel
+    narrow = pto.jit(fn, machine="tiny", tile=dict(cube=([64, 64], [32, 32], [16, 16])))
+    want = pto.jit(fn, backend="interpret")(*(pto.tensor(a) for a in args))
+    assert_same_products(narrow(*args), want, args[0], args[1])
+    assert [k.kind for k in narrow.lower(*args).tile_ir.kernels] == ["matmul", "vector"]
+
+    # the projection also returned: stored as it is, and rotated by a row kernel
+    def both(x: Any, w: Any, cos: Any, sin: Any) -> Any:
+        return fn(x, w, cos, sin), x @ w
+
+    got = pto.jit(both, machine="tiny")(*args)
+    want = pto.jit(both, backend="interpret")(*(pto.tensor(a) for a in args))
+    for g, wv in zip(got, want, strict=True):
+        assert_same_products(g, wv, args[0], args[1])
+    assert [k.kind for k in kernels(both, *args)] == ["matmul", "vector"]
+
+
+def test_grad_through_a_rotary_epilogue() -> None:
+    fn, args = rotary(64, 4, 32), rotary_args(pto.float32)
+
+    def loss(x: Any, w: Any, cos: Any, sin: Any) -> Any:
+        return (fn(x, w, cos, sin) ** 2).sum()
+
+    got = pto.jit(pto.grad(loss, argnums=(0, 1)), machine="tiny")(*args)
+    want = jax.grad(pto.to_jax(loss), argnums=(0, 1))(*args)
+    for g, wv in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(wv), rtol=1e-4, atol=1e-4)
