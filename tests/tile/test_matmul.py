@@ -710,3 +710,17 @@ def test_grad_through_a_rotary_epilogue() -> None:
     want = jax.grad(pto.to_jax(loss), argnums=(0, 1))(*args)
     for g, wv in zip(got, want, strict=True):
         np.testing.assert_allclose(np.asarray(g), np.asarray(wv), rtol=1e-4, atol=1e-4)
+
+
+def test_decoder_block_rotates_q_and_k_in_their_projections() -> None:
+    from pypto.models import decoder, decoder_jax, params, rope_tables
+
+    p = params(128, 256)
+    cos, sin = rope_tables(64, 32)
+    x = arr((64, 128), pto.float32)
+    f = pto.jit(decoder, machine="tiny")
+    names = [k.name for k in f.lower(x, p, cos, sin).tile_ir.kernels]
+    assert names[1:3] == ["matmul_mul_sub_add", "matmul_mul_sub_add1"]
+    got = np.asarray(f(x, p, cos, sin))
+    want = np.asarray(decoder_jax(x, p, cos, sin))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
