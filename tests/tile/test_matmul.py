@@ -614,6 +614,20 @@ def test_rotary_embedding_is_the_projections_epilogue(d: pto.DType, machine: str
     assert k.kind == "matmul" and k.dist == "cluster" and k.name == "matmul_mul_sub_add"
 
 
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize(
+    ("seq", "heads", "hd", "d"),
+    [(32, 4, 8, pto.float16), (48, 3, 32, pto.bfloat16), (16, 8, 64, pto.float32)],
+    ids=["hd8", "three-heads", "hd64"],
+)
+def test_rotary_epilogue_shapes(seq: int, heads: int, hd: int, d: pto.DType, machine: str) -> None:
+    # narrow heads (4-column halves), a head count that splits tiles unevenly, wide heads
+    fn, args = rotary(seq, heads, hd), rotary_args(d, seq, heads, hd)
+    want = pto.jit(fn, backend="interpret")(*(pto.tensor(a) for a in args))
+    assert_same_products(pto.jit(fn, machine=machine)(*args), want, args[0], args[1])
+    assert [k.name for k in kernels(fn, *args, machine=machine)] == ["matmul_mul_sub_add"]
+
+
 ROTARY_GOLDEN = (
     "kernel @matmul_mul_sub_add grid(m=1, n=2) "
     + """\
