@@ -1270,17 +1270,18 @@ def lower_func(
                 return
             # errors name the kernel's op (its last) rather than the line that called jit
             with at_location(eqns[-1].loc), hinted(lw, eqns):
-                plan = plan_row(lw, eqns, used_outside(f, [*held, *eqns]))
-                assert plan is not None
-                if held and any(w.src in views for w in plan.windows.values()):
+                if held:
+                    # the held matmul's result counts as the kernel's own value
+                    plan = plan_row(lw, eqns, used_outside(f, [*held, *eqns]))
                     e = held[0]
-                    with hinted(lw, [e, *eqns]):
-                        if any(rule(lw, e, held[1:], plan) for rule in HEAD_EPILOGUES):
-                            held.clear()
-                            views.clear()
-                            pending.clear()
-                            return
-                release()
+                    if plan is not None and any(w.src in views for w in plan.windows.values()):
+                        with hinted(lw, [e, *eqns]):
+                            if any(rule(lw, e, held[1:], plan) for rule in HEAD_EPILOGUES):
+                                held.clear()
+                                views.clear()
+                                pending.clear()
+                                return
+                    release()
                 plan = plan_row(lw, eqns, used_outside(f, eqns))
                 assert plan is not None
                 name = "_".join(dict.fromkeys(n for n, _ in pending))
@@ -1342,8 +1343,9 @@ def lower_func(
 
 
 def _splits_heads(f: Func, lw: Lowering, eqns: list[Eqn]) -> bool:
-    """Whether ``eqns`` is one matmul whose result only reshapes into heads read: a row
-    kernel after it may take it as a head-split epilogue (:data:`HEAD_EPILOGUES`)."""
+    """Whether ``eqns`` is one matmul whose result is only read through reshapes into heads
+    (``[M, N] -> [M, H, D]``): a row kernel after it may take it as its epilogue
+    (:data:`HEAD_EPILOGUES`)."""
     if len(eqns) != 1 or eqns[0].op != "matmul" or not HEAD_EPILOGUES:
         return False
     out = eqns[0].out

@@ -976,7 +976,7 @@ def lower_head_epilogue(lw: Lowering, e: Eqn, views: list[Eqn], plan: RowPlan) -
         or not plan.windows
         or not halves
         or plan.S != (H, M, C)
-        or any(v is out or v in srcs for v in plan.inputs if v not in plan.windows)
+        or any(v == out or v in srcs for v in plan.inputs if v not in plan.windows)
     ):
         return False
     used = used_outside(lw.func, [e, *views, *plan.eqns])
