@@ -31,7 +31,19 @@ from pypto.core.errors import TileError
 from pypto.isa.ir import Expr, GmRef, Instr, Pipe, Reg, Space, Tile
 from pypto.isa.opcodes import pipe_of
 from pypto.npu.machine import Machine
-from pypto.tile.ir import For, Kernel, Section, SOp, Stmt, TileFunc, TileVar, TLoad, TOp, TStore
+from pypto.tile.ir import (
+    For,
+    Kernel,
+    Section,
+    SOp,
+    Stmt,
+    TileFunc,
+    TileVar,
+    TLoad,
+    TOp,
+    TStore,
+    walk,
+)
 
 __all__ = ["schedule"]
 
@@ -302,6 +314,54 @@ def _decompose(k: Kernel, worker: Expr, workers: Expr) -> list[BItem]:
     return out
 
 
+def _reads_next(sec: Section) -> bool:
+    """Whether the section reads the registers of its worker's next grid point (``%nx*``)."""
+
+    def regs(s: Stmt) -> list[str]:
+        if isinstance(s, For):
+            return [*s.start.regs, *s.stop.regs]
+        if isinstance(s, SOp):
+            return [r for a in s.args for r in a.regs]
+        if isinstance(s, TLoad | TStore):
+            return [*s.row.regs, *s.col.regs]
+        return [r for a in s.args if isinstance(a, Expr) for r in a.regs]
+
+    return any(r.startswith("nx") for s in walk(sec.pre + sec.body + sec.post) for r in regs(s))
+
+
+def _next_point(k: Kernel, worker: Expr, workers: Expr) -> list[BItem]:
+    """The grid registers of the point the worker runs next, ``%nx_<reg>``, from the loop index
+    ``%g + workers`` as :func:`_decompose` finds this point's, and ``%nx``: 1 when there is
+    such a point, 0 past the grid's end (the registers then name the grid's last point)."""
+    items = _decompose(k, worker, workers)
+    ren = {"g": "nx_g"}
+    for it in items:
+        assert isinstance(it, BInstr)
+        dst = it.instr.args[0]
+        assert isinstance(dst, Reg)
+        ren[dst.name] = "nx_" + dst.name
+
+    def renamed(a: object) -> object:
+        if isinstance(a, Reg):
+            return Reg(ren.get(a.name, a.name))
+        if isinstance(a, Expr):
+            return Expr.make([(ren.get(r, r), c) for r, c in a.terms], a.const)
+        return a
+
+    nx_g = Expr.reg("nx_g")
+    out: list[BItem] = [
+        BInstr(Instr("SADD", (Reg("nx_g"), Expr.reg("g"), workers))),
+        BInstr(Instr("SMIN", (Reg("nx"), Expr.of(k.points) - nx_g, Expr.of(1)))),
+        BInstr(Instr("SMAX", (Reg("nx"), Expr.reg("nx"), Expr()))),
+        BInstr(Instr("SMIN", (Reg("nx_g"), nx_g, Expr.of(k.points - 1)))),
+    ]
+    for it in items:
+        assert isinstance(it, BInstr)
+        args = tuple(renamed(a) for a in it.instr.args)
+        out.append(BInstr(Instr(it.instr.op, args)))  # type: ignore[arg-type]
+    return out
+
+
 def _by_cost(k: Kernel, worker: Expr, workers: Expr) -> tuple[list[BItem], str]:
     """The ``cost`` register of point ``%g`` and the register holding the row-major index
     of its other grid registers.
@@ -422,6 +482,8 @@ def _section(
         ]
         start, step = Expr.reg("gs"), Expr.of(k.cores)
     decomp = _decompose(k, start, step)
+    if _reads_next(sec):
+        decomp += _next_point(k, start, step)
     head: list[BItem] = []
     tail: list[BItem] = []
     if "p_g" in em.parities:

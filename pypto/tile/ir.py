@@ -379,7 +379,9 @@ def verify(f: TileFunc) -> None:
     spaces = {"aic": (Space.L1, Space.L0A, Space.L0B, Space.L0C), "aiv": (Space.UB,)}
     for k in f.kernels:
         for sec in k.sections:
-            regs = {"blk", "nblk", "sub", *(r for r, _ in k.grid)}
+            # (%nx and %nx_<reg>: the worker's next grid point, pypto.block.schedule)
+            regs = {"blk", "nblk", "sub", "nx", *(r for r, _ in k.grid)}
+            regs |= {"nx_" + r for r, _ in k.grid}
             _verify_stmts(f, k, sec, sec.pre + sec.body + sec.post, regs, spaces[sec.core])
 
 

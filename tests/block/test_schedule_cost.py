@@ -4,9 +4,11 @@ work; the Tile IR prints the declaration and the Block IR the order; numerics un
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
 import numpy as np
+import pytest
 
 import pypto as pto
 from pypto.reference import compare
@@ -96,3 +98,33 @@ def test_full_windows_start_each_cluster_at_its_own_cost() -> None:
     busy = [v for (core, pipe), v in prof.busy.items() if core.startswith("aic") and pipe == "M"]
     step = sum(busy) / (27 * sum(range(1, ext + 1)))
     assert max(busy) - min(busy) <= ext * step * 1.01
+
+
+@pytest.mark.parametrize("causal", [True, False], ids=["causal", "full"])
+def test_vector_cores_read_the_next_points_queries_ahead(causal: bool) -> None:
+    # the vector cores read, during each grid point, the query rows the cube core loads at
+    # its cluster's next point (%nx_<reg> from the Block IR: by cost, then row-major over
+    # the grid); each is read before the cube loads it, and nothing else is read ahead
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.normal(0, 1, (1, 27, 512, 64)).astype(np.float16) for _ in range(3))
+    prof = pto.jit(sdpa(causal), machine="ascend910b").profile(q, k, v, numerics=False, trace=True)
+    cube: dict[int, list[tuple[float, int, int]]] = collections.defaultdict(list)
+    ahead: dict[int, list[tuple[float, int, int]]] = collections.defaultdict(list)
+    for w in prof.windows("q", "TLOAD"):
+        core = w.event.core
+        if core.startswith("aic"):
+            cube[int(core[3:])].append((w.event.start, w.row, w.rows))
+        else:
+            assert "%nx_" in w.event.text  # (the next point's registers)
+            ahead[int(core[3:]) // 2].append((w.event.start, w.row, w.rows))
+    assert len(cube) == 24
+    for c, points in cube.items():
+        points.sort()
+        read = sorted(ahead[c])
+        # every query row of each point after the cluster's first, read ahead before the cube
+        # loads it; and no other rows
+        want = {(r + i, t) for t, r, n in points[1:] for i in range(n)}
+        got = {(r + i, t) for t, r, n in read for i in range(n)}
+        assert {r for r, _ in got} == {r for r, _ in want}
+        first = {r: t for r, t in sorted(got, key=lambda x: -x[1])}
+        assert all(first[r] < t for r, t in want)

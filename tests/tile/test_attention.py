@@ -279,6 +279,15 @@ kernel @attention grid(q=1) cost(q) attn_tile(bq=32, bk=32) on cluster {
         %acc: UB f32[16,16] = tadd %acc, %otf
         %cp = sadd %cp, 1
       }
+      %pq = smin -%j+2, 1
+      %pq = smax %pq, 0
+      %pq = smin %pq, %j
+      %pq = smin %pq, %nx
+      for %ipq in 0..%pq {
+        for %pr in 0..16 step 16 {
+          %pfq: UB f16[16,16] = tload %q[%nx_q*32+%sub*16+%pr : +16, 0 : +16]
+        }
+      }
     }
     %acc: UB f32[16,16] = tdiv %acc, %l
     %ot: UB f16[16,16] = tcvt %acc
