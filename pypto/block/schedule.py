@@ -326,7 +326,8 @@ def _reads_next(sec: Section) -> bool:
             return [*s.row.regs, *s.col.regs]
         return [r for a in s.args if isinstance(a, Expr) for r in a.regs]
 
-    return any(r.startswith("nx") for s in walk(sec.pre + sec.body + sec.post) for r in regs(s))
+    stmts = walk(sec.pre + sec.body + sec.post)
+    return any(r == "nx" or r.startswith("nx_") for s in stmts for r in regs(s))
 
 
 def _next_point(k: Kernel, worker: Expr, workers: Expr) -> list[BItem]:

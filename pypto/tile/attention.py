@@ -980,7 +980,7 @@ def _read_ahead(
     core reads half of the ``rows``, a few at a time, into a scratch tile nothing uses (reads
     only: no flags). The cube core's load then finds them in L2 (at ``l2_read`` per core)
     instead of waiting for HBM (``gm_read``) before the point's first product: causal
-    attention at b4 h32 s2048 d128 759 → 743 µs, without a mask 1,319 → 1,312 µs. (Reading
+    attention at b4 h32 s2048 d128 759 → 743 µs, without a mask 1,319 → 1,311 µs. (Reading
     the next point's K/V steps as well was slower, 757 and 1,414 µs: without a mask every
     cluster would read the K/V that the other points of its head read anyway, and the L2's
     bandwidth is what the kernel runs short of.) Only for queries that are the program's

@@ -240,7 +240,9 @@ class Kernel:
     ``%sub``-th half of the epilogue rows). ``cost`` names a grid register that a point's
     work grows with (causal attention: the query tile, whose K/V loop stops at the
     diagonal); the Block level then deals the points longest first, so the round-robin
-    gives every worker about the same work (printed ``cost(q)``).
+    gives every worker about the same work (printed ``cost(q)``). A section may read the grid
+    registers of the point its worker runs next, ``%nx_<reg>``, with ``%nx`` 1 while there is
+    one (to read ahead what that point loads); the Block level computes them.
     """
 
     name: str
