@@ -73,7 +73,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pypto import dtypes as dt
-from pypto.core.errors import TileError
+from pypto.core.errors import SourceLoc, TileError
 from pypto.graph.ir import Eqn, Lit, Var
 from pypto.isa.ir import Expr, Space
 from pypto.npu.machine import Machine
@@ -428,9 +428,10 @@ def _problems(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int) -> list[
 def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
     """(bq, bk, g): tiles whose cube operands fit L0 (single-buffered, a K/V step in
     chunks if need be) and whose vector tiles fit UB, keeping every cluster busy where the
-    grid allows, then moving the fewest K/V and P V bytes per score (causal: one of bq, bk
-    divides the other); ``g = 2`` query tiles per grid point where they fit and the busiest
-    cluster gets less work, so each K/V tile loaded serves both."""
+    grid allows (without a mask, counting the runs its keys may split into), then moving the
+    fewest K/V and P V bytes per score (causal: one of bq, bk divides the other); ``g = 2``
+    query tiles per grid point where they fit and the busiest cluster gets less work, so
+    each K/V tile loaded serves both."""
     m = lw.machine
     s = p.q.aval.dtype.itemsize
     lq, d = p.q.aval.shape[-2:]
@@ -449,7 +450,9 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
             if bk > 256 or _problems(lw, p, bq, bk, 1):
                 continue
             kc = _chunk(lw, p, bq, bk)
-            busy = min(batch * (lq // bq), m.clusters)
+            # (without a mask, a grid of few points splits its keys instead: _splits)
+            runs = 1 if masked else lk // bk
+            busy = min(batch * (lq // bq) * runs, m.clusters)
             # bytes per score besides S and P, which every tiling hands over once: the K/V
             # loads (shared by bq queries) and the P V ring (one tile per bk keys)
             traffic = (d + dv) / bq + 2 * dv / bk
@@ -474,7 +477,7 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
 def _user_tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
     """The user's ``attn`` tiles (larger than an axis: shrunk to it), checked."""
     assert lw.cfg.attn is not None
-    bq, bk, g = lw.cfg.attn
+    bq, bk, g, _ = lw.cfg.attn
     lq, lk = p.q.aval.shape[-2], p.kt.aval.shape[-1]
     bq, bk = min(bq, lq), min(bk, lk)
     problems = _problems(lw, p, bq, bk, g)
@@ -532,14 +535,139 @@ def lower_attention(lw: Lowering, eqns: list[Eqn]) -> bool:
     if plan.transpose is not None and plan.k is None:
         lower_single(lw, plan.transpose)
     merge = window_out(lw, plan.out)
+    splits = _user_splits(lw, plan, bk, merge is not None)
+    if not splits:
+        splits = _splits(lw, plan, bq, bk, g) if merge is None else 1
     if merge is not None:
         lw.skip.add(id(merge[0]))
-    _kernel(lw, plan, bq, bk, g, eqns[-1], merge[1] if merge else None)
+    _kernel(lw, plan, bq, bk, g, eqns[-1], merge[1] if merge else None, splits)
     return True
 
 
+SPLIT_STEP = 1.0
+"""What a grid point costs besides its K/V steps, in steps, as :func:`_splits` counts it (the
+pipeline's fill and drain, the partial results' stores and their share of the combine)."""
+
+
+def _splits(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int) -> int:
+    """Into how many runs of K/V steps each grid point's keys split when the grid has too
+    few points to keep the clusters busy (decoding: a few query rows against a long cache).
+    Each run makes an unnormalised partial output with its rows' max and sum, and a vector
+    kernel combines them (:func:`_combine`). The divisor of the steps that gives the busiest
+    cluster the least work, counting ``SPLIT_STEP`` per point; 1 under a mask (the runs'
+    work would differ) or when splitting gains less than a tenth."""
+    if p.causal or p.masks:
+        return 1
+    m = lw.machine
+    lq, lk = p.q.aval.shape[-2], p.kt.aval.shape[-1]
+    points = math.prod(p.out.aval.shape[:-2]) * (lq // (g * bq))
+    steps = lk // bk
+
+    def makespan(s: int) -> float:
+        return -(-points * s // m.clusters) * (steps // s + SPLIT_STEP)
+
+    best = min(divisors(steps), key=lambda s: (makespan(s), s))
+    return best if makespan(best) < 0.9 * makespan(1) else 1
+
+
+def _user_splits(lw: Lowering, p: AttentionPlan, bk: int, merged: bool) -> int:
+    """The user's split of each point's keys (``attn=(bq, bk, g, s)``), checked; 0 when not
+    given."""
+    s = lw.cfg.attn[3] if lw.cfg.attn is not None else 0
+    steps = p.kt.aval.shape[-1] // bk
+    problems = []
+    if s > 1 and (p.causal or p.masks):
+        problems.append("a causal mask or a mask operand keeps one run per point")
+    if s > 1 and merged:
+        problems.append("an output merged into heads by the kernel's stores keeps one run")
+    if s > 1 and steps % s:
+        problems.append(f"s={s} does not divide the {steps} K/V steps of {bk} keys")
+    if problems:
+        raise TileError(
+            f"attention tiles attn={lw.cfg.attn}: " + "; ".join(problems),
+            op="scaled_dot_product_attention",
+            hint="leave s out (the compiler splits where it pays) or use s=1",
+        )
+    return s
+
+
+def _combine(
+    lw: Lowering, p: AttentionPlan, parts: tuple[str, str, str], splits: int, loc: SourceLoc | None
+) -> None:
+    """The vector kernel that merges the ``splits`` partial results of split K/V runs: per
+    row, from the runs' unnormalised outputs ``O_s``, maxima ``m_s`` and sums ``l_s`` (f32,
+    run ``s`` at rows ``s*R ..``), ``M = max m_s``, ``O = Σ e^(m_s-M) O_s / Σ e^(m_s-M) l_s``
+    (one run at a time, as flash attention merges its K/V tiles), cast to the output's
+    dtype."""
+    m = lw.machine
+    f32 = dt.float32
+    dv = p.v.aval.shape[-1]
+    rows = p.out.aval.size // dv
+    po, pm, pl = parts
+    # rows per tile: all vector cores busy where the rows allow, and the tiles in UB
+    fit = [r for r in divisors(rows) if (3 * r * dv * 4 + 8 * 32 * (r // 8 + 1)) <= m.ub_bytes // 2]
+    tr = max([r for r in fit if rows // r >= m.n_aiv] or fit[:1] or [1])
+    row = Expr.reg("r") * tr
+
+    def ub(name: str, shape: tuple[int, int]) -> TileVar:
+        return TileVar(name, Space.UB, f32, shape)
+
+    o, os_ = ub("o", (tr, dv)), ub("os", (tr, dv))
+    mx, ms, mn = ub("m", (tr, 1)), ub("ms", (tr, 1)), ub("mn", (tr, 1))
+    ls, lss, a, b = ub("l", (tr, 1)), ub("ls", (tr, 1)), ub("a", (tr, 1)), ub("b", (tr, 1))
+    at = Expr.reg("s") * rows + row
+    merge_one = (
+        TLoad(ms, pm, at, Expr(), loc),
+        TLoad(lss, pl, at, Expr(), loc),
+        TLoad(os_, po, at, Expr(), loc),
+        TOp("TMAX", mn, (mx, ms), loc),
+        TOp("TSUB", a, (mx, mn), loc),
+        TOp("TEXP", a, (a,), loc),
+        TOp("TSUB", b, (ms, mn), loc),
+        TOp("TEXP", b, (b,), loc),
+        TOp("TMUL", ls, (ls, a), loc),
+        TOp("TMUL", lss, (lss, b), loc),
+        TOp("TADD", ls, (ls, lss), loc),
+        TOp("TMUL", o, (o, a), loc),
+        TOp("TMUL", os_, (os_, b), loc),
+        TOp("TADD", o, (o, os_), loc),
+        TOp("TMOV", mx, (mn,), loc),
+    )
+    out = lw.buffer(p.out)
+    lw.view(out, (rows, dv))
+    body: list[Stmt] = [
+        TLoad(mx, pm, row, Expr(), loc),
+        TLoad(ls, pl, row, Expr(), loc),
+        TLoad(o, po, row, Expr(), loc),
+        For("s", Expr.of(1), Expr.of(splits), 1, merge_one),
+        TOp("TDIV", o, (o, ls), loc),
+    ]
+    res = o
+    if p.out.aval.dtype is not f32:
+        res = TileVar("ot", Space.UB, p.out.aval.dtype, (tr, dv))
+        body.append(TOp("TCVT", res, (o,), loc))
+    body.append(TStore(out, row, Expr(), res, loc))
+    lw.add_kernel(
+        Kernel(
+            lw.fresh("attention_combine"),
+            "vector",
+            (("r", rows // tr),),
+            (Section("aiv", tuple(body)),),
+            (("rows", tr), ("cols", dv), ("splits", splits)),
+            loc=loc,
+        )
+    )
+
+
 def _kernel(
-    lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int, last: Eqn, merge: Via | None
+    lw: Lowering,
+    p: AttentionPlan,
+    bq: int,
+    bk: int,
+    g: int,
+    last: Eqn,
+    merge: Via | None,
+    splits: int = 1,
 ) -> None:
     m = lw.machine
     lag = _lag(m)
@@ -554,6 +682,12 @@ def _kernel(
     # a grid point owns g query tiles of bq rows (%q counts groups of g)
     gq = g * bq
     grid = [(f"b{j}", ob[i]) for j, i in enumerate(keep)] + [("q", lq // gq)]
+    # split K/V runs (a grid with too few points: decoding): run %kv reads steps
+    # %kv*ns .. of the keys and leaves a partial result for _combine
+    ns = lk // bk // splits
+    kv0 = Expr.reg("kv") * (ns * bk) if splits > 1 else Expr()
+    if splits > 1:
+        grid.append(("kv", splits))
 
     def batch_rows(shape: tuple[int, ...], rows: int) -> Expr:
         st = _strides(shape[:-2], ob)
@@ -597,6 +731,18 @@ def _kernel(
         ws[reg] = lw.new_buffer(name, d_t, rows * cols)
         lw.views[ws[reg]] = (rows, cols)
     ws_s, ws_p, ws_o = ws["ss"], ws["sp"], ws["so"]
+    parts: tuple[str, str, str] = ("", "", "")
+    prow = Expr()
+    if splits > 1:
+        # the split runs' partial results, run %kv's at rows %kv*R .. of [splits*R, ..]
+        rows_all = math.prod(ob) * lq
+        parts = tuple(  # type: ignore[assignment]
+            lw.new_buffer(name, f32, splits * rows_all * cols)
+            for name, cols in (("po", dv), ("pm", 1), ("pl", 1))
+        )
+        for b_, cols in zip(parts, (dv, 1, 1)):
+            lw.views[b_] = (splits * rows_all, cols)
+        prow = Expr.reg("kv") * rows_all + batch_rows(p.out.aval.shape, lq) + Expr.reg("q") * gq
 
     def ring(slot: str, t: int = 0) -> Expr:
         return Expr.reg("blk") * (ring_slots[slot] * rr) + Expr.reg(slot) * rr + t * bq
@@ -623,7 +769,7 @@ def _kernel(
     def steps(t: int) -> Expr:
         """The K/V tiles query tile t of the point reads (causal: up to its diagonal)."""
         if not p.causal:
-            return Expr.of(lk // bk)
+            return Expr.of(ns)
         if wide:
             return Expr.reg("nq")
         return Expr.reg("q") * (g * r) + (t + 1) * r
@@ -669,16 +815,16 @@ def _kernel(
         k1 = TileVar("k1", Space.L1, d_t, (bk, d))
         kin = _window_in(lw, p.k, p.k_pos, p.kt.aval.shape[:-2], ob)
         kb, k_row, k_col = place(p.k, lk, d, kin)
-        k_load: list[Stmt] = [TLoad(k1, kb, k_row + j * bk, k_col, loc)]
+        k_load: list[Stmt] = [TLoad(k1, kb, k_row + kv0 + j * bk, k_col, loc)]
         if nc == 1:
             k_load.append(TOp("TTRANS", k0, (k1,), loc))
     else:
         kt_b, kt_row = gm(p.kt, d, lk), batch_rows(p.kt.aval.shape, d)
         if nc == 1:
-            k_load = [TLoad(k0, kt_b, kt_row, j * bk, loc)]
+            k_load = [TLoad(k0, kt_b, kt_row, kv0 + j * bk, loc)]
         else:
             k1 = TileVar("k1", Space.L1, d_t, (d, bk))
-            k_load = [TLoad(k1, kt_b, kt_row, j * bk, loc)]
+            k_load = [TLoad(k1, kt_b, kt_row, kv0 + j * bk, loc)]
     q_in: list[Stmt]
     if g == 1:
         q_in = [TLoad(q0, qb, q_row, q_col, loc)]  # stays in L0A for the whole point
@@ -691,7 +837,7 @@ def _kernel(
     # (with every score masked on the vector cores), so both tiles hand over the same ring
     # slots in the same order: a hand-off skipped on one side would desynchronise the flags
     # of the slot the tiles share.
-    v_at = v_row + j * bk - lag * bk
+    v_at = v_row + kv0 + j * bk - lag * bk
     if nc == 1:
         v_load: list[Stmt] = [TLoad(v0, vb, v_at, v_col, loc)]
     else:
@@ -910,12 +1056,17 @@ def _kernel(
         ]
         soft_all += soft
         update_all += update
-        fin.append(TOp("TDIV", acc, (acc, ls), loc))
-        out_t = acc
-        if d_t is not f32:
-            out_t = ub("ot", d_t, (h, dv))
-            fin.append(TOp("TCVT", out_t, (acc,), loc))
-        fin.append(TStore(ob_, o_row + t * bq + sub, o_col, out_t, loc))
+        if splits > 1:
+            # a split run's partial result: its unnormalised output, row max and row sum
+            at = prow + t * bq + sub
+            fin += [TStore(b, at, Expr(), x_, loc) for b, x_ in zip(parts, (acc, mx, ls))]
+        else:
+            fin.append(TOp("TDIV", acc, (acc, ls), loc))
+            out_t = acc
+            if d_t is not f32:
+                out_t = ub("ot", d_t, (h, dv))
+                fin.append(TOp("TCVT", out_t, (acc,), loc))
+            fin.append(TStore(ob_, o_row + t * bq + sub, o_col, out_t, loc))
         # the running max starts finite (in the dtype) so fully masked rows of a tile give
         # exp(-inf) = 0
         start += [
@@ -950,6 +1101,7 @@ def _kernel(
                 ("bk", bk),
                 *((("kc", kc),) if nc > 1 else ()),
                 *((("g", g),) if g > 1 else ()),
+                *((("splits", splits),) if splits > 1 else ()),
             ),
             "attn_tile",
             "cluster",
@@ -964,6 +1116,8 @@ def _kernel(
             "q" if p.causal else "",
         )
     )
+    if splits > 1:
+        _combine(lw, p, parts, splits, loc)
 
 
 def _read_ahead(

@@ -4,10 +4,12 @@
 the others its rows (of the kernel's 2-D view). ``cube`` is ``([m0, m1], [k0, k1], [n0, n1])``:
 the L0 and L1 tile sizes of matmuls (each L1 size a multiple of its L0 size).
 
-``attn`` is ``(bq, bk)`` or ``(bq, bk, g)`` for flash attention: query rows per tile, K/V rows
-per step and query tiles per grid point (``g=2``: a pair shares each K/V load). A step wider
-than L0 holds runs as several cube products (``kc`` in the kernel header, chosen by the
-compiler).
+``attn`` is ``(bq, bk)``, ``(bq, bk, g)`` or ``(bq, bk, g, s)`` for flash attention: query
+rows per tile, K/V rows per step, query tiles per grid point (``g=2``: a pair shares each K/V
+load) and runs of K/V steps each grid point's keys split into (``s > 1``: on several clusters,
+combined afterwards; without ``s`` the compiler splits a grid too small for the clusters). A
+step wider than L0 holds runs as several cube products (``kc`` in the kernel header, chosen by
+the compiler).
 
 Three scheduling knobs ride along (per jit only, ``tile=dict(...)``): ``double_buffer=False``
 gives every tile a single buffer (no ping-pong: loads wait for the compute on the previous
@@ -58,7 +60,8 @@ class TileConfig:
     cube: CubeTiles | None = None
     double_buffer: bool | None = None
     swizzle: int | None = None
-    attn: tuple[int, int, int] | None = None
+    attn: tuple[int, int, int, int] | None = None
+    """(bq, bk, g, s); s = 0: the split of the keys is the compiler's choice"""
     read_ahead: bool | None = None
 
     def merged(self, other: TileConfig) -> TileConfig:
@@ -113,19 +116,20 @@ def _cube(m: Sequence[int], k: Sequence[int], n: Sequence[int]) -> CubeTiles:
     return (out[0], out[1], out[2])
 
 
-def _attn(v: Any) -> tuple[int, int, int]:
+def _attn(v: Any) -> tuple[int, int, int, int]:
     t = tuple(v) if isinstance(v, list | tuple) else (v,)
-    ok = len(t) in (2, 3) and all(
+    ok = len(t) in (2, 3, 4) and all(
         not isinstance(d, bool) and isinstance(d, int) and d > 0 for d in t
     )
-    if not ok or (len(t) == 3 and t[2] not in (1, 2)):
+    if not ok or (len(t) >= 3 and t[2] not in (1, 2)):
         raise TileError(
-            f"attention tiles attn={v!r} must be (bq, bk) or (bq, bk, g), positive integers "
-            "with g (query tiles per grid point) 1 or 2",
+            f"attention tiles attn={v!r} must be (bq, bk), (bq, bk, g) or (bq, bk, g, s), "
+            "positive integers with g (query tiles per grid point) 1 or 2 and s the runs "
+            "each point's keys split into",
             op="jit",
             hint="e.g. tile=dict(attn=(128, 128, 2))",
         )
-    return (t[0], t[1], t[2] if len(t) == 3 else 1)
+    return (t[0], t[1], t[2] if len(t) >= 3 else 1, t[3] if len(t) == 4 else 0)
 
 
 def set_vec_tile_shapes(*dims: int) -> None:
@@ -153,8 +157,8 @@ def parse(tile: Any) -> TileConfig:
 
     >>> parse(dict(vec=(8, 256), double_buffer=False, swizzle=4))
     TileConfig(vec=(8, 256), cube=None, double_buffer=False, swizzle=4, attn=None, read_ahead=None)
-    >>> parse(dict(attn=(128, 64))).attn
-    (128, 64, 1)
+    >>> parse(dict(attn=(128, 64))).attn  # (bq, bk, g, s): s = 0, the compiler's split
+    (128, 64, 1, 0)
     """
     if tile is None:
         return TileConfig()

@@ -64,11 +64,14 @@ def test_sdpa(d: pto.DType, causal: bool, machine: str) -> None:
     att = [k for k in low.tile_ir.kernels if k.kind == "attention"]
     assert len(att) == 1 and att[0].dist == "cluster"
     # the scores stay on chip, and K is transposed on its way into L0B (TTRANS, no kᵀ in
-    # GM): the rings' slots are the only workspaces
+    # GM): the rings' slots are the only workspaces, but for the partial results of a grid
+    # whose keys split over the clusters (8 points on ascend910b's 24: test_decoding below)
+    splits = dict(att[0].tile).get("splits", 1)
+    assert (splits > 1) == (machine == "ascend910b" and not causal)
     rings = {r.tensor for r in att[0].rings}
     others = [b for b in low.tile_ir.buffers if b.role == "tmp" and b.name not in rings]
-    assert others == []
-    assert len(low.tile_ir.kernels) == 1
+    assert len(others) == (3 if splits > 1 else 0)
+    assert len(low.tile_ir.kernels) == (2 if splits > 1 else 1)
 
 
 def test_rectangular_and_masked() -> None:
@@ -94,7 +97,10 @@ def test_one_query_row_as_in_decoding(machine: str) -> None:
     d = pto.float16
     q, k, v = arr((4, 1, 64), d), arr((4, 96, 64), d, 1), arr((4, 96, 64), d, 2)
     low = check(sdpa(False), q, k, v, machine=machine)
-    assert [k.kind for k in low.tile_ir.kernels] == ["attention"]
+    # (on the chip the 4 points split their keys over the clusters and a vector kernel
+    # combines the runs' partial results: test_decoding_splits_the_keys_over_the_clusters)
+    combine = ["vector"] if machine == "ascend910b" else []
+    assert [k.kind for k in low.tile_ir.kernels] == ["attention", *combine]
     check(sdpa(True), q, q, q, machine=machine)
 
 
@@ -370,7 +376,7 @@ def test_attention_tiles_can_be_set_and_change_the_kernel() -> None:
     [
         ((96, 32), r"bq=96 does not divide the 256 queries"),
         ((64, 48), r"bk=48 does not divide the 256 keys"),
-        ((64, 32, 3), r"must be \(bq, bk\) or \(bq, bk, g\)"),
+        ((64, 32, 3), r"must be \(bq, bk\), \(bq, bk, g\) or \(bq, bk, g, s\)"),
         ((256, 256), r"L0A needs 147456 bytes; tiny has 65536"),
         ((256, 128, 2), r"g=2 needs an even number of query tiles"),
         ((32, 128, 2), r"g=2 under a causal mask needs bk <= bq or bk = 2 bq"),
@@ -386,6 +392,26 @@ def test_bad_attention_tiles_say_why_and_suggest_tiles_that_fit(
     assert "test_attention.py" in text
     if "must be" not in message:
         assert "hint: tiles that fit: tile=dict(attn=(128, 256, 2))" in text
+
+
+def test_bad_splits_say_why() -> None:
+    q = arr((1, 2, 256, 32), pto.float16)
+    for fn, attn, message in [
+        (sdpa(True), (64, 64, 1, 2), "a causal mask or a mask operand keeps one run per point"),
+        (sdpa(False), (64, 64, 1, 3), "s=3 does not divide the 4 K/V steps of 64 keys"),
+    ]:
+        with pytest.raises(pto.TileError, match=message) as info:
+            pto.jit(fn, machine="tiny", tile=dict(attn=attn)).lower(q, q, q)
+        assert "test_attention.py" in str(info.value)
+        assert "hint: leave s out" in str(info.value)
+    # a split the user asks for holds on any machine (tiny has one cluster)
+    f = pto.jit(sdpa(False), machine="tiny", tile=dict(attn=(64, 64, 1, 2)))
+    att, comb = f.lower(q, q, q).tile_ir.kernels
+    assert "kv=2" in att.header() and comb.name == "attention_combine"
+    c = compare(
+        "attention", np.asarray(f(q, q, q)), np.asarray(pto.to_jax(sdpa(False))(q, q, q)), k=256
+    )
+    assert c.ok, str(c)
 
 
 def test_a_hint_sets_the_attention_tiles_of_its_kernel() -> None:
@@ -496,7 +522,7 @@ def test_wide_steps_with_a_mask_operand_and_for_one_query_row(d: pto.DType) -> N
     assert dict(att.tile)["bk"] == 256 and "%u = smod" in str(att)
     q1 = arr((1, 4, 1, 128), d)
     k1, v1 = arr((1, 4, 1024, 128), d, 1), arr((1, 4, 1024, 128), d, 2)
-    low = check(sdpa(False), q1, k1, v1, machine="ascend910b")
+    low = check(sdpa(False), q1, k1, v1, machine="ascend910b", tile=dict(attn=(1, 256)))
     (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
     assert dict(att.tile)["bq"] == 1 and dict(att.tile)["kc"] < dict(att.tile)["bk"]
 
@@ -530,3 +556,28 @@ def test_the_pipeline_is_as_deep_as_the_cross_core_flags_allow() -> None:
         low = check(sdpa(True), q, k, v, machine=m)
         (att,) = [k for k in low.tile_ir.kernels if k.kind == "attention"]
         assert f"ring %ws_p aiv->aic x{lag} by %sp" in str(att)
+
+
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+@pytest.mark.parametrize("rows", [1, 16])
+def test_decoding_splits_the_keys_over_the_clusters(d: pto.DType, rows: int) -> None:
+    # a few query rows against a long cache: 4 grid points for 24 clusters. Each point's
+    # keys split into runs on several clusters; each run leaves its unnormalised output, row
+    # max and row sum, and a vector kernel combines the runs (flash-decoding)
+    q, k, v = arr((1, 4, rows, 128), d), arr((1, 4, 2048, 128), d, 1), arr((1, 4, 2048, 128), d, 2)
+    low = check(sdpa(False), q, k, v, machine="ascend910b")
+    att, comb = low.tile_ir.kernels
+    splits = dict(att.tile)["splits"]
+    assert dict(att.grid)["kv"] == splits > 1 and dict(comb.tile)["splits"] == splits
+    assert comb.kind == "vector" and comb.name == "attention_combine"
+    # faster than one run per point (timing only)
+    qz, kz = np.zeros((1, 4, rows, 128), d.np), np.zeros((1, 4, 2048, 128), d.np)
+    split = pto.jit(sdpa(False), machine="ascend910b").profile(qz, kz, kz, numerics=False)
+    t = dict(att.tile)
+    one = dict(attn=(t["bq"], t["bk"], t.get("g", 1), 1))  # the same tiles, one run per point
+    single = pto.jit(sdpa(False), machine="ascend910b", tile=one)
+    assert "kv=" not in single.lower(qz, kz, kz).tile_ir.kernels[0].header()
+    assert split.cycles < 0.8 * single.profile(qz, kz, kz, numerics=False).cycles
+    # a causal mask or a mask operand keeps one run per point (the runs' work would differ)
+    low = check(sdpa(True), q, k[..., :rows, :], v[..., :rows, :], machine="ascend910b")
+    assert len(low.tile_ir.kernels) == 1
