@@ -61,6 +61,8 @@ class Sizes:
     """cube tile shapes fixed for both sizes in the static-size row (m, k, n)"""
     pinned_attn: tuple[int, int, int]
     """attention tiles (bq, bk, g) fixed for both sizes in the static-size row"""
+    decode: tuple[int, int, int, int, int] = (1, 32, 1, 4096, 128)
+    """decoding attention: batch, heads, query rows, keys, head dim."""
 
 
 FULL = Sizes(
@@ -84,6 +86,7 @@ QUICK = Sizes(
     compile_runs=2,
     pinned_cube=([32, 32], [32, 64], [32, 32]),
     pinned_attn=(32, 32, 2),
+    decode=(1, 2, 1, 256, 64),
 )
 
 
@@ -122,6 +125,10 @@ def gemm(a: Any, b: Any) -> Any:
 
 def attention(q: Any, k: Any, v: Any) -> Any:
     return pto.scaled_dot_product_attention(q, k, v, causal=True)
+
+
+def decoding(q: Any, k: Any, v: Any) -> Any:
+    return pto.scaled_dot_product_attention(q, k, v)
 
 
 def make_block(seq: int, hidden: int, heads: int) -> Callable[..., Any]:
@@ -485,6 +492,13 @@ def _measure(settings: Settings) -> Iterator[Row]:
         useful_flops=2.0 * bb * h * s * s * d,
     )
     del q
+    # decoding: one query row per head against a long cache, HBM-bound (no target)
+    bb, h, lq, lk, d = sz.decode
+    q, kv = np.zeros((bb, h, lq, d), F16), np.zeros((bb, h, lk, d), F16)
+    dec = row("attention, decoding", f"b{bb} h{h} q{lq} k{lk} d{d}", decoding, (q, kv, kv), 0.0)
+    dec.update(target="", met=None, kind="baseline")
+    yield dec
+    del q, kv
     seq, hidden, heads, ffn = sz.block
     block = make_block(seq, hidden, heads)
     args = block_args(seq, hidden, heads, ffn)
