@@ -736,11 +736,12 @@ def _kernel(
     if splits > 1:
         # the split runs' partial results, run %kv's at rows %kv*R .. of [splits*R, ..]
         rows_all = math.prod(ob) * lq
-        parts = tuple(  # type: ignore[assignment]
+        po, pm, pl = (
             lw.new_buffer(name, f32, splits * rows_all * cols)
             for name, cols in (("po", dv), ("pm", 1), ("pl", 1))
         )
-        for b_, cols in zip(parts, (dv, 1, 1)):
+        parts = (po, pm, pl)
+        for b_, cols in zip(parts, (dv, 1, 1), strict=True):
             lw.views[b_] = (splits * rows_all, cols)
         prow = Expr.reg("kv") * rows_all + batch_rows(p.out.aval.shape, lq) + Expr.reg("q") * gq
 
