@@ -1274,7 +1274,11 @@ def lower_func(
                     # the held matmul's result counts as the kernel's own value
                     plan = plan_row(lw, eqns, used_outside(f, [*held, *eqns]))
                     e = held[0]
-                    if plan is not None and any(w.src in views for w in plan.windows.values()):
+                    if (
+                        plan is not None
+                        and any(w.src in views for w in plan.windows.values())
+                        and _hints_agree([e, *eqns])
+                    ):
                         with hinted(lw, [e, *eqns]):
                             if any(rule(lw, e, held[1:], plan) for rule in HEAD_EPILOGUES):
                                 held.clear()
@@ -1340,6 +1344,15 @@ def lower_func(
     flush()
     release()
     return lw.result()
+
+
+def _hints_agree(eqns: list[Eqn]) -> bool:
+    """Whether the ``pto.hint`` of ``eqns`` allow one kernel (no key set two ways)."""
+    try:
+        kernel_hint(eqns)
+    except TileError:
+        return False
+    return True
 
 
 def _splits_heads(f: Func, lw: Lowering, eqns: list[Eqn]) -> bool:

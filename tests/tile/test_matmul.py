@@ -738,3 +738,23 @@ def test_decoder_block_rotates_q_and_k_in_their_projections() -> None:
     got = np.asarray(f(x, p, cos, sin))
     want = np.asarray(decoder_jax(x, p, cos, sin))
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_rotary_epilogue_keeps_apart_ops_hinted_two_ways() -> None:
+    # the projection hinted onto 2 clusters and its rotation onto 4 vector cores: the two
+    # cannot be one kernel, so they stay two (and lower without a hint conflict)
+    half = 16
+
+    def fn(x: Any, w: Any, cos: Any, sin: Any) -> Any:
+        with pto.hint(cores=2):
+            y = x @ w
+        with pto.hint(cores=4):
+            t = y.reshape(64, 4, 32).transpose((1, 0, 2))
+            t1, t2 = t[..., :half], t[..., half:]
+            return pto.concat([t1 * cos - t2 * sin, t1 * sin + t2 * cos], axis=-1)
+
+    args = rotary_args(pto.float16)
+    ks = kernels(fn, *args, machine="ascend910b")
+    assert [k.kind for k in ks] == ["matmul", "vector"]
+    want = pto.jit(fn, backend="interpret")(*(pto.tensor(a) for a in args))
+    assert_same_products(pto.jit(fn, machine="ascend910b")(*args), want, args[0], args[1])
