@@ -535,9 +535,7 @@ def lower_attention(lw: Lowering, eqns: list[Eqn]) -> bool:
     if plan.transpose is not None and plan.k is None:
         lower_single(lw, plan.transpose)
     merge = window_out(lw, plan.out)
-    splits = _user_splits(lw, plan, bk, merge is not None)
-    if not splits:
-        splits = _splits(lw, plan, bq, bk, g) if merge is None else 1
+    splits = _user_splits(lw, plan, bk) or _splits(lw, plan, bq, bk, g)
     if merge is not None:
         lw.skip.add(id(merge[0]))
     _kernel(lw, plan, bq, bk, g, eqns[-1], merge[1] if merge else None, splits)
@@ -570,7 +568,7 @@ def _splits(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int) -> int:
     return best if makespan(best) < 0.9 * makespan(1) else 1
 
 
-def _user_splits(lw: Lowering, p: AttentionPlan, bk: int, merged: bool) -> int:
+def _user_splits(lw: Lowering, p: AttentionPlan, bk: int) -> int:
     """The user's split of each point's keys (``attn=(bq, bk, g, s)``), checked; 0 when not
     given."""
     s = lw.cfg.attn[3] if lw.cfg.attn is not None else 0
@@ -578,8 +576,6 @@ def _user_splits(lw: Lowering, p: AttentionPlan, bk: int, merged: bool) -> int:
     problems = []
     if s > 1 and (p.causal or p.masks):
         problems.append("a causal mask or a mask operand keeps one run per point")
-    if s > 1 and merged:
-        problems.append("an output merged into heads by the kernel's stores keeps one run")
     if s > 1 and steps % s:
         problems.append(f"s={s} does not divide the {steps} K/V steps of {bk} keys")
     if problems:
@@ -592,22 +588,37 @@ def _user_splits(lw: Lowering, p: AttentionPlan, bk: int, merged: bool) -> int:
 
 
 def _combine(
-    lw: Lowering, p: AttentionPlan, parts: tuple[str, str, str], splits: int, loc: SourceLoc | None
+    lw: Lowering,
+    p: AttentionPlan,
+    parts: tuple[str, str, str],
+    splits: int,
+    batch: list[tuple[str, int]],
+    out_at: tuple[str, Expr, Expr],
+    loc: SourceLoc | None,
 ) -> None:
     """The vector kernel that merges the ``splits`` partial results of split K/V runs: per
     row, from the runs' unnormalised outputs ``O_s``, maxima ``m_s`` and sums ``l_s`` (f32,
     run ``s`` at rows ``s*R ..``), ``M = max m_s``, ``O = Σ e^(m_s-M) O_s / Σ e^(m_s-M) l_s``
     (one run at a time, as flash attention merges its K/V tiles), cast to the output's
-    dtype."""
+    dtype. Its grid is the attention's ``batch`` registers and tiles of query rows, so it
+    stores where the attention would have (``out_at``: a head merge's window too)."""
     m = lw.machine
     f32 = dt.float32
-    dv = p.v.aval.shape[-1]
+    lq, dv = p.out.aval.shape[-2:]
     rows = p.out.aval.size // dv
     po, pm, pl = parts
-    # rows per tile: all vector cores busy where the rows allow, and the tiles in UB
-    fit = [r for r in divisors(rows) if (3 * r * dv * 4 + 8 * 32 * (r // 8 + 1)) <= m.ub_bytes // 2]
-    tr = max([r for r in fit if rows // r >= m.n_aiv] or fit[:1] or [1])
-    row = Expr.reg("r") * tr
+    # query rows per tile: all vector cores busy where the rows allow, and the tiles in UB
+    points = rows // lq
+    fit = [r for r in divisors(lq) if (3 * r * dv * 4 + 8 * 32 * (r // 8 + 1)) <= m.ub_bytes // 2]
+    tr = max([r for r in fit if points * (lq // r) >= m.n_aiv] or fit[:1] or [1])
+    ob, o_row, o_col = out_at
+    # the row of the flattened [batch.., lq] queries (the runs' partial results' order)
+    keep = [i for i, n in enumerate(p.out.aval.shape[:-2]) if n > 1]
+    st = _strides(p.out.aval.shape[:-2], p.out.aval.shape[:-2])
+    flat = Expr()
+    for j, i in enumerate(keep):
+        flat = flat + Expr.reg(f"b{j}") * (st[i] * lq)
+    row = flat + Expr.reg("r") * tr
 
     def ub(name: str, shape: tuple[int, int]) -> TileVar:
         return TileVar(name, Space.UB, f32, shape)
@@ -633,8 +644,6 @@ def _combine(
         TOp("TADD", o, (o, os_), loc),
         TOp("TMOV", mx, (mn,), loc),
     )
-    out = lw.buffer(p.out)
-    lw.view(out, (rows, dv))
     body: list[Stmt] = [
         TLoad(mx, pm, row, Expr(), loc),
         TLoad(ls, pl, row, Expr(), loc),
@@ -646,12 +655,12 @@ def _combine(
     if p.out.aval.dtype is not f32:
         res = TileVar("ot", Space.UB, p.out.aval.dtype, (tr, dv))
         body.append(TOp("TCVT", res, (o,), loc))
-    body.append(TStore(out, row, Expr(), res, loc))
+    body.append(TStore(ob, o_row + Expr.reg("r") * tr, o_col, res, loc))
     lw.add_kernel(
         Kernel(
             lw.fresh("attention_combine"),
             "vector",
-            (("r", rows // tr),),
+            (*batch, ("r", lq // tr)),
             (Section("aiv", tuple(body)),),
             (("rows", tr), ("cols", dv), ("splits", splits)),
             loc=loc,
@@ -718,6 +727,7 @@ def _kernel(
     qb, q_row, q_col = place(p.q, lq, d, _window_in(lw, p.q, ident, p.q.aval.shape[:-2], ob))
     vb, v_row, v_col = place(p.v, lk, dv, _window_in(lw, p.v, ident, p.v.aval.shape[:-2], ob))
     ob_, o_row, o_col = place(p.out, lq, dv, merge)
+    out_at = (ob_, o_row, o_col)  # (the combine of split runs stores there too)
     q_row = q_row + Expr.reg("q") * gq
     o_row = o_row + Expr.reg("q") * gq
     # S and P V cross in the inputs' dtype (the fixpipe rounds them once, as the reference
@@ -1118,7 +1128,7 @@ def _kernel(
         )
     )
     if splits > 1:
-        _combine(lw, p, parts, splits, loc)
+        _combine(lw, p, parts, splits, grid[:-2], out_at, loc)
 
 
 def _read_ahead(

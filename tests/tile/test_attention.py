@@ -581,3 +581,18 @@ def test_decoding_splits_the_keys_over_the_clusters(d: pto.DType, rows: int) -> 
     # a causal mask or a mask operand keeps one run per point (the runs' work would differ)
     low = check(sdpa(True), q, k[..., :rows, :], v[..., :rows, :], machine="ascend910b")
     assert len(low.tile_ir.kernels) == 1
+
+
+def test_decoding_splits_with_the_heads_merged_in_place() -> None:
+    # one query row per head, its output merged back into [1, h*d] as a model does: the
+    # runs' combine stores straight into the merge's result (no copy kernel either)
+    d = pto.float16
+    q, k, v = arr((8, 1, 64), d), arr((8, 1024, 64), d, 1), arr((8, 1024, 64), d, 2)
+
+    def fn(q: Any, k: Any, v: Any) -> Any:
+        return pto.scaled_dot_product_attention(q, k, v).transpose((1, 0, 2)).reshape(1, 512)
+
+    low = check(fn, q, k, v, machine="ascend910b")
+    att, comb = low.tile_ir.kernels
+    assert "kv=" in att.header() and comb.name == "attention_combine"
+    assert "%b0*64" in str(comb)  # head %b0's columns of the merged row
