@@ -235,6 +235,17 @@ def _strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
     return res[::-1]
 
 
+def _batch_rows(shape: tuple[int, ...], rows: int, ob: tuple[int, ...]) -> Expr:
+    """The first row of grid point ``%b0, %b1, ..`` (the output's batch dims ``ob`` larger
+    than 1) in an operand of ``shape`` viewed as ``[.., rows]`` blocks of its batch."""
+    st = _strides(shape[:-2], ob)
+    e = Expr()
+    for j, i in enumerate(i for i, n in enumerate(ob) if n > 1):
+        if st[i]:
+            e = e + Expr.reg(f"b{j}") * (st[i] * rows)
+    return e
+
+
 def _claim_windows(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[Eqn]:
     """The head-split transposes (``x.reshape(L, H, D).transpose(1, 0, 2)``) of attention's
     Q, K or V that the kernel reads as ``[rows, D]`` windows of the untransposed buffer."""
@@ -613,12 +624,7 @@ def _combine(
     tr = max([r for r in fit if points * (lq // r) >= m.n_aiv] or fit[:1] or [1])
     ob, o_row, o_col = out_at
     # the row of the flattened [batch.., lq] queries (the runs' partial results' order)
-    keep = [i for i, n in enumerate(p.out.aval.shape[:-2]) if n > 1]
-    st = _strides(p.out.aval.shape[:-2], p.out.aval.shape[:-2])
-    flat = Expr()
-    for j, i in enumerate(keep):
-        flat = flat + Expr.reg(f"b{j}") * (st[i] * lq)
-    row = flat + Expr.reg("r") * tr
+    row = _batch_rows(p.out.aval.shape, lq, p.out.aval.shape[:-2]) + Expr.reg("r") * tr
 
     def ub(name: str, shape: tuple[int, int]) -> TileVar:
         return TileVar(name, Space.UB, f32, shape)
@@ -699,12 +705,7 @@ def _kernel(
         grid.append(("kv", splits))
 
     def batch_rows(shape: tuple[int, ...], rows: int) -> Expr:
-        st = _strides(shape[:-2], ob)
-        e = Expr()
-        for j, i in enumerate(keep):
-            if st[i]:
-                e = e + Expr.reg(f"b{j}") * (st[i] * rows)
-        return e
+        return _batch_rows(shape, rows, ob)
 
     def gm(v: Var, rows: int, cols: int) -> str:
         buf = lw.buffer(v)
