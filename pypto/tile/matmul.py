@@ -919,34 +919,51 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     acc = cube.accs()
     name = lw.fresh(_group_name(lw, e) if epilogue else "matmul")
     order = _Order.of(g, g.M // t.m1, g.N // t.n1 // t.reuse, lw.machine.clusters, lw.cfg.swizzle)
-    n_col = _n_col(t)
-    sections: list[Section]
-    rings: tuple[Ring, ...] = ()
-    if not handoff:
-        c, c_row, c_col = _result(lw, e, g, t, c_row)
-        stores: list[Stmt] = [
-            TStore(c, c_row + i * t.m0, c_col + n_col + j * t.n0, acc[i][j], e.loc)
-            for i in range(len(acc))
-            for j in range(len(acc[0]))
-        ]
-        sections = [Section("aic", (*order.head, *cube.body(ga, gb, stores)))]
-        ahead = _read_ahead(lw, e, g, t, order, cube, ga, gb, racing=True)
-        if ahead:
-            sections.append(Section("aiv", (*order.head, *ahead)))
-    else:
+    if handoff:
         ws, ring_row = _ring(lw, t, ws_dt)
-        slot = order.slot()
-        stores = [
-            TStore(ws, ring_row + i * t.m0, Expr.of(j * t.n0), acc[i][j], e.loc)
-            for i in range(len(acc))
-            for j in range(len(acc[0]))
-        ]
         aiv = _vector_epilogue(lw, e, plan, t, g, ws, ws_dt, ring_row, c_row, used, order)
-        aiv = _ahead_of(aiv, order, _read_ahead(lw, e, g, t, order, cube, ga, gb, racing=False))
-        sections = [Section("aic", (*order.head, *slot, *cube.body(ga, gb, stores))), aiv]
-        rings = (Ring(ws, "aic", "slot"),)
-    lw.add_kernel(_cube_kernel(name, e, g, t, order, sections, rings))
+        _add_handoff(lw, name, e, g, t, order, (cube, ga, gb), (ws, ring_row), aiv)
+        return True
+    n_col = _n_col(t)
+    c, c_row, c_col = _result(lw, e, g, t, c_row)
+    stores: list[Stmt] = [
+        TStore(c, c_row + i * t.m0, c_col + n_col + j * t.n0, acc[i][j], e.loc)
+        for i in range(len(acc))
+        for j in range(len(acc[0]))
+    ]
+    sections = [Section("aic", (*order.head, *cube.body(ga, gb, stores)))]
+    ahead = _read_ahead(lw, e, g, t, order, cube, ga, gb, racing=True)
+    if ahead:
+        sections.append(Section("aiv", (*order.head, *ahead)))
+    lw.add_kernel(_cube_kernel(name, e, g, t, order, sections))
     return True
+
+
+def _add_handoff(
+    lw: Lowering,
+    name: str,
+    e: Eqn,
+    g: Geom,
+    t: CubeTiles,
+    order: _Order,
+    operands: tuple[_Cube, tuple[str, Expr, Expr], tuple[str, Expr, Expr]],
+    ring: tuple[str, Expr],
+    aiv: Section,
+) -> None:
+    """A matmul kernel whose cube core stores each output tile into the cluster's ring slot
+    and whose vector cores finish it (``aiv``, with the read-ahead at the top of each grid
+    point's code): an epilogue, or a row kernel reading the product through head windows."""
+    cube, ga, gb = operands
+    ws, ring_row = ring
+    acc = cube.accs()
+    stores: list[Stmt] = [
+        TStore(ws, ring_row + i * t.m0, Expr.of(j * t.n0), acc[i][j], e.loc)
+        for i in range(len(acc))
+        for j in range(len(acc[0]))
+    ]
+    aiv = _ahead_of(aiv, order, _read_ahead(lw, e, g, t, order, cube, ga, gb, racing=False))
+    aic = Section("aic", (*order.head, *order.slot(), *cube.body(ga, gb, stores)))
+    lw.add_kernel(_cube_kernel(name, e, g, t, order, [aic, aiv], (Ring(ws, "aic", "slot"),)))
 
 
 def lower_head_epilogue(lw: Lowering, e: Eqn, views: list[Eqn], plan: RowPlan) -> bool:
@@ -1003,15 +1020,9 @@ def lower_head_epilogue(lw: Lowering, e: Eqn, views: list[Eqn], plan: RowPlan) -
         return False
     ga, gb, c_row = _cube_operands(lw, e, g, t)
     cube = _Cube(g, t, d, e.loc, False, False)
-    acc = cube.accs()
     name = "_".join(dict.fromkeys(q.op for q in plan.eqns if q.op not in LAYOUT_OPS))
     order = _Order.of(g, g.M // t.m1, g.N // t.n1, m.clusters, lw.cfg.swizzle)
     ws, ring_row = _ring(lw, t, ws_dt)
-    stores: list[Stmt] = [
-        TStore(ws, ring_row + i * t.m0, Expr.of(j * t.n0), acc[i][j], e.loc)
-        for i in range(len(acc))
-        for j in range(len(acc[0]))
-    ]
     # the vector cores: rows %sub*h .. of each head of the tile
     h = t.m1 // 2
     sub = Expr.reg("sub") * h
@@ -1042,10 +1053,8 @@ def lower_head_epilogue(lw: Lowering, e: Eqn, views: list[Eqn], plan: RowPlan) -
         pre += [st for st in rb.pre if st not in pre]
         post += [st for st in rb.post if st not in post]
     aiv = Section("aiv", tuple(body), tuple(pre), tuple(post))
-    aiv = _ahead_of(aiv, order, _read_ahead(lw, e, g, t, order, cube, ga, gb, racing=False))
-    sections = [Section("aic", (*order.head, *order.slot(), *cube.body(ga, gb, stores))), aiv]
-    rings = (Ring(ws, "aic", "slot"),)
-    lw.add_kernel(_cube_kernel(lw.fresh(f"matmul_{name}"), e, g, t, order, sections, rings))
+    ring = (ws, ring_row)
+    _add_handoff(lw, lw.fresh(f"matmul_{name}"), e, g, t, order, (cube, ga, gb), ring, aiv)
     return True
 
 
