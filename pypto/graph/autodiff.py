@@ -11,16 +11,19 @@ cotangent (JAX's float0); for such inputs ``vjp`` returns zeros and ``grad`` ref
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pypto import dtypes as dt
 from pypto.core.errors import DTypeError, TraceError, at_location
 from pypto.core.passes import PassManager
 from pypto.graph import interpret, passes, pytree
-from pypto.graph.ir import Func, Lit, Var
+from pypto.graph.ir import Atom, Eqn, Func, Lit, Var
 from pypto.graph.tracer import Spec, trace
 from pypto.ops import api
+from pypto.ops import vjp as rules
 from pypto.ops.table import OPS, AVal, Value
 
 
@@ -32,6 +35,107 @@ def _np_zero(d: dt.DType) -> Any:
     import numpy as np
 
     return np.zeros((), d.np)
+
+
+@dataclass(frozen=True)
+class Idiom:
+    """A normalisation that autodiff differentiates whole (at the equation making ``out``).
+
+    ``kind`` names its rule in :mod:`pypto.ops.vjp`; ``x`` is its input and ``axes`` the axes
+    it normalises. For ``"softmax_matmul"`` the equation is ``out = probs @ v``, the only use of
+    the softmax ``probs`` over its last axis.
+    """
+
+    kind: str
+    x: Atom
+    axes: tuple[int, ...]
+    probs: Var | None = None
+
+
+def idioms(f: Func) -> dict[Var, Idiom]:
+    """The softmaxes and log_softmaxes of ``f``, by output, whose VJP applies whole.
+
+    A softmax is ``e / sum(e, axes, keepdims)`` with ``e = exp(x - c)``, a log_softmax
+    ``y - log(sum(exp(y), axes, keepdims))`` with ``y = x - c``, where ``c`` is constant along
+    ``axes`` (the max, under ``stop_gradient``, as the composites write it): the result does not
+    depend on ``c``, so nothing flows back to it. Each intermediate must be used only inside the
+    idiom (and not be an output), so no other cotangent reaches it. A softmax over the last
+    axis whose only use is the left operand of a matmul (attention's ``P @ V``) is found at the
+    matmul: its rule then takes the row sums of ``g·P`` from the matmul's output instead.
+
+    >>> import pypto as pto
+    >>> from pypto.graph.tracer import trace
+    >>> f = trace(lambda x: pto.softmax(x * 2.0), [pto.ones((2, 3))])[0]
+    >>> [(i.kind, i.axes) for i in idioms(f).values()]
+    [('softmax', (1,))]
+    """
+    defs = {e.out: e for e in f.eqns}
+    uses = Counter(a for e in f.eqns for a in e.inputs if isinstance(a, Var))
+    uses.update(o for o in f.outputs if isinstance(o, Var))
+    users: dict[Var, Eqn] = {}
+    for e in f.eqns:
+        for a in e.inputs:
+            if isinstance(a, Var):
+                users[a] = e
+
+    def made(a: Atom, op: str, n: int) -> Eqn | None:
+        """The equation making ``a`` if it is ``op``'s and ``a`` has exactly ``n`` uses."""
+        if not isinstance(a, Var):
+            return None
+        e = defs.get(a)
+        return e if e is not None and e.op == op and uses[a] == n else None
+
+    def shifted(y: Atom, n: int, axes: tuple[int, ...]) -> Atom | None:
+        """``x`` if ``y = x - c`` (``n`` uses) with ``c`` constant along ``axes``."""
+        sub = made(y, "sub", n)
+        if sub is None:
+            return None
+        x, c = sub.inputs
+        lead = len(x.aval.shape) - len(c.aval.shape)
+        flat = all(i < lead or c.aval.shape[i - lead] == 1 for i in axes)
+        same = x.aval.shape == y.aval.shape and x.aval.dtype is y.aval.dtype
+        return x if flat and same else None
+
+    found: dict[Var, Idiom] = {}
+    for e in f.eqns:
+        if e.op == "div":
+            top, below = e.inputs
+            total = made(below, "sum", 1)
+            ex = made(top, "exp", 2)
+            if total is None or ex is None or total.inputs[0] != top:
+                continue
+            axes, keep = total.kwargs["axes"], total.kwargs["keepdims"]
+            x = shifted(ex.inputs[0], 1, axes) if keep else None
+            if x is None:
+                continue
+            nd = len(e.out.aval.shape)
+            mm = users.get(e.out) if uses[e.out] == 1 else None
+            if (
+                mm is not None
+                and mm.op == "matmul"
+                and mm.inputs[0] == e.out
+                and nd >= 2
+                and axes == (nd - 1,)
+                and len(mm.inputs[1].aval.shape) >= 2
+            ):
+                found[mm.out] = Idiom("softmax_matmul", x, axes, e.out)
+            else:
+                found[e.out] = Idiom("softmax", x, axes)
+        elif e.op == "sub":
+            y, lg = e.inputs
+            log = made(lg, "log", 1)
+            total = made(log.inputs[0], "sum", 1) if log is not None else None
+            if total is None or not total.kwargs["keepdims"]:
+                continue
+            ex = made(total.inputs[0], "exp", 1)
+            x = (
+                shifted(y, 2, total.kwargs["axes"])
+                if ex is not None and ex.inputs[0] == y
+                else None
+            )
+            if x is not None:
+                found[e.out] = Idiom("log_softmax", x, total.kwargs["axes"])
+    return found
 
 
 def backward_func(f: Func, n_out: int) -> Func:
@@ -59,9 +163,27 @@ def backward_func(f: Func, n_out: int) -> Func:
         for o, ct in zip(f.outputs[:n_out], cts, strict=True):
             if isinstance(o, Var) and o.aval.dtype.is_floating:
                 ct_env[o] = ct if o not in ct_env else api.add(ct_env[o], ct)
+        whole = idioms(f)
         for e in reversed(f.eqns):
             ct = ct_env.pop(e.out, None)
             if ct is None:
+                continue
+            idiom = whole.get(e.out)
+            if idiom is not None:
+                # a softmax or log_softmax (or a softmax into a matmul): its whole rule, from
+                # its output; its intermediates get no cotangent, so the walk passes them by
+                with at_location(e.loc):
+                    flows: list[tuple[Atom, Any]]
+                    if idiom.probs is None:
+                        whole_rule = getattr(rules, idiom.kind)
+                        flows = [(idiom.x, whole_rule(ct, env[e.out], idiom.axes))]
+                    else:
+                        vv = e.inputs[1]
+                        gx, gv = rules.softmax_matmul(ct, env[idiom.probs], read(vv), env[e.out])
+                        flows = [(idiom.x, gx), (vv, gv)]
+                    for tgt, g in flows:
+                        if isinstance(tgt, Var) and tgt.aval.dtype.is_floating:
+                            ct_env[tgt] = g if tgt not in ct_env else api.add(ct_env[tgt], g)
                 continue
             op = OPS[e.op]
             rule = op.rules.get("vjp")

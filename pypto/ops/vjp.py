@@ -383,4 +383,48 @@ def take(ct: V, x: V, indices: V, *, out: V, axis: int) -> Cts:
     return (api.reshape(g, x.shape), None)
 
 
+# Normalisations, whole: the graph's autodiff applies these where it finds the idiom of a
+# softmax or a log_softmax (see pypto.graph.autodiff), as JAX's own rules for them do. Through
+# the primitives, the softmax's division and exponential would keep exp(x) and its sums for the
+# backward and hand three full-size tensors to it; the whole rule needs only the output.
+
+
+def softmax(ct: V, out: V, axes: tuple[int, ...]) -> V:
+    """The cotangent of ``x`` in ``out = softmax(x)`` over ``axes``: out·(ct - Σ ct·out).
+
+    >>> import pypto as pto
+    >>> softmax(pto.tensor([1.0, 0.0]), pto.tensor([0.5, 0.5]), (0,)).numpy()
+    array([ 0.25, -0.25], dtype=float32)
+    """
+    return api.mul(out, api.sub(ct, api.sum(api.mul(ct, out), axes, True)))
+
+
+def softmax_matmul(ct: V, p: V, v: V, out: V) -> tuple[V, V]:
+    """The cotangents of ``x`` and ``v`` in ``out = softmax(x) @ v`` (softmax over the last
+    axis, ``p`` its result): ``p·(g vᵀ - Σ g·out)`` and ``pᵀ g``. The row sums of ``(g vᵀ)·p``
+    that the softmax's rule needs equal those of ``g·out`` (Σⱼ pᵢⱼ Σₖ gᵢₖ vⱼₖ = Σₖ gᵢₖ outᵢₖ),
+    so they come from ``[.., Lq, Dv]`` tensors rather than the ``[.., Lq, Lk]`` ones, and the
+    rest is elementwise on ``g vᵀ`` (flash attention's backward does the same).
+
+    >>> import pypto as pto
+    >>> p = pto.tensor([[0.5, 0.5]]); v = pto.tensor([[1.0], [3.0]])
+    >>> [a.numpy().tolist() for a in softmax_matmul(pto.ones((1, 1)), p, v, p @ v)]
+    [[[-0.5, 0.5]], [[0.5], [0.5]]]
+    """
+    # the row sums first: then g vᵀ's matmul takes the rest as its epilogue
+    rows = api.sum(api.mul(ct, out), (len(out.shape) - 1,), True)
+    dp, dv = matmul(ct, p, v, out=out)
+    return api.mul(p, api.sub(dp, rows)), dv
+
+
+def log_softmax(ct: V, out: V, axes: tuple[int, ...]) -> V:
+    """The cotangent of ``x`` in ``out = log_softmax(x)`` over ``axes``: ct - exp(out)·Σ ct.
+
+    >>> import pypto as pto
+    >>> log_softmax(pto.tensor([1.0, 0.0]), pto.log(pto.tensor([0.5, 0.5])), (0,)).numpy()
+    array([ 0.5, -0.5], dtype=float32)
+    """
+    return api.sub(ct, api.mul(api.exp(out), api.sum(ct, axes, True)))
+
+
 require_rule("vjp", lambda op: not op.is_composite and op.differentiable)

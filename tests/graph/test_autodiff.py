@@ -172,6 +172,165 @@ def test_causal_attention(dtype) -> None:
     assert_grads_close(list(g), list(gj), k=24, truth=truth)
 
 
+# ---- normalisations differentiated whole ---------------------------------------------------
+
+SOFTMAX_BACKWARD = """\
+func @lambda_vjp(%a0: f32[4,8], %a1: f32[4,8], %a2: f32[]) -> (f32[], f32[4,8], f32[4,8]) {
+  %0: f32[4,1] = max %a0 [axes=(1,) keepdims=true]
+  %1: f32[4,1] = stop_gradient %0
+  %2: f32[4,8] = sub %a0, %1
+  %3: f32[4,8] = exp %2
+  %4: f32[4,1] = sum %3 [axes=(1,) keepdims=true]
+  %5: f32[4,8] = div %3, %4
+  %6: f32[4,8] = mul %5, %a1
+  %7: f32[] = sum %6 [axes=(0, 1) keepdims=false]
+  %8: f32[1,1] = reshape %a2 [shape=(1, 1)]
+  %9: f32[4,8] = broadcast_to %8 [shape=(4, 8)]
+  %10: f32[4,8] = mul %9, %a1
+  %11: f32[4,8] = mul %9, %5
+  %12: f32[4,8] = mul %10, %5
+  %13: f32[4,1] = sum %12 [axes=(1,) keepdims=true]
+  %14: f32[4,8] = sub %10, %13
+  %15: f32[4,8] = mul %5, %14
+  return %7, %15, %11
+}"""
+
+
+def _no_lines(text: str) -> str:
+    return "\n".join(re.sub(r"\s+#.*$", "", ln) for ln in text.splitlines())
+
+
+def test_softmax_backward_reads_only_its_output() -> None:
+    """The whole rule ``P·(g - Σ g·P)``: the backward reads P (%5), not exp(x) (%3) or its sums
+    (%4), which autodiff of the division and the exponential would keep for it."""
+    x = np.ones((4, 8), np.float32)
+    f = trace(lambda x, w: (pto.softmax(x) * w).sum(), [x, x])[0]
+    b = backward_func(f, 1)
+    assert _no_lines(str(b)) == SOFTMAX_BACKWARD
+    kept = (b.eqns[3].out, b.eqns[4].out)
+    assert not any(a in kept for e in b.eqns[8:] for a in e.inputs)
+    # log_softmax: g - exp(out)·Σ g, from its output
+    f = trace(lambda x, w: (pto.log_softmax(x) * w).sum(), [x, x])[0]
+    b = backward_func(f, 1)
+    out = b.eqns[6].out
+    assert [e.op for e in b.eqns[9:]] == [
+        "reshape", "broadcast_to", "mul", "mul", "exp", "sum", "mul", "sub"
+    ]  # fmt: skip
+    assert b.eqns[13].inputs == (out,)
+
+
+def _manual_softmax(x, shift, w, extra):
+    e = pto.exp(x - shift)
+    s = e.sum(-1, keepdims=True)
+    out = (e / s * w).sum()
+    return out + (e * extra).sum() if extra else out
+
+
+def _manual_softmax_jax(x, shift, w, extra):
+    e = jnp.exp(x - shift)
+    s = e.sum(-1, keepdims=True)
+    out = (e / s * w).sum()
+    return out + (e * extra).sum() if extra else out
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["idiom", "shift by the max", "exp used again", "shift varies along the axis", "log"],
+)
+def test_idioms_apply_only_where_the_whole_rule_holds(case: str) -> None:
+    """The whole rule is exact where it applies and is not applied where it would drop a
+    cotangent (an intermediate used elsewhere) or where the shift is not constant along the
+    normalised axis (the result then depends on it): each case equals jax.grad."""
+    from pypto.graph.autodiff import idioms
+
+    x = pto.random.normal(0, (3, 6))
+    w = pto.random.normal(1, (3, 6))
+    row = pto.random.normal(2, (3, 1))
+    extra = 0.0
+    shift = row
+    if case == "shift by the max":
+        shift = None
+    elif case == "exp used again":
+        extra = 0.5
+    elif case == "shift varies along the axis":
+        shift = pto.random.normal(3, (3, 6))
+    if case == "log":
+
+        def fn(x, shift, w):
+            y = x - shift
+            return ((y - pto.log(pto.exp(y).sum(-1, keepdims=True))) * w).sum()
+
+        def fj(x, shift, w):
+            y = x - shift
+            return ((y - jnp.log(jnp.exp(y).sum(-1, keepdims=True))) * w).sum()
+
+        args = (x, shift, w)
+    else:
+
+        def fn(x, shift, w):
+            sh = pto.stop_gradient(x.max(-1, keepdims=True)) if shift is None else shift
+            return _manual_softmax(x, sh, w, extra)
+
+        def fj(x, shift, w):
+            sh = jax.lax.stop_gradient(x.max(-1, keepdims=True)) if shift is None else shift
+            return _manual_softmax_jax(x, sh, w, extra)
+
+        args = (x, shift if shift is not None else row, w)
+    f = trace(fn, list(args))[0]
+    found = [i.kind for i in idioms(f).values()]
+    want = {
+        "idiom": ["softmax"],
+        "shift by the max": ["softmax"],
+        "exp used again": [],
+        "shift varies along the axis": [],
+        "log": ["log_softmax"],
+    }[case]
+    assert found == want
+    ours = pto.grad(fn, argnums=(0, 1, 2))(*args)
+    theirs = jax.grad(fj, argnums=(0, 1, 2))(*(np.asarray(a) for a in args))
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_allclose(a.numpy(), np.asarray(b), rtol=2e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize(
+    "case", ["attention", "v broadcast over the batch", "P read again", "softmax over axis 1"]
+)
+@pytest.mark.parametrize("dtype", [pto.float32, pto.float16], ids=str)
+def test_softmax_into_a_matmul_sums_its_rows_from_the_matmuls_output(case: str, dtype) -> None:
+    """``softmax(x) @ v`` (attention's P V): the rule ``P·(g vᵀ - Σ g·out)`` takes the row sums
+    from the ``[.., Lq, Dv]`` output instead of the ``[.., Lq, Lk]`` scores; where P has another
+    use, or the softmax is not over the matmul's contracted axis, the softmax's own rule
+    applies. Each case equals jax.grad."""
+    from pypto.graph.autodiff import idioms
+
+    x = pto.random.normal(0, (2, 5, 7), dtype)
+    v = pto.random.normal(
+        1, (1, 7, 3) if case == "v broadcast over the batch" else (2, 7, 3), dtype
+    )
+    w = pto.random.normal(2, (2, 5, 3), dtype)
+    axis = 1 if case == "softmax over axis 1" else -1
+    again = case == "P read again"
+
+    def fn(x, v, w):
+        p = pto.softmax(x, axis)
+        out = ((p @ v) * w).astype(pto.float32).sum()
+        return out + p.astype(pto.float32).sum() * 0.5 if again else out
+
+    def fj(x, v, w):
+        p = jax.nn.softmax(x, axis)
+        out = jnp.matmul(p, v, preferred_element_type=jnp.float32).astype(p.dtype) * w
+        out = out.astype(jnp.float32).sum()
+        return out + p.astype(jnp.float32).sum() * 0.5 if again else out
+
+    f = trace(fn, [x, v, w])[0]
+    want = "softmax" if again or axis == 1 else "softmax_matmul"
+    assert [i.kind for i in idioms(f).values()] == [want]
+    ours = pto.grad(fn, argnums=(0, 1, 2))(x, v, w)
+    args = [np.asarray(a) for a in (x, v, w)]
+    theirs = jax.grad(fj, argnums=(0, 1, 2))(*args)
+    assert_grads_close(list(ours), list(theirs), k=8)
+
+
 # ---- transforms composed -----------------------------------------------------------------
 
 

@@ -316,6 +316,64 @@ CASES = [
         """,
     ),
     (
+        "fusion: an epilogue op read only by later row kernels that load the product moves there",
+        fuse,
+        """
+        func @f(%a: f32[8,4], %b: f32[4,8], %p: f32[8,8]) -> (f32[8,8]) {
+          %0: f32[8,8] = matmul %a, %b
+          %1: f32[8,8] = mul %0, %p
+          %2: f32[8,1] = sum %1 [axes=(1,) keepdims=true]
+          %3: f32[8,8] = sub %0, %2
+          %4: f32[8,8] = mul %p, %3
+          return %4
+        }
+        """,
+        """
+        func @f(%a: f32[8,4], %b: f32[4,8], %p: f32[8,8]) -> (f32[8,8]) {
+          group @k0 matmul {
+            %0: f32[8,8] = matmul %a, %b
+          }
+          group @k1 mul_sum {
+            %1: f32[8,8] = mul %0, %p
+            %2: f32[8,1] = sum %1 [axes=(1,) keepdims=true]
+          }
+          group @k2 sub_mul {
+            %3: f32[8,8] = sub %0, %2
+            %4: f32[8,8] = mul %p, %3
+          }
+          return %4
+        }
+        """,
+    ),
+    (
+        "fusion: an epilogue stays when the product leaves the matmul only through it",
+        fuse,
+        """
+        func @f(%a: f32[8,4], %b: f32[4,8], %p: f32[8,8]) -> (f32[8,8]) {
+          %0: f32[8,8] = matmul %a, %b
+          %1: f32[8,8] = mul %0, %p
+          %2: f32[8,1] = sum %1 [axes=(1,) keepdims=true]
+          %3: f32[8,8] = sub %p, %2
+          return %3
+        }
+        """,
+        """
+        func @f(%a: f32[8,4], %b: f32[4,8], %p: f32[8,8]) -> (f32[8,8]) {
+          group @k0 matmul_mul {
+            %0: f32[8,8] = matmul %a, %b
+            %1: f32[8,8] = mul %0, %p
+          }
+          group @k1 sum {
+            %2: f32[8,1] = sum %1 [axes=(1,) keepdims=true]
+          }
+          group @k2 sub {
+            %3: f32[8,8] = sub %p, %2
+          }
+          return %3
+        }
+        """,
+    ),
+    (
         "unfuse: every op its own kernel",
         unfuse,
         """

@@ -445,3 +445,34 @@ def test_a_broadcast_is_an_op_of_the_row_kernel_that_reads_it() -> None:
     # a broadcast that only adds size-1 axes stays a view of its operand: no kernel
     f = pto.jit(lambda x: pto.broadcast_to(x, (4, 8, 1)).reshape(4, 8), machine="tiny")
     assert f.lower(x).tile_ir.kernels == ()
+
+
+def test_a_softmax_backward_takes_its_matmuls_product_in_the_row_kernel_or_epilogue() -> None:
+    # dP · P, the softmax backward's row-sum operand, is computed in the row kernel that loads
+    # dP anyway: the matmul stores dP once, and no second full-size tensor goes through GM
+    def f(a, b, p):
+        dp = a @ b
+        return p * (dp - (dp * p).sum(-1, keepdims=True))
+
+    a, b = sample((64, 32), pto.float16), sample((32, 64), pto.float16, 1)
+    p = sample((64, 64), pto.float16, 2)
+    assert_same(f, a, b, p)
+    low = pto.jit(f, machine="tiny").lower(a, b, p)
+    assert [k.name for k in low.tile_ir.kernels] == ["matmul", "mul_sum_sub_mul"]
+    mm = str(low.tile_ir.kernels[0])
+    assert mm.count("tstore") == 1
+    # in attention's gradient even the row sums leave the scores: Σ dP·P = Σ dO·O
+    # (docs/autodiff.md), so dS = P·(dP - D) is the dP matmul's epilogue and no [Lq, Lk] row
+    # kernel is left in the backward
+    q = sample((2, 64, 32), pto.float16, 3)
+
+    def loss(q):
+        return pto.scaled_dot_product_attention(q, q, q, causal=True).astype(pto.float32).sum()
+
+    low = pto.jit(pto.grad(loss), machine="tiny").lower(q)
+    names = [k.name for k in low.tile_ir.kernels]
+    assert names[:2] == ["matmul_mul_where", "max_sub_exp_sum_div"], names
+    assert "matmul_sub_mul_where_mul" in names, names
+    # the [Lq, Lk] tensors in GM (besides the rings' workspaces): S, P and dS only
+    scores = re.findall(r"\.tensor (t\d*) f16\[128,64\] tmp", str(low.tile_ir))
+    assert len(scores) == 3, scores

@@ -141,6 +141,49 @@ def _merge_attention(f: Func, kernels: list[_Kernel], kernel_of: dict[Var, int])
         i += 1
 
 
+def _recompute_epilogues(f: Func, kernels: list[_Kernel], kernel_of: dict[Var, int]) -> None:
+    """Move a matmul's elementwise epilogue op into the one later row kernel (reduction or
+    elementwise) that reads its result, when the product leaves the matmul's kernel anyway for
+    that kernel or a later one: the op is then computed where it is used, from the product the
+    row kernels load (the Tile level merges consecutive row kernels over the same rows),
+    instead of the matmul storing a second full-size result to be read back. A softmax's
+    backward is the case: it reads the matmul's ``dP`` and sums ``dP · P`` along its rows."""
+    users: dict[Var, set[int]] = {}
+    for i, e in enumerate(f.eqns):
+        for a in e.inputs:
+            if isinstance(a, Var):
+                users.setdefault(a, set()).add(i)
+    outs = {o for o in f.outputs if isinstance(o, Var)}
+    for k, kern in enumerate(kernels):
+        if kern.kind != "matmul" or kern.region is not None:
+            continue
+        prod = f.eqns[kern.eqns[0]]
+        if prod.op != "matmul":
+            continue
+        a = prod.out
+        if a not in outs and all(kernel_of[f.eqns[u].out] == k for u in users.get(a, ())):
+            continue  # the product stays in the kernel: its epilogue costs no extra store
+        for i in reversed(kern.eqns[1:]):
+            e = f.eqns[i]
+            if OPS[e.op].kind != "elementwise" or e.out in outs:
+                continue
+            if any(isinstance(x, Var) and kernel_of.get(x) == k and x != a for x in e.inputs):
+                continue
+            there = {kernel_of[f.eqns[u].out] for u in users.get(e.out, ())}
+            if len(there) != 1 or k in there:
+                continue
+            c = there.pop()
+            later = {kernel_of[f.eqns[u].out] for u in users.get(a, ())} - {k}
+            if kernels[c].kind not in ("reduce", "elementwise") or not any(x >= c for x in later):
+                continue
+            at = kern.eqns.index(i)  # (parts name the eqns of a kernel not from a region)
+            kern.eqns.pop(at)
+            kern.parts.pop(at)
+            kernels[c].eqns.insert(0, i)
+            kernels[c].parts.insert(0, e.op)
+            kernel_of[e.out] = c
+
+
 def _assign(f: Func, kernels: list[_Kernel]) -> Func:
     order: list[Eqn] = []
     groups = []
@@ -155,6 +198,7 @@ def _assign(f: Func, kernels: list[_Kernel]) -> Func:
 def fuse(f: Func) -> Func:
     kernels, kernel_of = _kernels(f)
     _merge_attention(f, kernels, kernel_of)
+    _recompute_epilogues(f, kernels, kernel_of)
     return _assign(f, kernels)
 
 
