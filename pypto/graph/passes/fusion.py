@@ -174,13 +174,19 @@ def _recompute_epilogues(f: Func, kernels: list[_Kernel], kernel_of: dict[Var, i
                 continue
             c = there.pop()
             later = {kernel_of[f.eqns[u].out] for u in users.get(a, ())} - {k}
-            if kernels[c].kind not in ("reduce", "elementwise") or not any(x >= c for x in later):
+            kc = kernels[c]
+            if (
+                kc.kind not in ("reduce", "elementwise")
+                or not any(x >= c for x in later)
+                or not _agrees(kc.hint, e.hint)
+            ):
                 continue
             at = kern.eqns.index(i)  # (parts name the eqns of a kernel not from a region)
             kern.eqns.pop(at)
-            kern.parts.pop(at)
-            kernels[c].eqns.insert(0, i)
-            kernels[c].parts.insert(0, e.op)
+            kc.eqns.insert(0, i)
+            kc.parts.insert(0, kern.parts.pop(at))
+            kc.hint.update(e.hint)
+            kern.hint = {k_: v for j in kern.eqns for k_, v in f.eqns[j].hint}
             kernel_of[e.out] = c
 
 
