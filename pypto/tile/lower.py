@@ -612,9 +612,10 @@ class RowBuilder:
             self.body.append(stmt)
         return dst
 
-    def lit(self, value: Any, dtype: dt.DType) -> TileVar:
-        """A ``[1, cols]`` tile filled with a constant (once, before the grid)."""
-        t = self.new(dtype, "row" if self.tc > 1 else "one", "k")
+    def lit(self, value: Any, dtype: dt.DType, kind: str | None = None) -> TileVar:
+        """A tile filled with a constant (once, before the grid): ``[1, cols]`` unless
+        ``kind`` says otherwise."""
+        t = self.new(dtype, kind or ("row" if self.tc > 1 else "one"), "k")
         self.pre.append(TOp("TEXPANDS", t, (float(value),), self.loc))
         self.in_pre.add(t.name)
         return t

@@ -57,8 +57,15 @@ def _value(x: Lit) -> float:
     return float(x.value.item())
 
 
-def _tile(b: RowBuilder, x: TileVar | Lit, dtype: dt.DType) -> TileVar:
-    return x if isinstance(x, TileVar) else b.lit(_value(x), dtype)
+def _tile(b: RowBuilder, x: TileVar | Lit, dtype: dt.DType, *like: Any) -> TileVar:
+    """``x`` as a tile; a literal as a constant tile of the kind its operation's other
+    operands (``like``) have where that is a column or one value, so ``1 - t`` of a row sum
+    ``t`` stays one value per row instead of becoming a whole row."""
+    if isinstance(x, TileVar):
+        return x
+    tiles = [a for a in like if isinstance(a, TileVar)]
+    kind = b.result_kind(*tiles) if tiles else None
+    return b.lit(_value(x), dtype, kind if kind in ("col", "one") else None)
 
 
 def _unary(opcode: str) -> Any:
@@ -88,14 +95,14 @@ def _binary(name: str, opcode: str) -> Any:
             return b.op("TMUL", b.new(d, b.kind(x)), x, x)
         if isinstance(x, Lit) and isinstance(y, TileVar) and name in COMMUTES:
             return b.op(opcode + "S", b.new(d, b.kind(y)), y, _value(x))
-        xt, yt = _tile(b, x, d), _tile(b, y, d)
+        xt, yt = _tile(b, x, d, y), _tile(b, y, d, x)
         return b.op(opcode, b.new(d, b.result_kind(xt, yt)), xt, yt)
 
     return rule
 
 
 def _bool_binary(b: RowBuilder, opcode: str, x: Any, y: Any) -> TileVar:
-    xs = [_tile(b, a, dt.bool_) for a in (x, y)]
+    xs = [_tile(b, x, dt.bool_, y), _tile(b, y, dt.bool_, x)]
     wide = [b.op("TCVT", b.new(dt.int8, b.kind(a)), a) for a in xs]
     r = b.op(opcode, b.new(dt.int8, b.result_kind(*wide)), *wide)
     return b.op("TCVT", b.new(dt.bool_, b.kind(r)), r)
@@ -115,7 +122,7 @@ def _compare(cond: Cond) -> Any:
             return b.op("TCMPS", b.new(dt.bool_, b.kind(x)), x, _value(y), cond)
         if isinstance(x, Lit) and isinstance(y, TileVar):
             return b.op("TCMPS", b.new(dt.bool_, b.kind(y)), y, _value(x), FLIP.get(cond, cond))
-        xt, yt = _tile(b, x, d), _tile(b, y, d)
+        xt, yt = _tile(b, x, d, y), _tile(b, y, d, x)
         return b.op("TCMP", b.new(dt.bool_, b.result_kind(xt, yt)), xt, yt, cond)
 
     return rule
@@ -142,8 +149,8 @@ def _broadcast(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
 def _where(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
     c, x, y = args
     d = e.out.aval.dtype
-    ct = _tile(b, c, dt.bool_)
-    xt, yt = _tile(b, x, d), _tile(b, y, d)
+    ct = _tile(b, c, dt.bool_, x, y)
+    xt, yt = _tile(b, x, d, c, y), _tile(b, y, d, c, x)
     if d is dt.bool_:  # select on 0/1 integers
         xi = b.op("TCVT", b.new(dt.int8, b.kind(xt)), xt)
         yi = b.op("TCVT", b.new(dt.int8, b.kind(yt)), yt)

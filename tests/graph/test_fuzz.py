@@ -197,3 +197,38 @@ def test_random_programs_agree_eager_interpret_jax(prog: Any) -> None:
         # Rounding differences compound along the chain; allow for its length.
         c = compare(f"out[{i}]", e, np.asarray(r), k=k * (len(steps) + 1))
         assert c.ok, f"{c}\nprogram: {names}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(programs())
+def test_random_programs_gradients_agree_with_jax(prog: Any) -> None:
+    """``grad`` of a weighted sum of a random program's outputs, eagerly and compiled for the
+    simulated NPU, against ``jax.grad`` (float32: the chain's rounding stays small enough to
+    compare gradients through 30 ops). Softmax, log_softmax and attention take their whole
+    rules (docs/autodiff.md), the other ops their own."""
+    import jax
+
+    inputs, _, steps = prog
+    inputs = [a.astype(np.float32) for a in inputs]
+    fn = build(steps)
+    outs = fn(*[pto.tensor(a) for a in inputs])
+    rng = np.random.default_rng(len(steps))
+    ws = [rng.uniform(-1, 1, o.shape).astype(np.float32) for o in outs]
+
+    def loss(*xs: Any) -> Any:
+        return sum((o * w).sum() for o, w in zip(fn(*xs), ws, strict=True))
+
+    argnums = tuple(range(len(inputs)))
+    tensors = [pto.tensor(a) for a in inputs]
+    eager = pto.grad(loss, argnums=argnums)(*tensors)
+    npu = pto.jit(pto.grad(loss, argnums=argnums), machine="tiny")(*tensors)
+    ref = jax.grad(pto.to_jax(loss), argnums=argnums)(*inputs)
+    names = [(UNARY if t == "u" else BINARY)[o][0] for t, o, _, _ in steps]
+    k = 4 * (len(steps) + 1) * max(a.size for a in inputs)
+    # a gradient is a sum of terms of the inputs' and weights' magnitude (about 1), which may
+    # cancel (rms_norm over one element: 1/rms - x²/rms³): judge the error on that scale
+    for i, (e, n, r) in enumerate(zip(eager, npu, ref, strict=True)):
+        c = compare(f"grad[{i}]", np.asarray(e), np.asarray(r), k=k, scale=1.0)
+        assert c.ok, f"{c}\nprogram: {names}"
+        c = compare(f"npu grad[{i}]", np.asarray(n), np.asarray(e), k=k, scale=1.0)
+        assert c.ok, f"{c}\nprogram: {names}"

@@ -476,3 +476,20 @@ def test_a_softmax_backward_takes_its_matmuls_product_in_the_row_kernel_or_epilo
     # the [Lq, Lk] tensors in GM (besides the rings' workspaces): S, P and dS only
     scores = re.findall(r"\.tensor (t\d*) f16\[128,64\] tmp", str(low.tile_ir))
     assert len(scores) == 3, scores
+
+
+def test_a_literal_takes_the_kind_of_the_value_it_meets() -> None:
+    # `1 - t` of a one-per-row value t (a row sum, a [1] operand) stays one value per row:
+    # the literal was a whole-row constant, which made the result a row that the [1] output
+    # could not hold (found by the gradient fuzzing: d tanh = 1 - tanh²)
+    a, c = sample((2,), pto.float32), sample((2,), pto.float32, 1)
+    b = sample((1,), pto.float32, 2)
+
+    def f(a, b):
+        t = pto.tanh(b)
+        s = (c * a).sum(0, keepdims=True)
+        return (s + s * t) * (1.0 - t), pto.where(s > 0.0, 2.0, t)
+
+    assert_same(f, a, b)
+    x = sample((4, 8), pto.float32, 3)
+    assert_same(lambda x: 1.0 / (x.sum(-1, keepdims=True) + 3.0) - x, x)
