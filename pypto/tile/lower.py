@@ -793,13 +793,20 @@ class RowBuilder:
             )
         wshape, wr, wc = w
         st = TStore(buf, wr, wc, TileVar(t.name, t.space, t.dtype, wshape), self.loc)
-        if kind in ("row", "one"):
-            # every grid point computes it; the first one writes it
-            from pypto.tile.ir import For
+        from pypto.tile.ir import For
 
-            first = Expr.reg("r") + (Expr.reg("c") if self.grid_c > 1 else Expr())
+        if kind in ("row", "one"):
+            # every grid point computes it; the first one writes it (a row: the first of
+            # each column tile, which holds those columns)
+            first = Expr.reg("r")
+            if kind == "one" and self.grid_c > 1:
+                first = first + Expr.reg("c")
             self.body.append(SOp("SMIN", "once", (first, Expr.of(1))))
             self.body.append(For("w", Expr.reg("once"), Expr.of(1), 1, (st,)))
+        elif kind == "col" and self.grid_c > 1:
+            # one value per row, which every column tile of the row computes: the first
+            # column tile writes it (two would race)
+            self.body.append(For("w", Expr.reg("c"), Expr.of(1), 1, (st,)))
         else:
             self.body.append(st)
 

@@ -493,3 +493,21 @@ def test_a_literal_takes_the_kind_of_the_value_it_meets() -> None:
     assert_same(f, a, b)
     x = sample((4, 8), pto.float32, 3)
     assert_same(lambda x: 1.0 / (x.sum(-1, keepdims=True) + 3.0) - x, x)
+
+
+def test_per_row_and_per_column_outputs_of_a_kernel_split_into_column_tiles() -> None:
+    # a kernel whose rows split into column tiles (grid r × c) may also make a value with one
+    # element per row ([R, 1]) or one row ([C]): the first column tile of each row stores the
+    # former (every column tile storing it raced), and the first row tile of each column tile
+    # the latter (only the very first tile stored it, leaving its other columns unwritten);
+    # found by fuzzing on ascend910b
+    x0, x1 = sample((2, 1), pto.float32), sample((16,), pto.float32, 1)
+    x2 = sample((4, 16), pto.float32, 2)
+    cases = [
+        (lambda x0, x1: (x0 + x1, x0 + x0), (x0, x1)),
+        (lambda x2, x1: (x2 + x1, x1 * 2.0), (x2, x1)),
+    ]
+    for fn, args in cases:
+        assert_same(fn, *args, machine="ascend910b")
+        k = pto.jit(fn, machine="ascend910b").lower(*args).tile_ir.kernels[0]
+        assert "grid(r=" in k.header() and ", c=2)" in k.header(), k.header()
