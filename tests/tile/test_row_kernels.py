@@ -496,7 +496,7 @@ def test_a_literal_takes_the_kind_of_the_value_it_meets() -> None:
 
 
 def test_per_row_and_per_column_outputs_of_a_kernel_split_into_column_tiles() -> None:
-    # a kernel whose rows split into column tiles (grid r × c) may also make a value with one
+    # a kernel whose rows split into column tiles (grid r by c) may also make a value with one
     # element per row ([R, 1]) or one row ([C]): the first column tile of each row stores the
     # former (every column tile storing it raced), and the first row tile of each column tile
     # the latter (only the very first tile stored it, leaving its other columns unwritten);
