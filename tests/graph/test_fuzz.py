@@ -129,10 +129,17 @@ BINARY: list[tuple[str, Callable[[Any, Any], Any]]] = [
 ]
 
 
+# Sizes on ascend910b: several cores, row kernels split into column tiles, edge tiles.
+WIDE = [1, 2, 3, 16, 24, 48, 64, 100, 128, 200, 256]
+
+
 @st.composite
-def programs(draw: st.DrawFn) -> tuple[list[np.ndarray], list[tuple[int, ...]], Any]:
+def programs(
+    draw: st.DrawFn, sizes: list[int] | None = None
+) -> tuple[list[np.ndarray], list[tuple[int, ...]], Any]:
     dtype = draw(st.sampled_from(DTYPES))
-    base = draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
+    size = st.integers(1, 5) if sizes is None else st.sampled_from(sizes)
+    base = draw(st.lists(size, min_size=1, max_size=3))
     n_in = draw(st.integers(1, 3))
     shapes = []
     for _ in range(n_in):
@@ -197,6 +204,24 @@ def test_random_programs_agree_eager_interpret_jax(prog: Any) -> None:
         # Rounding differences compound along the chain; allow for its length.
         c = compare(f"out[{i}]", e, np.asarray(r), k=k * (len(steps) + 1))
         assert c.ok, f"{c}\nprogram: {names}"
+
+
+@settings(max_examples=30, deadline=None)
+@given(programs(WIDE))
+def test_random_programs_on_ascend910b_agree_with_eager(prog: Any) -> None:
+    """Wider tensors on the full machine: the paths that only several cores and larger tiles
+    take (column splits, edge tiles, work dealt over 48 vector cores) against eager mode."""
+    inputs, _, steps = prog
+    fn = build(steps)
+    tensors = [pto.tensor(a) for a in inputs]
+    eager = fn(*tensors)
+    npu = pto.jit(fn, machine="ascend910b")(*tensors)
+    ks = sum_lengths(trace(fn, tensors)[0])
+    names = [(UNARY if t == "u" else BINARY)[o][0] for t, o, _, _ in steps]
+    for i, (e, n, k) in enumerate(zip(eager, npu, ks, strict=True)):
+        assert e.dtype == n.dtype and e.shape == n.shape
+        c = compare(f"npu out[{i}]", n, np.asarray(e), k=k * (len(steps) + 1))
+        assert c.ok, f"{c}\nprogram: {names}, shapes {[a.shape for a in inputs]}"
 
 
 @settings(max_examples=40, deadline=None)
