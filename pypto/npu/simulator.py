@@ -59,6 +59,8 @@ class _Stop(Exception):
 
 _RUNNING, _FE_BLOCKED, _DONE = range(3)
 _SPACE_NAME = {v: k.value for k, v in SPACE_NO.items()}
+GM_ROWS, GM_COLS = 16, 512
+"""The blocks of a GM tensor's 2-D view that race detection keeps its accesses by."""
 
 
 class _Core:
@@ -183,7 +185,8 @@ class _Engine:
         self.tr: list[tuple[int, tuple[Any, ...], float, float]] = []
         self.flag_latency = m.flag_latency
         self.flows: list[tuple[int, int, float, int, int, float]] = []
-        self.shadow: dict[int, list[tuple[Any, ...]]] = {}
+        self.shadow: dict[Any, list[tuple[Any, ...]]] = {}
+        self.shadow_gm: dict[int, dict[Any, list[tuple[Any, ...]]]] = {}
         self.gm2d: list[np.ndarray] = []
         self.exec: list[Any] = [None] * len(cp.instrs)
         self.acc: list[Any] = [None] * len(cp.instrs)
@@ -620,23 +623,37 @@ class _Engine:
 
     def _check_races(self, gp: int, item: tuple[Any, ...], start: float, ranges: list[Any]) -> None:
         # A shadow entry keeps the instruction's queue item, (sid, issue cycle, ...): the
-        # race report needs its program order (see _race).
+        # race report needs its program order (see _race). A GM tensor's entries (key < 0)
+        # are kept per block of GM_ROWS x GM_COLS of its 2-D view, each entry in every block
+        # it touches: a tensor stored tile by tile in many small tiles that nothing
+        # overwrites keeps every tile's entry, and a flat list made each access scan them all.
         vc = self.vc[gp]
         ep = vc[gp]
-        shadow = self.shadow
         for key, r0, r1, c0, c1, w in ranges:
-            keep = []
-            for e in shadow.get(key, ()):
-                if e[0] < r1 and r0 < e[1] and e[2] < c1 and c0 < e[3]:
-                    if e[4] != gp and (w or e[6]) and vc.get(e[4], -1) < e[5]:
-                        raise self._race(key, (r0, r1, c0, c1), (gp, item, w, start), e)
-                    if (r0 <= e[0] and e[1] <= r1 and c0 <= e[2] and e[3] <= c1) and (
-                        w or (not e[6] and e[4] == gp)
-                    ):
-                        continue
-                keep.append(e)
-            keep.append((r0, r1, c0, c1, gp, ep, w, item, start))
-            shadow[key] = keep
+            if key >= 0:
+                shadow = self.shadow
+                slots: Any = (key,)
+            else:
+                shadow = self.shadow_gm.setdefault(key, {})
+                slots = [
+                    (br, bc)
+                    for br in range(r0 // GM_ROWS, (r1 - 1) // GM_ROWS + 1)
+                    for bc in range(c0 // GM_COLS, (c1 - 1) // GM_COLS + 1)
+                ]
+            entry = (r0, r1, c0, c1, gp, ep, w, item, start)
+            for slot in slots:
+                keep = []
+                for e in shadow.get(slot, ()):
+                    if e[0] < r1 and r0 < e[1] and e[2] < c1 and c0 < e[3]:
+                        if e[4] != gp and (w or e[6]) and vc.get(e[4], -1) < e[5]:
+                            raise self._race(key, (r0, r1, c0, c1), (gp, item, w, start), e)
+                        if (r0 <= e[0] and e[1] <= r1 and c0 <= e[2] and e[3] <= c1) and (
+                            w or (not e[6] and e[4] == gp)
+                        ):
+                            continue
+                    keep.append(e)
+                keep.append(entry)
+                shadow[slot] = keep
 
     def _race(
         self,

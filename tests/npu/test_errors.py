@@ -345,3 +345,38 @@ def test_bad_inputs(inputs: dict, needle: str) -> None:
 def test_launching_more_clusters_than_the_machine_has() -> None:
     with pytest.raises(SimulationError, match="launches 5 clusters; tiny has 1"):
         simulate(one("  SMOV %a, 1\n", tensors=""), "tiny", blocks=5)
+
+
+XBLOCKS = """
+.program xblocks
+.tensor part f32[64,1024] tmp
+.tensor out f32[4,64] out
+.core aiv
+  SMOV %v, %blk*2+%sub
+  TEXPANDS UB[0x0]:f32[8,600], 1.0
+  SET_FLAG V, MTE3, 0
+  WAIT_FLAG V, MTE3, 0
+  TSTORE part[%v*12+10, 300], UB[0x0]:f32[8,600]
+  BARRIER
+  BNE %v, 0, done
+  TLOAD UB[0x5000]:f32[4,64], part[22, 800]
+  SET_FLAG MTE2, MTE3, 0
+  WAIT_FLAG MTE2, MTE3, 0
+  TSTORE out[0, 0], UB[0x5000]:f32[4,64]
+done:
+"""
+
+
+def test_races_on_windows_across_the_blocks_race_detection_keeps_gm_by() -> None:
+    """Race detection keeps a GM tensor's accesses per block of its rows and columns; windows
+    spanning several blocks (rows 22..30 and columns 300..900 cross both kinds of boundary)
+    still meet every access they overlap."""
+    two = machine("tiny").replace(clusters=2)
+    prof = simulate(XBLOCKS, two, {})
+    assert prof.outputs is not None
+    np.testing.assert_array_equal(prof.outputs["out"], np.ones((4, 64), np.float32))
+    with pytest.raises(SimulationError) as e:
+        simulate(XBLOCKS.replace("  BARRIER", "  PIPE_BARRIER"), two, {})
+    msg = str(e.value)
+    assert "data race on GM tensor part rows 22..26, columns 800..864" in msg, msg
+    assert "TSTORE (aiv1, pipe MTE3" in msg and "TLOAD (aiv0, pipe MTE2" in msg, msg
