@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import pypto as pto
@@ -222,6 +222,38 @@ def test_random_programs_on_ascend910b_agree_with_eager(prog: Any) -> None:
         assert e.dtype == n.dtype and e.shape == n.shape
         c = compare(f"npu out[{i}]", n, np.asarray(e), k=k * (len(steps) + 1))
         assert c.ok, f"{c}\nprogram: {names}, shapes {[a.shape for a in inputs]}"
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    programs(WIDE),
+    st.sampled_from([1, 2, 3, 4, 8, 16]),
+    st.sampled_from([8, 16, 24, 32, 64, 128, 256]),
+    st.sampled_from([None, ([16, 16], [16, 16], [16, 16]), ([32, 64], [32, 64], [32, 64])]),
+)
+def test_random_programs_with_the_users_tiles_agree_or_refuse_them(
+    prog: Any, rows: int, cols: int, cube: Any
+) -> None:
+    """A user's vector (and cube) tiles either give eager mode's results on ascend910b or are
+    refused with a TileError naming the tile, the kernel and why: never a crash inside the
+    lower levels, and never a wrong result."""
+    inputs, _, steps = prog
+    assume(sum(a.size for a in inputs) <= 1 << 16)  # (small tiles: every tile simulated)
+    fn = build(steps[:12])
+    tensors = [pto.tensor(a) for a in inputs]
+    tile: dict[str, Any] = {"vec": (rows, cols)}
+    if cube is not None:
+        tile["cube"] = cube
+    try:
+        npu = pto.jit(fn, machine="ascend910b", tile=tile)(*tensors)
+    except pto.TileError as e:
+        assert "tile" in str(e) and e.hint, str(e)
+        return
+    eager = fn(*tensors)
+    ks = sum_lengths(trace(fn, tensors)[0])
+    for i, (e_, n, k) in enumerate(zip(eager, npu, ks, strict=True)):
+        c = compare(f"npu out[{i}]", n, np.asarray(e_), k=k * (len(steps) + 1))
+        assert c.ok, f"{c}\ntile {tile}"
 
 
 @settings(max_examples=40, deadline=None)
