@@ -418,6 +418,21 @@ def _check_user(
     return t
 
 
+def _cube_fits(
+    lw: Lowering,
+    g: Geom,
+    d: dt.DType,
+    epilogue: Callable[[int, int], tuple[bool, float]] | None,
+    epilogue_edges: bool = False,
+) -> bool:
+    """Whether any cube tiles fit this matmul (the automatic choice finds some)."""
+    try:
+        choose_cube_tiles(g, d, lw.machine, epilogue, epilogue_edges)
+    except TileError:
+        return False
+    return True
+
+
 def cube_tiles(
     lw: Lowering,
     g: Geom,
@@ -897,9 +912,10 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     try:
         t = cube_tiles(lw, g, d, need, edges_ok)
     except TileError:
-        if lw.cfg.cube is not None:
-            raise
-        # no tile splits evenly between the vector cores: unfused, or (int8) all vector
+        if lw.cfg.cube is not None and _cube_fits(lw, g, d, need, edges_ok):
+            raise  # the user's tiles do not fit, and others would: say so
+        # no cube tiles fit at all (with the user's tiles too: they are for what the cube
+        # runs), or none split evenly between the vector cores: unfused, or all vector
         if plan is not None:
             return False
         _copy_transposes(lw, e)
