@@ -793,8 +793,6 @@ class RowBuilder:
             )
         wshape, wr, wc = w
         st = TStore(buf, wr, wc, TileVar(t.name, t.space, t.dtype, wshape), self.loc)
-        from pypto.tile.ir import For
-
         if kind in ("row", "one"):
             # every grid point computes it; the first one writes it (a row: the first of
             # each column tile, which holds those columns)
