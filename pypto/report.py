@@ -36,7 +36,7 @@ from pypto.eager.tensor import Tensor
 from pypto.graph import pytree
 from pypto.npu.profile import Profile
 from pypto.reference.compare import Comparison, compare
-from pypto.reference.jax_bridge import CheckReport, eval_jax, sum_lengths
+from pypto.reference.jax_bridge import CheckReport, eval_jax, precisions, sum_lengths
 
 __all__ = [
     "SECTIONS",
@@ -189,7 +189,7 @@ def _check(
     import jax.numpy as jnp
 
     ref = [np.asarray(r) for r in eval_jax(lw.traced, [jnp.asarray(a) for a in arrays])]
-    ks = sum_lengths(lw.traced)
+    ks, ps = sum_lengths(lw.traced), precisions(lw.traced)
     runs: list[tuple[str, list[Any]]] = []
     interp = jit(f.fn, backend="interpret", static_argnums=f.static_argnums)
     runs.append(("eager", pytree.flatten(f.fn(*args))[0]))
@@ -197,8 +197,8 @@ def _check(
     runs.append(("npu", list(prof.outputs or [])))
     rows: list[tuple[str, Comparison]] = []
     for backend, outs in runs:
-        for i, (a, r, k) in enumerate(zip(outs, ref, ks, strict=True)):
-            rows.append((backend, compare(f"out[{i}]", np.asarray(a), r, k)))
+        for i, (a, r, k, p) in enumerate(zip(outs, ref, ks, ps, strict=True)):
+            rows.append((backend, compare(f"out[{i}]", np.asarray(a), r, k, precision=p)))
     return CheckReport(name, tuple(rows))
 
 

@@ -25,3 +25,15 @@ def tolerance(dtype: dt.DType, k: int = 1) -> tuple[float, float]:
         return (0.0, 0.0)
     s = math.sqrt(max(k, 1))
     return (RTOL[dtype.name] * s, ATOL[dtype.name] * s)
+
+
+def coarser(a: dt.DType, b: dt.DType) -> dt.DType:
+    """The less precise of two float dtypes (the one with the larger tolerance); ``b`` when
+    either is not a float.
+
+    >>> coarser(dt.float16, dt.float32).name
+    'float16'
+    """
+    if a.is_floating and b.is_floating and RTOL[a.name] > RTOL[b.name]:
+        return a
+    return b

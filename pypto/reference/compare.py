@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from pypto import dtypes as dt
-from pypto.core.tolerance import tolerance
+from pypto.core.tolerance import coarser, tolerance
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,12 @@ class Comparison:
 
 
 def compare(
-    name: str, actual: Any, expected: Any, k: int = 1, scale: float | None = None
+    name: str,
+    actual: Any,
+    expected: Any,
+    k: int = 1,
+    scale: float | None = None,
+    precision: dt.DType | None = None,
 ) -> Comparison:
     """Compare ``actual`` (a pypto result) with ``expected`` (JAX's), elementwise.
 
@@ -42,7 +47,9 @@ def compare(
     magnitude of the reference (so that results cancelling to ~0 are judged fairly); NaN must
     meet NaN and infinities must match exactly. When the result sums ``k`` terms that may
     cancel, pass the terms' magnitude as ``scale``: rounding errors grow with the terms, not
-    with what is left of their sum (the larger of the two is used).
+    with what is left of their sum (the larger of the two is used). ``precision`` is a less
+    precise float dtype the result was rounded to on its way (see
+    :func:`pypto.reference.jax_bridge.precisions`): its tolerance applies instead.
 
     >>> import pypto as pto
     >>> compare("y", pto.tensor([1.0, 2.0]), np.array([1.0, 2.0000001])).ok
@@ -51,7 +58,7 @@ def compare(
     a = np.asarray(actual)
     e = np.asarray(expected)
     d = dt.from_numpy(a.dtype)
-    rtol, atol = tolerance(d, k)
+    rtol, atol = tolerance(d if precision is None else coarser(precision, d), k)
     if a.shape != e.shape:
         return Comparison(name, d, a.shape, np.inf, np.inf, rtol, atol, False)
     af = a.astype(np.float64)

@@ -17,6 +17,7 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core.errors import NumericsMismatch
+from pypto.core.tolerance import coarser
 from pypto.graph import pytree
 from pypto.graph.ir import Atom, Func, Lit, Var
 from pypto.graph.passes import inline
@@ -95,6 +96,33 @@ def sum_lengths(func: Func) -> list[int]:
     return [k.get(o, 1) if isinstance(o, Var) else 1 for o in func.outputs]
 
 
+def precisions(func: Func) -> list[dt.DType]:
+    """Per output, the least precise float dtype that a value on its dependency chain was
+    rounded to (the output's own dtype if none is coarser): the dtype whose tolerance it gets.
+    ``(a @ b).astype(float32)`` of float16 operands was rounded to float16 by the product, so
+    its summation order shows at float16's precision, not float32's. Inputs round nothing.
+
+    >>> import pypto as pto
+    >>> from pypto.graph.tracer import trace
+    >>> f16 = pto.ones((4, 8), pto.float16)
+    >>> func, _, _ = trace(lambda a: ((a @ a.T).astype(pto.float32), a.astype(pto.float32)), [f16])
+    >>> [d.name for d in precisions(func)]
+    ['float16', 'float32']
+    """
+    func = inline(func)
+    coarse: dict[Var, dt.DType] = {}
+    for e in func.eqns:
+        d = e.out.aval.dtype
+        for a in e.inputs:
+            if isinstance(a, Var) and a in coarse:
+                d = coarser(coarse[a], d) if d.is_floating else coarse[a]
+        coarse[e.out] = d
+    return [
+        coarser(coarse.get(o, o.aval.dtype), o.aval.dtype) if isinstance(o, Var) else dt.float32
+        for o in func.outputs
+    ]
+
+
 @dataclass(frozen=True, repr=False)
 class CheckReport:
     """Every output of every backend compared with JAX."""
@@ -161,7 +189,7 @@ def check(
 
     func, _, _ = trace(fn, args)
     ref = eval_jax(func, [jnp.asarray(np.asarray(x)) for x in pytree.flatten(tuple(args))[0]])
-    ks = sum_lengths(func)
+    ks, ps = sum_lengths(func), precisions(func)
     runs: dict[str, Any] = {}
     if "eager" in backends:
         runs["eager"] = fn(*args)
@@ -172,8 +200,9 @@ def check(
     rows = []
     for backend, out in runs.items():
         leaves, _ = pytree.flatten(out)
-        for i, (a, r, k) in enumerate(zip(leaves, ref, ks, strict=True)):
-            rows.append((backend, compare(f"out[{i}]", api.asvalue(a), np.asarray(r), k)))
+        for i, (a, r, k, p) in enumerate(zip(leaves, ref, ks, ps, strict=True)):
+            c = compare(f"out[{i}]", api.asvalue(a), np.asarray(r), k, precision=p)
+            rows.append((backend, c))
     name = getattr(fn, "__name__", "f")
     report = CheckReport(name, tuple(rows))
     if verbose or (verbose is None and not _in_ipython()):

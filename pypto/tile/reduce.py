@@ -244,7 +244,8 @@ def _column_body(
     loc: SourceLoc | None,
 ) -> tuple[list[Stmt], TileVar, dict[str, Expr], int, int, int] | None:
     """The body of a column reduction's grid point (None when a window of ``x`` is not one
-    rectangle of its layout ``lay``), with its accumulator, grid indices, parts and tile."""
+    rectangle of its layout ``lay``, or whole rows, which such windows need, do not fit a
+    tile), with its accumulator, grid indices, parts and tile."""
     ad = acc_dtype(op, xd)
     isz = max(xd.itemsize, ad.itemsize)
     cap = TILE_BYTES // isz
@@ -256,8 +257,10 @@ def _column_body(
         opts = opts or [d for d in divisors(C) if d <= cap] or [1]
         busy = [d for d in opts if B * (C // d) >= workers]
         tc = max(busy) if busy else min(opts)
+    elif cap >= C:
+        tc = C  # a window of another layout is whole rows of the view
     else:
-        tc = C
+        return None  # whole rows do not fit a tile: the caller copies x into [B*R, C]
     tr_cap = max(1, cap // tc)
     points = B * (C // tc)
     P = 1

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import pypto as pto
 from pypto.graph.tracer import trace
 from pypto.reference import compare
-from pypto.reference.jax_bridge import sum_lengths
+from pypto.reference.jax_bridge import precisions, sum_lengths
 
 from .roundtrip import assert_round_trip
 
@@ -193,16 +193,17 @@ def test_random_programs_agree_eager_interpret_jax(prog: Any) -> None:
     func, _, _ = trace(fn, tensors)
     assert_round_trip(func)
     assert_round_trip(pto.jit(fn).lower(*tensors).tensor_ir)
-    ks = sum_lengths(func)
+    ks, ps = sum_lengths(func), precisions(func)
     names = [(UNARY if t == "u" else BINARY)[o][0] for t, o, _, _ in steps]
-    for i, (e, s, u, n, r, k) in enumerate(zip(eager, staged, unfused, npu, ref, ks, strict=True)):
+    outs = zip(eager, staged, unfused, npu, ref, ks, ps, strict=True)
+    for i, (e, s, u, n, r, k, p) in enumerate(outs):
         np.testing.assert_array_equal(np.asarray(e), np.asarray(s), err_msg=f"interpret out {i}")
         np.testing.assert_array_equal(np.asarray(e), np.asarray(u), err_msg=f"unfused out {i}")
         assert e.dtype == s.dtype == n.dtype and e.shape == s.shape == n.shape
-        c = compare(f"npu out[{i}]", n, np.asarray(e), k=k * (len(steps) + 1))
+        c = compare(f"npu out[{i}]", n, np.asarray(e), k=k * (len(steps) + 1), precision=p)
         assert c.ok, f"{c}\nprogram: {names}"
         # Rounding differences compound along the chain; allow for its length.
-        c = compare(f"out[{i}]", e, np.asarray(r), k=k * (len(steps) + 1))
+        c = compare(f"out[{i}]", e, np.asarray(r), k=k * (len(steps) + 1), precision=p)
         assert c.ok, f"{c}\nprogram: {names}"
 
 
@@ -216,11 +217,12 @@ def test_random_programs_on_ascend910b_agree_with_eager(prog: Any) -> None:
     tensors = [pto.tensor(a) for a in inputs]
     eager = fn(*tensors)
     npu = pto.jit(fn, machine="ascend910b")(*tensors)
-    ks = sum_lengths(trace(fn, tensors)[0])
+    func = trace(fn, tensors)[0]
     names = [(UNARY if t == "u" else BINARY)[o][0] for t, o, _, _ in steps]
-    for i, (e, n, k) in enumerate(zip(eager, npu, ks, strict=True)):
+    tols = zip(sum_lengths(func), precisions(func), strict=True)
+    for i, (e, n, (k, p)) in enumerate(zip(eager, npu, tols, strict=True)):
         assert e.dtype == n.dtype and e.shape == n.shape
-        c = compare(f"npu out[{i}]", n, np.asarray(e), k=k * (len(steps) + 1))
+        c = compare(f"npu out[{i}]", n, np.asarray(e), k=k * (len(steps) + 1), precision=p)
         assert c.ok, f"{c}\nprogram: {names}, shapes {[a.shape for a in inputs]}"
 
 
@@ -250,9 +252,10 @@ def test_random_programs_with_the_users_tiles_agree_or_refuse_them(
         assert "tile" in str(e) and e.hint, str(e)
         return
     eager = fn(*tensors)
-    ks = sum_lengths(trace(fn, tensors)[0])
-    for i, (e_, n, k) in enumerate(zip(eager, npu, ks, strict=True)):
-        c = compare(f"npu out[{i}]", n, np.asarray(e_), k=k * (len(steps) + 1))
+    func = trace(fn, tensors)[0]
+    tols = zip(sum_lengths(func), precisions(func), strict=True)
+    for i, (e_, n, (k, p)) in enumerate(zip(eager, npu, tols, strict=True)):
+        c = compare(f"npu out[{i}]", n, np.asarray(e_), k=k * (len(steps) + 1), precision=p)
         assert c.ok, f"{c}\ntile {tile}"
 
 

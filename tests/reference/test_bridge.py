@@ -7,9 +7,12 @@ import numpy as np
 import pytest
 
 import pypto as pto
+from pypto.core.tolerance import tolerance
+from pypto.graph.tracer import trace
 from pypto.ops import elementwise as ew
 from pypto.ops.table import OPS
 from pypto.reference import compare
+from pypto.reference.jax_bridge import precisions
 
 
 def model(x, w):
@@ -87,3 +90,25 @@ def test_compare_scales_sums_that_cancel_by_their_terms() -> None:
     assert not compare("s", got, want, k=4).ok
     assert compare("s", got, want, k=4, scale=1.0).ok
     assert not compare("s", np.float32(3.5e-4 + 1e-3), want, k=4, scale=1.0).ok
+
+
+def test_results_rounded_to_a_coarser_dtype_on_the_way_get_its_tolerance() -> None:
+    """``(a @ b).astype(float32)`` of float16 operands: the product is rounded to float16, so
+    a summation order other than JAX's shows as one float16 unit, which float32's tolerance
+    refused (eager mode itself failed the check on ascend910b's 256-long sums)."""
+    rng = np.random.default_rng(755)
+    a = pto.tensor(rng.uniform(-2, 2, (48, 256)).astype(np.float16))
+    b = pto.tensor(rng.uniform(-2, 2, (256, 256)).astype(np.float16))
+
+    def f(a: pto.Tensor, b: pto.Tensor) -> tuple[pto.Tensor, pto.Tensor]:
+        return (a @ b).astype(pto.float32), a.astype(pto.float32) * 2
+
+    func, _, _ = trace(f, [a, b])
+    assert precisions(func) == [pto.float16, pto.float32]
+    report = pto.check(f, a, b, machine="ascend910b", verbose=False)
+    assert [c.rtol for _, c in report.rows[:2]] == [tolerance(pto.float16, 257)[0], 1e-5]
+    # the coarser dtype only widens a comparison, and only to that dtype's tolerance
+    one_ulp = np.float32(1 + 2**-10)
+    assert compare("x", one_ulp, np.float64(1.0), precision=pto.float16).ok
+    assert not compare("x", one_ulp, np.float64(1.0)).ok
+    assert not compare("x", np.float32(1.01), np.float64(1.0), precision=pto.float16).ok

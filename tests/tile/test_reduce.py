@@ -106,6 +106,15 @@ def test_mean_and_column_sum_in_a_graph() -> None:
     assert_close(lambda x: pto.mean(x, axis=(0, 2)) * 2 + x.sum(1).max(), x, 42, "tiny")
 
 
+def test_column_reduction_of_rows_laid_out_narrower_than_a_tile() -> None:
+    """Softmax over the first axis of ``[64, 130, 130]``: its exponentials are laid out in
+    rows of 130, and a window of that layout holds whole rows of the ``[64, 16900]`` view,
+    which do not fit a tile (the column sum asked UB for 202,848 bytes); the reduction copies
+    them into ``[64, 16900]`` rows first and takes column tiles that fit."""
+    x = sample((64, 130, 130), pto.float32)
+    assert_close(lambda x: pto.softmax(x, axis=0), x, 64, "tiny")
+
+
 # sizes with no divisor that fits UB: 3·p, p, 4·p (p prime)
 PRIME_SHAPES = [(3, PRIME), (1, PRIME), (2, 2, 30011)]
 PRIME_CASES = [(d, "tiny") for d in ("f32", "f16", "bf16", "i8", "bool")] + [
