@@ -692,11 +692,6 @@ def _take(lw: Lowering, e: Eqn) -> None:
     work = dt.int8 if d is dt.bool_ else d
     loc = e.loc
     xbuf = lw.buffer(x)
-    if (
-        lw.view(xbuf, (P * N, Q)) != (P * N, Q)
-        and window(lw.views[xbuf], Q, (1, Q), Expr(), Expr()) is None
-    ):
-        xbuf = relayout(lw, xbuf, (P * N, Q), loc)
     ibuf = lw.buffer(ix)
     if lw.view(ibuf, (K, 1)) != (K, 1):
         ibuf = relayout(lw, ibuf, (K, 1), loc)
@@ -736,7 +731,12 @@ def _take(lw: Lowering, e: Eqn) -> None:
         TOp("TCMP", mask, (fixed, it, Cond.EQ), loc),
         TOp("TEXPANDS", acc, (0.0,), loc),
     ]
-    pick: list[Stmt] = [TLoad(row, xbuf, p * N + Expr.reg("n"), q * tq, loc)]
+    # row n of x's [P*N, Q] view, through a window of x's own layout where whole rows are one
+    w = window(lw.view(xbuf, (P * N, Q)), Q, (1, tq), p * N + Expr.reg("n"), q * tq)
+    if w is None:
+        xbuf = relayout(lw, xbuf, (P * N, Q), loc)
+        w = (1, tq), p * N + Expr.reg("n"), q * tq
+    pick: list[Stmt] = [TLoad(TileVar(row.name, Space.UB, d, w[0]), xbuf, w[1], w[2], loc)]
     if work is not d:
         pick.append(TOp("TCVT", roww, (row,), loc))
     else:

@@ -251,6 +251,18 @@ def test_take(dtype: str, machine: str) -> None:
             assert_same(lambda x, i, a=a: pto.take(x, i, axis=a), x, i8, machine=machine)
 
 
+@pytest.mark.parametrize("shape", [(32, 16, 2, 32), (3, 7, 3, 40), (4, 6, 2, 1024)], ids=str)
+def test_take_of_rows_that_span_several_rows_of_the_operands_layout(
+    shape: tuple[int, ...],
+) -> None:
+    """``take`` along axis 1 after a row kernel that laid ``tanh(x)`` out in rows of the last
+    axis: each taken slice is several of those rows (one window of them), or, when its tile
+    is narrower than the slice, a copy into whole slices first. The loads used to address
+    the slices as rows of the layout (an ISA verifier error, or a load past the tensor)."""
+    idx = pto.tensor(np.array([5, 0, 3, 3, -1], np.int32))
+    assert_same(lambda x, i: pto.take(pto.tanh(x), i, axis=1) * 2, sample(shape, pto.float32), idx)
+
+
 def test_grad_of_a_layout_chain() -> None:
     # the backward graph holds pad (slice's VJP), broadcasts, transposes and column sums
     def f(x: Any) -> Any:
