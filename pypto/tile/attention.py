@@ -405,8 +405,8 @@ def _problems(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int) -> list[
         out.append(f"bk={bk} does not divide the {lk} keys")
     elif p.causal and bq % bk and bk % bq:
         out.append(f"bk={bk} and bq={bq}: one must divide the other (the causal diagonal)")
-    if bq % 2 and lq > 1:
-        out.append(f"bq={bq} is odd: the two vector cores each take half its rows")
+    if bq % m.aiv_per_cluster and lq > 1:
+        out.append(f"bq={bq} is odd: the two vector cores of a cluster each take half its rows")
     l0a, l0b, l0c = _l0_needs(p, bq, kc)
     l1 = 0
     if g == 2:
@@ -421,7 +421,14 @@ def _problems(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int) -> list[
         (
             "UB",
             _ub_bytes(
-                max(1, bq // 2), bk, bq, dv, s, g, masked=masked, scratch=_scratch(m, g * bq)
+                max(1, bq // m.aiv_per_cluster),
+                bk,
+                bq,
+                dv,
+                s,
+                g,
+                masked=masked,
+                scratch=_scratch(m, g * bq),
             ),
             m.ub_bytes,
         ),
@@ -469,7 +476,14 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
             traffic = (d + dv) / bq + 2 * dv / bk
             # every operand double-buffered lets the cores run a tile ahead
             ub2 = _ub_bytes(
-                max(1, bq // 2), bk, bq, dv, s, io=2, masked=masked, scratch=_scratch(m, bq)
+                max(1, bq // m.aiv_per_cluster),
+                bk,
+                bq,
+                dv,
+                s,
+                io=2,
+                masked=masked,
+                scratch=_scratch(m, bq),
             )
             double = _l0_fits(lw, p, bq, kc, 2) and ub2 <= m.ub_bytes
             key = (busy, -traffic, double, bq * bk, bq)
@@ -947,7 +961,7 @@ def _kernel(
     aic = Section("aic", (*where, *q_in, *loops), count)
 
     # the vector cores: rows %sub*h .. of each query tile of the point
-    h = bq // 2 if bq > 1 else 1
+    h = bq // m.aiv_per_cluster if bq > 1 else 1
     sub = Expr.reg("sub") * h if bq > 1 else Expr()
 
     def ub(name: str, dtype: dt.DType, shape: tuple[int, int]) -> TileVar:
@@ -1158,7 +1172,7 @@ def _read_ahead(
         return Expr.make([(ren.get(r, r), c) for r, c in e.terms], e.const)
 
     buf, row, col = q
-    half = rows // 2
+    half = rows // m.aiv_per_cluster  # each vector core's share
     cap = m.ub_bytes // 16
     x = max(r for r in divisors(half) if r * d * d_t.itemsize <= cap or r == 1)
     t = TileVar("pfq", Space.UB, d_t, (x, d))

@@ -1466,8 +1466,8 @@ def _section_of(s: Any) -> str:
 
 @dataclass
 class _Split:
-    """How the two vector cores of a cluster share the vector work: ``rows``-row tiles are
-    halved (core ``%sub`` takes rows ``%sub*half ..``)."""
+    """How the vector cores of a cluster share the vector work: ``rows``-row tiles are
+    halved (core ``%sub`` takes rows ``%sub*half ..``; with one vector core, all of them)."""
 
     rows: int
     half: int
@@ -1517,7 +1517,8 @@ def _build(lw: Lowering, k: PtoKernel, tr: _Trace, loc: SourceLoc | None) -> Ker
     split = None
     if tr.crossings:
         rows = {c.src.shape[0] for c in tr.crossings}
-        if len(rows) != 1 or next(iter(rows)) % 2:
+        nv = lw.machine.aiv_per_cluster
+        if len(rows) != 1 or next(iter(rows)) % nv:
             raise TileError(
                 f"kernel @{k.name} hands tiles of {sorted(rows)} rows between the cube and "
                 "the vector cores; the two vector cores of a cluster split them by rows",
@@ -1526,7 +1527,7 @@ def _build(lw: Lowering, k: PtoKernel, tr: _Trace, loc: SourceLoc | None) -> Ker
                 hint="hand over tiles of one even row count",
             )
         r = next(iter(rows))
-        split = _Split(r, r // 2)
+        split = _Split(r, r // nv)
     elif "aiv" in kinds:
         raise TileError(
             f"kernel @{k.name} has cube and vector work that never meet",

@@ -332,7 +332,7 @@ def choose_cube_tiles(
             vec = None
             if epilogue is not None:
                 ms, ns = _extents(g.M, m0), _extents(g.N, n0)
-                if g.M > 1 and any(x % 2 for x in ms):
+                if g.M > 1 and any(x % m.aiv_per_cluster for x in ms):
                     continue
                 if not all(epilogue(me, ne)[0] for me in ms for ne in ns):
                     continue
@@ -400,12 +400,13 @@ def _check_user(
         if need > cap:
             problems.append(f"{sp} needs {need} bytes ({what}); {m.name} has {cap}")
     if epilogue is not None and not problems:
-        if m1 % 2 and g.M > 1:
-            problems.append(f"m1 = {m1} is odd: the two vector cores each take half its rows")
-        elif not epilogue(m1, n1)[0]:
+        if m1 % m.aiv_per_cluster and g.M > 1:
             problems.append(
-                f"the epilogue's [{max(1, m1 // 2)},{n1}] tiles do not fit UB ({m.ub_bytes} bytes)"
+                f"m1 = {m1} is odd: the two vector cores of a cluster each take half its rows"
             )
+        elif not epilogue(m1, n1)[0]:
+            h = max(1, m1 // m.aiv_per_cluster)
+            problems.append(f"the epilogue's [{h},{n1}] tiles do not fit UB ({m.ub_bytes} bytes)")
     if problems:
         f = fit()
         raise TileError(
@@ -861,7 +862,7 @@ def _epilogue_need(
 
     @functools.cache
     def need(m1: int, n1: int) -> tuple[bool, float]:
-        h = max(1, m1 // 2)
+        h = max(1, m1 // m.aiv_per_cluster)  # rows per vector core
         cw = _epilogue_chunk(m, plan, ws, h, n1)
         if cw is None:
             return False, 0.0
@@ -921,11 +922,12 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
         _copy_transposes(lw, e)
         _vector_matmul(lw, e, g)
         return True
-    if handoff and t.m1 % 2 and g.M > 1:
+    if handoff and t.m1 % lw.machine.aiv_per_cluster and g.M > 1:
         return False
     # an operand repeating over leading axes (a causal mask against every head's scores) is
     # read at the row modulo its period: a vector core's rows must not straddle one
-    if plan is not None and any(p % max(1, t.m1 // 2) for p in plan.period.values()):
+    h = max(1, t.m1 // lw.machine.aiv_per_cluster)
+    if plan is not None and any(p % h for p in plan.period.values()):
         return False
     if _edges(g, t.m1, t.n1):
         return _lower_edges(lw, e, g, t, d, (plan, ws_dt, used) if handoff else None)
@@ -1020,7 +1022,7 @@ def lower_head_epilogue(lw: Lowering, e: Eqn, views: list[Eqn], plan: RowPlan) -
     ops = sum(q.op not in LAYOUT_OPS for q in plan.eqns)
 
     def need(m1: int, n1: int) -> tuple[bool, float]:
-        h = max(1, m1 // 2)
+        h = max(1, m1 // m.aiv_per_cluster)
         if n1 % D or M % h or any(p % h for p in plan.period.values()):
             return False, 0.0
         nb = ub_bytes_needed(plan, h, C)  # (the windows are its inputs)
@@ -1032,7 +1034,7 @@ def lower_head_epilogue(lw: Lowering, e: Eqn, views: list[Eqn], plan: RowPlan) -
         t = cube_tiles(lw, g, d, need)
     except TileError:
         return False  # the user's tiles split heads: the product and the row kernel apart
-    if t.m1 % 2 or _edges(g, t.m1, t.n1):
+    if t.m1 % m.aiv_per_cluster or _edges(g, t.m1, t.n1):
         return False
     ga, gb, c_row = _cube_operands(lw, e, g, t)
     cube = _Cube(g, t, d, e.loc, False, False)
@@ -1040,7 +1042,7 @@ def lower_head_epilogue(lw: Lowering, e: Eqn, views: list[Eqn], plan: RowPlan) -
     order = _Order.of(g, g.M // t.m1, g.N // t.n1, m.clusters, lw.cfg.swizzle)
     ws, ring_row = _ring(lw, t, ws_dt)
     # the vector cores: rows %sub*h .. of each head of the tile
-    h = t.m1 // 2
+    h = t.m1 // m.aiv_per_cluster
     sub = Expr.reg("sub") * h
     per = t.n1 // D
     body: list[Stmt] = [*order.head, *order.slot()]
@@ -1199,7 +1201,8 @@ def _read_ahead(
     ``(m, n)`` (``mi`` its row in the band) reads, into a scratch UB tile nothing uses, a few
     rows at a time: of column ``n``'s B blocks every ``2G``-th from ``2·mi + sub`` (in the
     first band only, when A, B and C fit L2 together: later bands find B there), and, when
-    ``n < W``, of row ``m``'s A blocks every ``2W``-th from ``2·n + sub``. (A one-wave grid
+    ``n < W``, of row ``m``'s A blocks every ``2W``-th from ``2·n + sub`` (2: the vector cores
+    of a cluster; with one, every ``G``-th and ``W``-th). (A one-wave grid
     is one band of all its rows and columns.) Between them each
     block is read once per band, and each vector core's share is a few blocks spread over
     K, which it reads while the cube works through the K blocks before them. Reads only,
@@ -1267,8 +1270,10 @@ def _read_ahead(
     a_loads = reads("pfa", cube.load_a(a1, ga, pk * t.k1))
     b_loads = reads("pfb", cube.load_b(b1, gb, pk * t.k1))
     # 0/1-trip loops: bands below the bound; for A, also the band's first W columns
-    b_part = For("pk", mi * 2 + sub, Expr.of(KB), 2 * G, b_loads)
-    a_part = For("pk", n * 2 + sub, Expr.of(KB), 2 * W, a_loads)
+    # (the cluster's vector cores take the K blocks in turn)
+    nv = m.aiv_per_cluster
+    b_part = For("pk", mi * nv + sub, Expr.of(KB), nv * G, b_loads)
+    a_part = For("pk", n * nv + sub, Expr.of(KB), nv * W, a_loads)
     a_reads = For(
         "pa", mb, Expr.of(a_bands), max(1, a_bands), (For("pw", n, Expr.of(W), W, (a_part,)),)
     )
@@ -1343,7 +1348,7 @@ def _vector_epilogue(
 
     def finish(me: int, ne: int) -> Variant:
         """(pre, body, post) for an ``[me, ne]`` tile at the top left of the ring slot."""
-        h = me // 2 if g.M > 1 else 1
+        h = me // lw.machine.aiv_per_cluster if g.M > 1 else 1
         sub = Expr.reg("sub") * h if g.M > 1 else Expr()
         cw = _epilogue_chunk(lw.machine, plan, ws_dt, h, ne) or ne
         body: list[Stmt] = []
