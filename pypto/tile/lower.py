@@ -285,6 +285,18 @@ def _kind_of(shape: tuple[int, ...], S: tuple[int, ...]) -> str | None:
     return None
 
 
+def _flat_col(a: Any, S: tuple[int, ...], inside: set[Var], kinds: dict[Any, str]) -> bool:
+    """Whether ``a`` is a value of the group that holds one value per row in the shape
+    ``S[:-1]`` (a row reduction without keepdims, or an op on one)."""
+    return (
+        isinstance(a, Var)
+        and a in inside
+        and kinds.get(a) == "col"
+        and a.aval.shape == S[:-1]
+        and len(S) > 1
+    )
+
+
 LAYOUT_OPS = ("slice", "transpose", "concat")
 """Layout ops a row kernel takes as address patterns of its loads and stores (no compute)."""
 
@@ -516,6 +528,23 @@ def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan |
             return None
         if e.op == "broadcast_to" and e.inputs[0].aval.size == e.out.aval.size:
             return None  # it only adds size-1 axes: a view of its operand, no kernel at all
+        if not rule.reduces and any(_flat_col(a, S, inside, kinds) for a in e.inputs):
+            # An op on a row reduction without keepdims ([.., R] of [.., R, C]): its shape no
+            # longer says it holds one value per row. Against the whole rows numpy would
+            # broadcast it along the last axis (a value per column: not a row kernel); among
+            # values of its own shape it stays one per row, and so does its result.
+            for a in e.inputs:
+                if not isinstance(a, Var):
+                    continue
+                k = "col" if a.aval.shape == S[:-1] else "one" if a.aval.size == 1 else None
+                if k is None or kinds.setdefault(a, k) != k:
+                    return None
+                if a not in inside and a not in inputs:
+                    inputs.append(a)
+            if e.out.aval.shape != S[:-1]:
+                return None
+            kinds[e.out] = "col"
+            continue
         for a in e.inputs:
             if isinstance(a, Var) and a not in inside and a not in kinds:
                 k = _kind_of(a.aval.shape, S)

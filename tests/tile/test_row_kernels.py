@@ -511,3 +511,27 @@ def test_per_row_and_per_column_outputs_of_a_kernel_split_into_column_tiles() ->
         assert_same(fn, *args, machine="ascend910b")
         k = pto.jit(fn, machine="ascend910b").lower(*args).tile_ir.kernels[0]
         assert "grid(r=" in k.header() and ", c=2)" in k.header(), k.header()
+
+
+def test_ops_on_a_row_reduction_without_keepdims() -> None:
+    """``sum(x, -1)`` of ``[16, 16]`` has the shape of one row, ``[16]``, but one value per
+    row. An op on it in the same kernel took the shape's reading and stored the result as one
+    value, from the first row only: ``mean(x, 1)`` of a square matrix was wrong everywhere
+    but its first element, and so was ``x - sum(x, 1)``, where numpy broadcasts the sums
+    along the rows. Ops among such values stay one value per row; against whole rows they
+    are not a row kernel."""
+    sq, wide = sample((16, 16), pto.float32), sample((16, 32), pto.float32, 1)
+    b, cube = sample((16,), pto.float32, 2), sample((2, 8, 16), pto.float32, 3)
+    cases = [
+        (lambda x, b: pto.mean(x, 1), sq),
+        (lambda x, b: pto.exp(pto.sum(x, 1) * 0.1) + b, sq),
+        (lambda x, b: x - pto.sum(x, 1), sq),
+        (lambda x, b: x * pto.max(x, 1), sq),
+        (lambda x, b: (x + b, pto.sum(x, 1) + b), sq),
+        (lambda x, b: pto.mean(x, -1) * b, wide),
+        (lambda x, b: pto.tanh(pto.mean(x, -1)) * 3.0, cube),
+    ]
+    for fn, x in cases:
+        assert_same(fn, x, b)
+    # among themselves the values stay in the reduction's kernel
+    assert len(pto.jit(cases[5][0], machine="tiny").lower(wide, b).tile_ir.kernels) == 1
