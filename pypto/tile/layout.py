@@ -33,6 +33,7 @@ from pypto import dtypes as dt
 from pypto.core.errors import SourceLoc, TileError
 from pypto.graph.ir import Eqn, Lit, Var
 from pypto.isa.ir import Cond, Expr, Space
+from pypto.npu.machine import Machine
 from pypto.ops.table import AVal, register_rule
 from pypto.tile.ir import For, Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore
 from pypto.tile.lower import (
@@ -50,7 +51,16 @@ __all__ = ["Access", "alias", "copy", "transpose_into"]
 
 TILE_BYTES = 32 * 1024
 """bytes of one copy tile: DMA runs near its full rate from about 16 KiB, and a tile with its
-double buffer and a transposed twin stays well inside UB"""
+double buffer and a transposed twin stays well inside UB (on a machine with less UB than
+the chip's 192 KiB: :func:`tile_bytes`)"""
+
+
+def tile_bytes(m: Machine) -> int:
+    """Bytes of one copy tile on ``m``: ``TILE_BYTES``, or a sixth of a smaller UB (the
+    chip's share), so that the tiles and their double buffers fit there too."""
+    return min(TILE_BYTES, max(m.align_bytes, m.ub_bytes // 6 // m.align_bytes * m.align_bytes))
+
+
 MIN_RUN_BYTES = 512
 """bytes per row of a transposed tile's load: one L2 line, so a miss wastes nothing"""
 
@@ -380,7 +390,7 @@ def copy(
         extents = (1,)
     dst, src, plan = _choose_views(lw, dst, src, extents)
     isz = dst.dtype.itemsize
-    cap = TILE_BYTES // isz
+    cap = tile_bytes(lw.machine) // isz
     tiles = [1] * len(extents)
     regions: dict[int, list[tuple[int, int, int]]] = {}
     if plan.mode == "transpose":
@@ -698,8 +708,9 @@ def _take(lw: Lowering, e: Eqn) -> None:
     out = lw.buffer(e.out)
     lw.view(out, (P * K, Q))
     isz = max(work.itemsize, 4)
-    tq = _pick(Q, TILE_BYTES // isz // 8)
-    tk = _pick(K, max(1, min(TILE_BYTES // max(N, 1), TILE_BYTES // (tq * isz))))
+    tb = tile_bytes(lw.machine)
+    tq = _pick(Q, tb // isz // 8)
+    tk = _pick(K, max(1, min(tb // max(N, 1), tb // (tq * isz))))
     grid = [(r, n) for r, n in (("p", P), ("k", K // tk), ("q", Q // tq)) if n > 1]
     if K % tk or Q % tq:
         tk, tq = (tk if K % tk == 0 else 1), (tq if Q % tq == 0 else 1)

@@ -35,7 +35,7 @@ from pypto.graph.ir import Eqn, Lit, Var
 from pypto.isa.ir import Expr, Space
 from pypto.ops.table import AVal, register_rule
 from pypto.tile.ir import For, Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore
-from pypto.tile.layout import TILE_BYTES, Access, alias, copy, transpose_into
+from pypto.tile.layout import Access, alias, copy, tile_bytes, transpose_into
 from pypto.tile.longrow import lower_long_rows
 from pypto.tile.lower import (
     KernelRule,
@@ -248,7 +248,7 @@ def _column_body(
     tile), with its accumulator, grid indices, parts and tile."""
     ad = acc_dtype(op, xd)
     isz = max(xd.itemsize, ad.itemsize)
-    cap = TILE_BYTES // isz
+    cap = tile_bytes(lw.machine) // isz
     workers = lw.workers("aiv")
     if lay[1] == C:
         # column tiles a whole number of 512-byte L2 lines wide where C allows it: as few as
