@@ -41,6 +41,8 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     ("sum-keep", lambda x: pto.sum(x, -1, keepdims=True) * 0.25),
     ("max-keep", lambda x: pto.max(x, 0, keepdims=True)),
     ("mean-keep", lambda x: pto.mean(x, -1, keepdims=True)),
+    # a reduction without keepdims, an op on it in its kernel, and the axis put back
+    ("mean-flat", lambda x: x - pto.expand_dims(pto.tanh(pto.mean(x, -1)) * 2.0, -1)),
     ("T.T", lambda x: x.T.T),
     ("clip", lambda x: pto.clip(x, -1.5, 1.5)),
     # layout ops that keep the shape: slices, concatenations and transposes of leading axes,
