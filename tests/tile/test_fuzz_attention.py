@@ -1,0 +1,128 @@
+"""Randomized attention on the NPU path: leading axes (broadcast between q and k/v as in
+grouped queries), query and key lengths that are not tile multiples, one query row, head dims
+of q/k and v that differ, causal and boolean masks (a padding mask of one row, a full mask,
+rows with every key masked), scales, the three float dtypes, both machines and the user's
+attention tiles. Each case runs compiled for the simulated NPU against eager mode (and eager
+against JAX): the flash-attention kernel, its pairs, wide steps, key splits and head windows
+must give softmax(q kᵀ · scale) v whatever the shapes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import pypto as pto
+from pypto.graph.tracer import trace
+from pypto.reference import compare
+from pypto.reference.jax_bridge import precisions, sum_lengths
+
+LENGTHS = [1, 2, 5, 16, 17, 64, 100, 128, 130, 256, 300]
+HEAD_DIMS = [1, 8, 16, 24, 32, 64, 100, 128]
+
+
+@st.composite
+def cases(draw: st.DrawFn) -> dict[str, Any]:
+    dtype = draw(st.sampled_from([pto.float32, pto.float16, pto.bfloat16]))
+    lead = draw(st.lists(st.integers(1, 3), max_size=2))
+    # k and v may broadcast over a leading axis of q (grouped queries)
+    kv_lead = [1 if draw(st.integers(0, 3)) == 0 else n for n in lead]
+    lq, lk = draw(st.sampled_from(LENGTHS)), draw(st.sampled_from(LENGTHS))
+    d, dv = draw(st.sampled_from(HEAD_DIMS)), draw(st.sampled_from(HEAD_DIMS))
+    if draw(st.booleans()):
+        dv = d
+    mask = draw(st.sampled_from([None, None, "random", "padding", "rows"]))
+    return {
+        "dtype": dtype,
+        "q": (*lead, lq, d),
+        "k": (*kv_lead, lk, d),
+        "v": (*kv_lead, lk, dv),
+        "causal": draw(st.booleans()),
+        "mask": mask,
+        "scale": draw(st.sampled_from([None, None, 0.05, 1.0])),
+        "seed": draw(st.integers(0, 2**16)),
+    }
+
+
+def _arrays(case: dict[str, Any]) -> list[np.ndarray]:
+    rng = np.random.default_rng(case["seed"])
+    d = case["dtype"]
+    out = [rng.normal(0, 1, case[n]).astype(np.float32).astype(d.np) for n in "qkv"]
+    lq, lk = case["q"][-2], case["k"][-2]
+    if case["mask"] == "random":
+        out.append(rng.random((lq, lk)) > 0.3)
+    elif case["mask"] == "padding":  # the last keys masked for every query
+        out.append(np.arange(lk)[None, :] < max(1, lk - int(rng.integers(0, lk))))
+    elif case["mask"] == "rows":  # a few query rows see no key at all: NaN as in JAX
+        m = rng.random((lq, lk)) > 0.3
+        m[rng.random(lq) < 0.2] = False
+        out.append(m)
+    return out
+
+
+def _fn(case: dict[str, Any]) -> Any:
+    def fn(q: Any, k: Any, v: Any, *mask: Any) -> Any:
+        m = mask[0] if mask else None
+        return pto.scaled_dot_product_attention(
+            q, k, v, m, causal=case["causal"], scale=case["scale"]
+        )
+
+    return fn
+
+
+def _check(case: dict[str, Any], machine: str, tile: Any = None) -> None:
+    arrays = _arrays(case)
+    fn = _fn(case)
+    tensors = [pto.tensor(a) for a in arrays]
+    eager = np.asarray(fn(*tensors))
+    try:
+        npu = np.asarray(pto.jit(fn, machine=machine, tile=tile)(*tensors))
+    except pto.TileError as e:
+        assert tile is not None and e.hint, str(e)  # only the user's tiles may be refused
+        return
+    func = trace(fn, tensors)[0]
+    (k,), (p,) = sum_lengths(func), precisions(func)
+    # rows that see no key are NaN on every path (softmax over nothing), as in JAX
+    assert np.array_equal(np.isnan(npu), np.isnan(eager)), f"NaN rows differ: {case}"
+    c = compare("npu attention", npu, eager, k=2 * k, precision=p)
+    assert c.ok, f"{c}\n{case}"
+    if tile is None and machine == "tiny":
+        ref = np.asarray(pto.to_jax(fn)(*arrays))
+        c = compare("attention", eager, ref, k=2 * k, precision=p)
+        assert c.ok, f"{c}\n{case}"
+
+
+def _size(case: dict[str, Any]) -> int:
+    return int(np.prod(case["q"][:-2], dtype=int)) * case["q"][-2] * case["k"][-2]
+
+
+@settings(max_examples=40)
+@given(cases())
+def test_random_attention_on_tiny(case: dict[str, Any]) -> None:
+    assume(_size(case) <= 1 << 16)
+    _check(case, "tiny")
+
+
+@settings(max_examples=40)
+@given(cases())
+def test_random_attention_on_ascend910b(case: dict[str, Any]) -> None:
+    assume(_size(case) <= 1 << 17)
+    _check(case, "ascend910b")
+
+
+@settings(max_examples=25)
+@given(
+    cases(),
+    st.sampled_from([16, 32, 64, 128, 256]),
+    st.sampled_from([16, 32, 64, 128, 256, 512]),
+    st.sampled_from([(), (1,), (2,), (2, 2), (1, 3)]),
+)
+def test_random_attention_with_the_users_tiles(
+    case: dict[str, Any], bq: int, bk: int, more: tuple[int, ...]
+) -> None:
+    """The user's attention tiles (bq, bk[, g[, splits]]) give the same results, or a
+    TileError that says why."""
+    assume(_size(case) <= 1 << 16)
+    _check(case, "ascend910b", tile={"attn": (bq, bk, *more)})
