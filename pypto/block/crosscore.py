@@ -89,14 +89,17 @@ def add_cross_flags(k: Kernel, core: str, items: list[BItem], m: Machine) -> lis
     """``items`` (one section's scheduled program) with the flags of ``k``'s rings."""
     base = 0
     peers = _peers(core, m)
+    need = sum(r.slots for r in k.rings)
+    if need > m.cross_flag_ids:
+        raise TileError(
+            f"kernel @{k.name} hands tiles over through {len(k.rings)} ring(s) of {need} "
+            f"slots in all, a cross-core flag id each, and the machine has "
+            f"cross_flag_ids={m.cross_flag_ids}",
+            op="lower",
+            loc=k.loc,
+            hint=f"machine.replace(cross_flag_ids={need}) fits it",
+        )
     for ring in k.rings:
-        if base + ring.slots > m.cross_flag_ids:
-            raise TileError(
-                f"kernel @{k.name} hands tiles over through rings needing more than "
-                f"{m.cross_flag_ids} cross-core flag ids",
-                op="lower",
-                loc=k.loc,
-            )
         ev = Expr.reg(ring.slot) + base
         writer = core == ring.src
         op = "TSTORE" if writer else "TLOAD"

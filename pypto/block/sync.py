@@ -385,16 +385,18 @@ def _assign(items: list[BItem], ids: _Ids) -> list[BItem]:
             live = [(e, k) for e, k in live if e >= a]
             taken = {k for _, k in live}
             k = next(k for k in range(len(live) + 1) if k not in taken)
-            if k >= ids.limit:
-                raise TileError(
-                    f"a kernel needs more than {ids.limit} event ids between {p} and {q} "
-                    f"({len(live) + 1} flags are live at once)",
-                    op="lower",
-                    hint="simplify the kernel (fewer loops with double buffers)",
-                )
             live.append((b, k))
             for x in u.flags:
                 ev[id(x)] = (p, q, k)
+        need = 1 + max(k for pp, qq, k in ev.values() if (pp, qq) == (p, q))
+        if need > ids.limit:
+            raise TileError(
+                f"a kernel needs {need} event ids between {p} and {q} (flags live at once), "
+                f"and the machine has event_ids={ids.limit}",
+                op="lower",
+                hint=f"machine.replace(event_ids={need}) fits it; in a hand-written kernel, "
+                "fewer loops with double buffers need fewer",
+            )
     if not ev:
         return items
 

@@ -100,6 +100,7 @@ from pypto.tile.lower import (
     batch_window,
     divisors,
     lower_single,
+    relayout,
     used_outside,
     via_fits,
     window_out,
@@ -554,6 +555,18 @@ def lower_attention(lw: Lowering, eqns: list[Eqn]) -> bool:
     plan = match_attention(lw, eqns)
     if plan is None:
         return False
+    need = sum(_slots(1).values())  # the rings' slots at the shallowest pipeline
+    if lw.machine.cross_flag_ids < need:
+        if lw.cfg.attn is not None:
+            raise TileError(
+                f"attention tiles attn={lw.cfg.attn[:3]}: attention as one kernel hands tiles "
+                f"over through {need} cross-core flag ids at least, and the machine has "
+                f"cross_flag_ids={lw.machine.cross_flag_ids}",
+                op="scaled_dot_product_attention",
+                hint=f"machine.replace(cross_flag_ids={need}), or no attn tiles: then its "
+                "matmuls and softmax run as kernels of their own",
+            )
+        return False  # separate kernels: the score matrix goes through GM
     bq, bk, g = _user_tiles(lw, plan) if lw.cfg.attn is not None else _tiles(lw, plan)
     if not bq:
         return False
@@ -722,10 +735,11 @@ def _kernel(
         return _batch_rows(shape, rows, ob)
 
     def gm(v: Var, rows: int, cols: int) -> str:
+        """The buffer of ``v`` in rows of ``cols``: its own, or a copy where a kernel lowered
+        before gave it another layout (a slice of the input that is also the keys)."""
         buf = lw.buffer(v)
-        lw.view(buf, (v.aval.size // cols, cols))
-        assert lw.views[buf] == (v.aval.size // cols, cols)
-        return buf
+        want = (v.aval.size // cols, cols)
+        return buf if lw.view(buf, want) == want else relayout(lw, buf, want, loc)
 
     def place(v: Var, rows: int, cols: int, via: Via | None) -> tuple[str, Expr, Expr]:
         """The buffer of operand ``v``'s ``[.., rows, cols]`` tiles and the row and column

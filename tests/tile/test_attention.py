@@ -82,6 +82,15 @@ def test_rectangular_and_masked() -> None:
     check(lambda q, k, v, m: pto.scaled_dot_product_attention(q, k, v, m), q, k, v, mask)
 
 
+def test_queries_that_are_a_slice_of_the_keys() -> None:
+    """q = x[:, :1] with k = v = x: the slice's copy kernel gives x a layout of whole rows,
+    which the attention kernel asserted against; it now reads a copy in its own layout."""
+    x = arr((2, 128, 64), pto.float16)
+    for machine in MACHINES:
+        check(lambda x: pto.scaled_dot_product_attention(x[:, :1], x, x), x, machine=machine)
+        check(lambda x: pto.scaled_dot_product_attention(x[:, 5:37], x, x), x, machine=machine)
+
+
 def test_long_causal_several_kv_tiles() -> None:
     q = arr((1, 256, 64), pto.float16)
     low = check(lambda q: pto.scaled_dot_product_attention(q, q, q, causal=True), q)

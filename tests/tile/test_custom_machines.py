@@ -93,3 +93,38 @@ def test_layout_and_reduction_kernels_fit_a_smaller_ub(ub: int) -> None:
         ):
             c = compare(f"out[{i}]", g, np.asarray(w), k=k, precision=p)
             assert c.ok, str(c)
+
+
+def test_attention_with_too_few_cross_core_flags_runs_as_separate_kernels() -> None:
+    """Flash attention's rings take 5 cross-core flag ids at least: on a machine with 4 its
+    matmuls and softmax run as kernels of their own (same results); asked for attention tiles,
+    it says what the one kernel needs."""
+    m = pto.npu.machine("tiny").replace(name="four_flags", cross_flag_ids=4)
+    q = sample((2, 128, 64), pto.float16, 7)
+
+    def fn(q: Any) -> Any:
+        return pto.scaled_dot_product_attention(q, q, q, causal=True)
+
+    f = pto.jit(fn, machine=m)
+    assert "attention" not in [k.kind for k in f.lower(q).tile_ir.kernels]
+    c = compare("attention", f(q), np.asarray(fn(q)), k=256, precision=pto.float16)
+    assert c.ok, str(c)
+    with pytest.raises(pto.TileError, match=r"cross_flag_ids=4") as info:
+        pto.jit(fn, machine=m, tile=dict(attn=(64, 64))).lower(q)
+    assert "5 cross-core flag ids at least" in str(info.value)
+    assert "machine.replace(cross_flag_ids=5)" in str(info.value)
+
+
+def test_too_few_flag_ids_for_a_kernel_say_how_many_it_needs() -> None:
+    """A matmul epilogue's ring of two slots on a machine with one cross-core flag id, and a
+    take whose flags overlap on a machine with one event id: refused, naming the machine's
+    field and the value that fits (the messages said "more than 1" and gave no fix)."""
+    x = sample((64, 64), pto.float16)
+    one_x = pto.npu.machine("tiny").replace(name="one_xflag", cross_flag_ids=1)
+    with pytest.raises(pto.TileError, match=r"cross_flag_ids=1") as info:
+        pto.jit(lambda x: pto.gelu(x @ x), machine=one_x).lower(x)
+    assert info.value.hint == "machine.replace(cross_flag_ids=2) fits it"
+    one_ev = pto.npu.machine("tiny").replace(name="one_event", event_ids=1)
+    with pytest.raises(pto.TileError, match=r"needs 2 event ids .* event_ids=1") as info:
+        pto.jit(lambda x: pto.take(x, np.array([0]), axis=0), machine=one_ev).lower(x)
+    assert "machine.replace(event_ids=2) fits it" in str(info.value.hint)
