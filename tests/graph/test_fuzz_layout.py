@@ -1,9 +1,9 @@
 """Differential fuzzing of programs that change shapes: reshapes, transposes, strided and
 reversed slices, concatenations, splits, takes, squeezes, broadcasts, reductions along any axis
-with or without keepdims, argmax, integer round trips and matmuls of what they give. Each
-program runs eagerly, through the interpreter (bit for bit equal), compiled for the simulated
-NPU and in JAX. ``test_fuzz.py`` keeps its values' shapes; here every step may change them, so
-the lowering's layouts, windows and relayouts meet each other at awkward sizes.
+with or without keepdims, argmax, integer round trips, and matmuls and attention of what they
+give. Each program runs eagerly, through the interpreter (bit for bit equal), compiled for the
+simulated NPU and in JAX. ``test_fuzz.py`` keeps its values' shapes; here every step may change
+them, so the lowering's layouts, windows and relayouts meet each other at awkward sizes.
 
 A step is drawn against the shapes the program has at that point (found by running the steps
 so far eagerly), and recorded as plain data, so that a failing example prints as a readable
@@ -56,7 +56,7 @@ ROW: dict[str, Callable[[Any, int], Any]] = {
 KINDS = [
     "unary", "binary", "binary", "reshape", "transpose", "getitem", "getitem", "concat",
     "split", "take", "squeeze", "expand_dims", "broadcast_to", "reduce", "reduce", "row",
-    "argmax", "int", "gram", "matvec",
+    "argmax", "int", "gram", "matvec", "attend",
 ]  # fmt: skip
 
 
@@ -111,6 +111,9 @@ def apply(pool: list[Any], step: Step) -> Any:
         return pto.tanh(x @ _T(x) * 0.3) @ x * 0.3
     if kind == "matvec":
         return pto.tanh(x @ pool[p[0]] * 0.3)
+    if kind == "attend":
+        kv, causal = p
+        return pto.scaled_dot_product_attention(x, pool[kv], pool[kv], causal=causal)
     raise AssertionError(kind)
 
 
@@ -273,6 +276,19 @@ def _draw_step(draw: st.DrawFn, pool: list[Any], exact: list[bool]) -> tuple[Ste
         if not cand:
             return None
         return ("matvec", src, draw(st.sampled_from(cand))), False
+    if kind == "attend":
+        # queries x [.., lq, d] against keys and values y [.., lk, d] (often x itself, or a
+        # value made from it: operands whose layouts other kernels chose)
+        if nd < 2:
+            return None
+        cand = [
+            i
+            for i, y in enumerate(pool)
+            if y.ndim >= 2
+            and y.shape[-1] == shape[-1]
+            and _broadcasts(shape[:-2], tuple(y.shape[:-2]))
+        ]
+        return ("attend", src, draw(st.sampled_from(cand)), draw(st.booleans())), False
     raise AssertionError(kind)
 
 
