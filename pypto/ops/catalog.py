@@ -25,6 +25,10 @@ def markdown() -> str:
         "sigmoid, sin, cos, div) are promoted to float32 first, as `jax.numpy` does;",
         "`neg`, `abs`, `sub` and `pow` refuse bool, and `matmul` refuses bool.",
         "",
+        "The operators `&`, `|`, `^` and `~` are `logical_and`, `logical_or`, `logical_xor`",
+        "and `logical_not` on bool tensors; on numbers, where numpy's are bitwise, they are",
+        "refused (the functions take nonzero as True, as numpy's and JAX's do).",
+        "",
         "| op | kind | dtypes | differentiable | meaning |",
         "| --- | --- | --- | --- | --- |",
     ]

@@ -104,6 +104,60 @@ def clip(x: Any, min: Any = None, max: Any = None) -> Any:
     return api.asvalue(x, "clip")
 
 
+def _truth(op: str, x: Any) -> Any:
+    """``x`` as bool: itself, or ``x != 0`` (as numpy's and JAX's logical functions take it)."""
+    v = api.asvalue(x, op)
+    return v if v.dtype is dt.bool_ else api.not_equal(v, 0)  # type: ignore[attr-defined]
+
+
+@_composite(
+    "logical_and", "x and y, elementwise (nonzero is True)", jnp.logical_and, differentiable=False
+)
+def logical_and(x: Any, y: Any) -> Any:
+    """Elementwise ``x and y`` as bool; the operator ``&`` on bool tensors.
+
+    >>> import pypto as pto
+    >>> a = pto.tensor([True, True, False])
+    >>> (a & pto.tensor([True, False, False])).numpy()
+    array([ True, False, False])
+    """
+    return api.mul(_truth("logical_and", x), _truth("logical_and", y))
+
+
+@_composite(
+    "logical_or", "x or y, elementwise (nonzero is True)", jnp.logical_or, differentiable=False
+)
+def logical_or(x: Any, y: Any) -> Any:
+    """Elementwise ``x or y`` as bool; the operator ``|`` on bool tensors.
+
+    >>> import pypto as pto
+    >>> pto.logical_or(pto.tensor([0, 2, 0]), pto.tensor([0, 0, 1])).numpy()
+    array([False,  True,  True])
+    """
+    return api.add(_truth("logical_or", x), _truth("logical_or", y))
+
+
+@_composite(
+    "logical_xor", "x xor y, elementwise (nonzero is True)", jnp.logical_xor, differentiable=False
+)
+def logical_xor(x: Any, y: Any) -> Any:
+    """Elementwise ``x != y`` of the truth values; the operator ``^`` on bool tensors."""
+    return api.not_equal(_truth("logical_xor", x), _truth("logical_xor", y))
+
+
+@_composite(
+    "logical_not", "not x, elementwise (nonzero is True)", jnp.logical_not, differentiable=False
+)
+def logical_not(x: Any) -> Any:
+    """Elementwise ``not x`` as bool; the operator ``~`` on bool tensors.
+
+    >>> import pypto as pto
+    >>> (~pto.tensor([True, False])).numpy()
+    array([False,  True])
+    """
+    return api.equal(_truth("logical_not", x), False)
+
+
 def _mean_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     return jnp.mean(x, axis=axis, keepdims=keepdims)
 

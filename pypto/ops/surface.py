@@ -38,6 +38,32 @@ def _dims(args: tuple[Any, ...]) -> Any:
     return args
 
 
+def _logical(sym: str, fn: Any, reflected: bool = False) -> Any:
+    """The operator ``sym`` as ``fn`` (logical_and, ...) on bool operands. On integers numpy's
+    ``&`` is bitwise, which pypto has not: refused rather than given another meaning."""
+
+    def method(self: Any, *other: Any) -> Any:
+        args = (*other, self) if reflected else (self, *other)
+        try:
+            vals = [api.asvalue(a, fn.__name__) for a in args]
+            if any(v.dtype is not dt.bool_ for v in vals):  # type: ignore[attr-defined]
+                shown = " and ".join(str(api._aval(v)) for v in vals)
+                raise DTypeError(
+                    f"{sym} of {shown}: {sym} is the logical operator on bool tensors; "
+                    "bitwise integer operations are not supported",
+                    op=fn.__name__,
+                    hint=f"for a mask, compare first, e.g. (x > 0) {sym} (y > 0)"
+                    if sym != "~"
+                    else "for a mask, compare first, e.g. ~(x > 0)",
+                )
+            return fn(*vals)
+        except PyptoError as e:
+            raise e.stripped() from None
+
+    method.__name__ = method.__qualname__ = f"op_{fn.__name__}"
+    return method
+
+
 class TensorSurface(Value):
     """Operators ``+ - * / @ ** -``, comparisons, basic indexing, and the reduction methods."""
 
@@ -93,6 +119,14 @@ class TensorSurface(Value):
 
     def __pos__(self) -> Any:
         return self
+
+    __and__ = _logical("&", composite.logical_and)
+    __rand__ = _logical("&", composite.logical_and, reflected=True)
+    __or__ = _logical("|", composite.logical_or)
+    __ror__ = _logical("|", composite.logical_or, reflected=True)
+    __xor__ = _logical("^", composite.logical_xor)
+    __rxor__ = _logical("^", composite.logical_xor, reflected=True)
+    __invert__ = _logical("~", composite.logical_not)
 
     __eq__ = api.equal
     __ne__ = api.not_equal

@@ -1,7 +1,7 @@
 """The composite ops against their JAX reference, variant by variant, in float32, float16 and
 bfloat16: softmax, log_softmax, layer_norm (with and without weight and bias), rms_norm, gelu
-(tanh approximation), silu, relu, clip, mean, expand_dims, squeeze, split, and attention
-(causal or not, explicit scale, bool masks).
+(tanh approximation), silu, relu, clip, the logical functions and their operators, mean,
+expand_dims, squeeze, split, and attention (causal or not, explicit scale, bool masks).
 
 Each is compared with the table's reference (``OPS[name].jax_impl``, which ``pto.check`` uses)
 and, in float32, also with JAX's own library function (``jax.nn.dot_product_attention``,
@@ -139,6 +139,57 @@ def test_clip(dtype: pto.DType) -> None:
     for bounds in [(-1, 1), (None, 0.5), (-0.25, None), (lo, hi), (1.0, -1.0), (None, None)]:
         args = [pto.tensor(b) if isinstance(b, np.ndarray) else b for b in bounds]
         assert_matches(pto.clip(x, *args), jnp.clip(a, *bounds), what=f"clip{bounds}")
+
+
+LOGICAL = {
+    "logical_and": (pto.logical_and, jnp.logical_and, "&"),
+    "logical_or": (pto.logical_or, jnp.logical_or, "|"),
+    "logical_xor": (pto.logical_xor, jnp.logical_xor, "^"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOGICAL))
+def test_logical_functions_and_operators(name: str) -> None:
+    """Nonzero is True for every dtype (NaN and -0.0 included, as in JAX); the operators are
+    the functions on bool tensors, with Python bools and numpy bool arrays on either side."""
+    fn, jfn, sym = LOGICAL[name]
+    f = np.array([[0.0, -0.0, 1.5, np.nan], [np.inf, 0.0, -2.0, 0.0]], np.float32)
+    i = np.array([0, 3, 0, -1], np.int32)
+    b = np.array([True, False, True, False])
+    for x, y in [(f, i), (i, b), (b, b[::-1].copy()), (f.astype(np.float16), 0), (i, 2.5)]:
+        assert_matches(fn(pto.tensor(x) if np.ndim(x) else x, y), jfn(x, y), what=f"{name}")
+    op = {"&": lambda a, c: a & c, "|": lambda a, c: a | c, "^": lambda a, c: a ^ c}[sym]
+    t = pto.tensor(b)
+    for x, y in [(t, pto.tensor(b[::-1].copy())), (t, True), (False, t), (b[::-1].copy(), t)]:
+        assert_matches(op(x, y), jfn(np.asarray(x), np.asarray(y)), what=f"{sym}")
+
+
+def test_logical_not_and_its_operator() -> None:
+    f = np.array([0.0, -0.0, 1.5, np.nan], np.float32)
+    assert_matches(pto.logical_not(pto.tensor(f)), jnp.logical_not(f))
+    assert_matches(pto.logical_not(pto.tensor([0, 7])), jnp.logical_not(np.array([0, 7])))
+    b = np.array([True, False])
+    assert_matches(~pto.tensor(b), ~b)
+
+
+@pytest.mark.parametrize(
+    ("expr", "message"),
+    [
+        (lambda i, f: i & i, r"& of i32\[3\] and i32\[3\]: & is the logical operator on bool"),
+        (lambda i, f: 1 | i, r"\| of i32\[\] and i32\[3\]"),
+        (lambda i, f: (f > 0) ^ f, r"\^ of bool\[3\] and f32\[3\]"),
+        (lambda i, f: ~f, r"~ of f32\[3\]"),
+    ],
+)
+def test_logical_operators_refuse_numbers(expr: Any, message: str) -> None:
+    """numpy's ``&`` on integers is bitwise, which pypto has not: refused, never given
+    another meaning, with the comparison that makes a mask as the fix."""
+    i, f = pto.tensor(np.array([1, 2, 3], np.int32)), pto.tensor(np.ones(3, np.float32))
+    with pytest.raises(pto.DTypeError, match=message) as e:
+        expr(i, f)
+    assert "bitwise integer operations are not supported" in str(e.value)
+    assert "test_composites_vs_jax.py" in str(e.value)
+    assert "compare first" in str(e.value.hint)
 
 
 def test_mean(dtype: pto.DType) -> None:

@@ -278,6 +278,25 @@ def _activation(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(getattr(pto, name)(x), jax_elementwise(Member(UNARY, name), a), what=name)
 
 
+@case("logical_and", "logical_or", "logical_xor", dtypes=DTYPES, group="elementwise")
+def _logical(data: Draw, dtype: pto.DType, name: str) -> None:
+    sx, sy = data.draw(broadcast_shapes(2), label="shapes")
+    # nonzero is True: zeros, signed zeros and NaN among the values
+    a = values(data, dtype, sx, -1.0, 1.0, ints=(-1, 1), discrete=True, specials=SPECIALS)
+    other = data.draw(st.sampled_from([dtype, BOOL, pto.int32]), label="other dtype")
+    b = values(data, other, sy, -1.0, 1.0, ints=(-1, 1), discrete=True, specials=SPECIALS)
+    x, y = operands(data, [a, b])
+    out = getattr(pto, name)(x, y)
+    assert_matches(out, jax_elementwise(ref(name), a, b), what=name)
+
+
+@case("logical_not", dtypes=DTYPES, group="elementwise")
+def _logical_not(data: Draw, dtype: pto.DType, name: str) -> None:
+    a = values(data, dtype, data.draw(shapes()), -1.0, 1.0, ints=(-1, 1), discrete=True)
+    (x,) = operands(data, [a])
+    assert_matches(pto.logical_not(x), jax_elementwise(ref(name), a), what=name)
+
+
 @case("clip", dtypes=NUMERIC, group="elementwise")
 def _clip(data: Draw, dtype: pto.DType, name: str) -> None:
     sx, slo, shi = data.draw(broadcast_shapes(3), label="shapes")

@@ -90,6 +90,18 @@ CASES: dict[str, Case] = {
     "gelu": (pto.gelu, [(X, "n")], F),
     "silu": (pto.silu, [(X, "n")], F),
     "clip": (lambda x: pto.clip(x, -0.5, 0.75), [(X, "n")], F),
+    "logical_and": (
+        lambda x, y: ((x > 0) & (y < 0), pto.logical_and(x, y)),
+        [(X, "i"), (ROW, "i")],
+        F + I,
+    ),
+    "logical_or": (
+        lambda x, y: ((x > 0) | (y < 0), pto.logical_or(x, 0)),
+        [(X, "i"), (COL, "i")],
+        F + I,
+    ),
+    "logical_xor": (lambda x, y: (x > 0) ^ (y > 1), [(X, "i"), (X, "i")], F + I),
+    "logical_not": (lambda x: (~(x > 0), pto.logical_not(x)), [(X, "i")], F + I),
     "mean": (lambda x: (x.mean(axis=-1), x.mean(axis=0)), [(X, "n")], F),
     "expand_dims": (lambda x: pto.expand_dims(x, 1) + 1, [(X, "n")], F),
     "squeeze": (lambda x: pto.squeeze(x, 1) * 2, [(COL, "n")], F),
