@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from typing import Any
 
 import jax.numpy as jnp
 import ml_dtypes
@@ -93,6 +94,20 @@ def test_properties() -> None:
     assert x.reshape(6, 4).shape == (6, 4)
     assert x.reshape((-1,)).shape == (24,)
     assert x.astype(pto.int8).dtype is pto.int8
+
+    # numpy's reshaping and reducing methods, eagerly and on a tracer (pto.jit)
+    def methods(t: Any) -> tuple[Any, ...]:
+        return (t.flatten(), t.ravel(), t.squeeze(), t.squeeze(0), t.clip(1, 4), t.argmin(-1),
+                t.argmin(), t.any(), t.all(), t.all(1), t.var(), t.std(ddof=1))  # fmt: skip
+
+    y = pto.tensor(np.arange(6.0, dtype=np.float32).reshape(1, 2, 3))
+    a = np.arange(6.0, dtype=np.float32).reshape(1, 2, 3)
+    want = (a.ravel(), a.ravel(), a[0], a[0], a.clip(1, 4), a.argmin(-1), a.argmin(),
+            a.any(), a.all(), a.all(1), a.var(), a.std(ddof=1))  # fmt: skip
+    for got in (methods(y), pto.jit(methods, backend="interpret")(y)):
+        for g, w in zip(got, want, strict=True):
+            assert g.shape == np.shape(w)
+            np.testing.assert_allclose(np.asarray(g, np.float64), w, rtol=1e-6)
 
 
 def test_numpy_operands_on_either_side() -> None:

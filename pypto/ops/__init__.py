@@ -55,6 +55,9 @@ from pypto.ops.api import (
     where,
 )
 from pypto.ops.composite import (
+    all,
+    any,
+    argmin,
     clip,
     expand_dims,
     gelu,
@@ -72,6 +75,8 @@ from pypto.ops.composite import (
     softmax,
     split,
     squeeze,
+    std,
+    var,
 )
 from pypto.ops.table import OPS, AVal, Op
 
@@ -81,7 +86,10 @@ __all__ = [
     "Op",
     "abs",
     "add",
+    "all",
+    "any",
     "argmax",
+    "argmin",
     "asvalue",
     "broadcast_to",
     "cast",
@@ -129,11 +137,13 @@ __all__ = [
     "split",
     "sqrt",
     "squeeze",
+    "std",
     "stop_gradient",
     "sub",
     "sum",
     "take",
     "tanh",
     "transpose",
+    "var",
     "where",
 ]

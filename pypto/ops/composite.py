@@ -182,6 +182,116 @@ def mean(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False
     return api.cast(m, d) if d.is_floating else m
 
 
+def _argmin_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return jnp.argmin(x, axis=axis, keepdims=keepdims)
+
+
+@_composite(
+    "argmin",
+    "index of the first minimum (NaN counts as minimal), int32",
+    _argmin_jax,
+    differentiable=False,
+)
+def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
+    """Index of the first minimum along ``axis`` (of the flattened tensor when None), int32;
+    a NaN is returned first, as in numpy and JAX.
+
+    >>> import pypto as pto
+    >>> int(pto.argmin(pto.tensor([3, -9, 2, -9])))
+    1
+    """
+    v = api.asvalue(x, "argmin")
+    d = v.dtype  # type: ignore[attr-defined]
+    # the argmax of an order-reversing map: -x for floats (NaN stays NaN, maximal); -1 - x for
+    # integers, which cannot overflow where -x would (-(-2³¹)); not x for bools
+    if d is dt.bool_:
+        r = logical_not(v)
+    elif d.is_floating:
+        r = api.neg(v)
+    else:
+        r = api.sub(-1, v)
+    return api.argmax(r, axis, keepdims)
+
+
+def _any_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return jnp.any(x, axis=axis, keepdims=keepdims)
+
+
+def _all_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return jnp.all(x, axis=axis, keepdims=keepdims)
+
+
+@_composite("any", "whether any element is nonzero, over axes", _any_jax, differentiable=False)
+def any(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """Whether any element over ``axis`` (all axes when None) is nonzero, as bool; False for
+    none.
+
+    >>> import pypto as pto
+    >>> pto.any(pto.tensor([[0, 0], [0, 3]]), axis=1).numpy()
+    array([False,  True])
+    """
+    t = _truth("any", x)
+    return api.greater(api.sum(t, axis, keepdims), 0)
+
+
+@_composite("all", "whether every element is nonzero, over axes", _all_jax, differentiable=False)
+def all(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """Whether every element over ``axis`` (all axes when None) is nonzero, as bool; True for
+    none.
+
+    >>> import pypto as pto
+    >>> bool(pto.all(pto.tensor([1.0, 2.0, 0.0])))
+    False
+    """
+    t = logical_not(_truth("all", x))
+    return api.equal(api.sum(t, axis, keepdims), 0)
+
+
+def _var_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
+    return jnp.var(x, axis=axis, keepdims=keepdims, ddof=ddof)
+
+
+def _std_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
+    return jnp.std(x, axis=axis, keepdims=keepdims, ddof=ddof)
+
+
+@_composite("var", "mean of squared deviations from the mean, over axes", _var_jax)
+def var(
+    x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False, ddof: int = 0
+) -> Any:
+    """Variance over ``axis`` (all axes when None), divided by ``count - ddof``; integer inputs
+    give float32.
+
+    >>> import pypto as pto
+    >>> float(pto.var(pto.tensor([1.0, 2.0, 3.0, 4.0])))
+    1.25
+    """
+    v = api.asvalue(x, "var")
+    axes = rules.normalize_axes("var", axis, api._aval(v))
+    d = v.dtype  # type: ignore[attr-defined]
+    # in float32 and rounded once, as jnp.var computes float16 and bfloat16
+    f = v if d is dt.float32 else api.cast(v, dt.float32)
+    c = api.sub(f, mean(f, axes, True))
+    count = math.prod(v.shape[a] for a in axes)  # type: ignore[attr-defined]
+    r = api.sum(api.mul(c, c), axes, keepdims)
+    # NaN where no degree of freedom is left, as JAX gives (numpy warns and divides by 0)
+    r = api.div(r, float(count - ddof)) if count > ddof else api.add(api.mul(r, 0.0), math.nan)
+    return api.cast(r, d) if d.is_floating else r
+
+
+@_composite("std", "square root of var, over axes", _std_jax)
+def std(
+    x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False, ddof: int = 0
+) -> Any:
+    """Standard deviation over ``axis``: ``sqrt(var(x, axis, keepdims, ddof))``.
+
+    >>> import pypto as pto
+    >>> float(pto.std(pto.tensor([1.0, 3.0])))
+    1.0
+    """
+    return api.sqrt(var(x, axis, keepdims, ddof))
+
+
 def _expand_dims_jax(x: Any, axis: Any) -> Any:
     return jnp.expand_dims(x, axis)
 

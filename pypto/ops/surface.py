@@ -164,7 +164,23 @@ class TensorSurface(Value):
     max = api.max
     min = api.min
     mean = composite.mean
+    var = composite.var
+    std = composite.std
     argmax = api.argmax
+    argmin = composite.argmin
+    any = composite.any
+    all = composite.all
+    clip = composite.clip
+    squeeze = composite.squeeze
+
+    def flatten(self) -> Any:
+        """The elements as a 1-d tensor, in row-major order."""
+        try:
+            return api.reshape(self, (-1,))
+        except PyptoError as e:
+            raise e.stripped() from None
+
+    ravel = flatten
 
     # Concrete Python values need data; a tracer refuses them with a TraceError.
     def _concrete(self, what: str) -> Any:

@@ -345,8 +345,10 @@ def _norm_axes(axis: Any, ndim: int) -> tuple[int, ...]:
 
 
 def _pad_value(name: str, dtype: np.dtype[Any]) -> Any:
-    if name == "sum":
+    if name in ("sum", "any"):
         return 0
+    if name == "all":
+        return 1
     low = name in ("max", "argmax")
     if dtype == np.bool_:
         return not low
@@ -362,7 +364,8 @@ def _jax_reduce(name: str, a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarr
     Padding after the data with the identity keeps sums, extremes and first-max indices.
     """
     axes = _norm_axes(axis, a.ndim)
-    if name == "argmax":
+    by_axis = name in ("argmax", "argmin", "any", "all")  # (composites and argmax: axis=)
+    if by_axis:
         out = jax.eval_shape(lambda u: ref(name)(u, axis=axis, keepdims=keepdims), a)
     else:
         out = jax.eval_shape(lambda u: ref(name)(u, axes=axes, keepdims=keepdims), a)
@@ -371,7 +374,7 @@ def _jax_reduce(name: str, a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarr
     inner = math.prod(a.shape[i] for i in axes)
     buf = np.full((_bucket(outer), _bucket(inner)), _pad_value(name, a.dtype), a.dtype)
     buf[:outer, :inner] = np.transpose(a, kept + list(axes)).reshape(outer, inner)
-    if name == "argmax":
+    if by_axis:
         r = ref(name)(buf, axis=1, keepdims=False)
     else:
         r = ref(name)(buf, axes=(1,), keepdims=False)
@@ -412,11 +415,14 @@ def _reduce(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, _jax_reduce(name, a, axis, keepdims), k, what=f"{name} axis={axis}")
 
 
-@case("argmax", dtypes=DTYPES, group="reduce")
+@case("argmax", "argmin", dtypes=DTYPES, group="reduce")
 def _argmax(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(), label="shape")
-    # discrete values make ties; the first maximum wins, and NaN counts as the maximum.
-    a = values(data, dtype, shape, -3.0, 3.0, ints=(-3, 3), specials=(np.nan, -np.inf, np.inf))
+    # discrete values make ties; the first extreme wins, and NaN counts as the extreme. The
+    # integer range's ends: argmin's order reversal must not overflow
+    ends = [(-3, 3), (-(2**31), 2**31 - 1)] if dtype is pto.int32 else [(-3, 3)]
+    ints = data.draw(st.sampled_from(ends), label="ints")
+    a = values(data, dtype, shape, -3.0, 3.0, ints=ints, specials=(np.nan, -np.inf, np.inf))
     (x,) = operands(data, [a])
     axis = _axes(data, len(shape), allow_tuple=False)
     keepdims = data.draw(st.booleans(), label="keepdims")
@@ -425,10 +431,21 @@ def _argmax(data: Draw, dtype: pto.DType, name: str) -> None:
         with pytest.raises(pto.ShapeError):
             _call_reduction(data, name, x, axis, keepdims)
         with pytest.raises(ValueError):
-            jnp.argmax(a, axis=axis)
+            getattr(jnp, name)(a, axis=axis)
         return
     out = _call_reduction(data, name, x, axis, keepdims)
-    assert_matches(out, _jax_reduce(name, a, axis, keepdims), what=f"argmax axis={axis}")
+    assert_matches(out, _jax_reduce(name, a, axis, keepdims), what=f"{name} axis={axis}")
+
+
+@case("any", "all", dtypes=DTYPES, group="reduce")
+def _any_all(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    a = values(data, dtype, shape, -1.0, 1.0, ints=(-1, 1), discrete=True, specials=(np.nan,))
+    (x,) = operands(data, [a])
+    axis = _axes(data, len(shape))
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    out = _call_reduction(data, name, x, axis, keepdims)  # (empty axes: False and True)
+    assert_matches(out, _jax_reduce(name, a, axis, keepdims), what=f"{name} axis={axis}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -646,6 +663,25 @@ def _custom_vjp_call(data: Draw, dtype: pto.DType, name: str) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # Ops whose JAX reference runs on the real shapes (one compiled kernel per shape)
+
+
+@case("var", "std", dtypes=DTYPES, group="heavy")
+def _var(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    a = values(data, dtype, shape, -10.0, 10.0, ints=(-100, 100), specials=(np.nan, np.inf))
+    (x,) = operands(data, [a])
+    axis = _axes(data, len(shape))
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    ddof = data.draw(st.sampled_from([0, 0, 1, 2]), label="ddof")
+    k = 2 * math.prod(shape[i] for i in _norm_axes(axis, len(shape))) + 2
+    if isinstance(x, pto.Tensor) and data.draw(st.booleans(), label="method"):
+        out = getattr(x, name)(axis, keepdims, ddof)
+    else:
+        out = getattr(pto, name)(x, axis=axis, keepdims=keepdims, ddof=ddof)
+    expected = jitted(ref(name), ("axis", "keepdims", "ddof"))(
+        a, axis=axis, keepdims=keepdims, ddof=ddof
+    )
+    assert_matches(out, expected, k, what=f"{name} axis={axis} ddof={ddof}")
 
 
 @case("mean", dtypes=DTYPES, group="heavy")

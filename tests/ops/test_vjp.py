@@ -514,6 +514,9 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("clip", [ties((3, 4), 93)], {"min": -1.0, "max": 1.0}, 1),
     ("mean", [normal((3, 4, 2), 94)], {"axis": (0, 2), "keepdims": False}, 1),
     ("mean", [normal((3, 4), 95)], {"axis": None, "keepdims": True}, 1),
+    ("var", [normal((3, 4, 2), 96)], {"axis": (0, 2), "keepdims": False, "ddof": 1}, 8),
+    ("var", [normal((3, 8), 96, bf16)], {"axis": -1, "keepdims": True}, 8),
+    ("std", [normal((4, 5), 97)], {"axis": 0, "keepdims": False}, 8),
     ("scaled_dot_product_attention", _SDPA_QKV, {"causal": True}, 40),
 ]
 
