@@ -138,6 +138,14 @@ def test_scalar_conversions() -> None:
         len(pto.tensor(1.0))
 
 
+def test_tensors_are_immutable_like_jax_arrays() -> None:
+    x = pto.zeros((2, 3))
+    with pytest.raises(TypeError, match=r"tensors are immutable: .* f32\[2,3\]; .*pto.where"):
+        x[0, 1] = 1.0
+    with pytest.raises(TypeError, match="immutable"):
+        pto.jit(lambda t: t.__setitem__(0, 1.0), backend="interpret")(x)
+
+
 def test_tensors_are_unhashable_like_jax_arrays() -> None:
     with pytest.raises(TypeError):
         hash(pto.tensor(1.0))

@@ -136,6 +136,13 @@ class TensorSurface(Value):
     __ge__ = api.greater_equal
     __getitem__ = api.getitem
 
+    def __setitem__(self, key: Any, value: Any) -> None:
+        # immutable, as JAX arrays are: an in-place write cannot be staged into a graph
+        raise TypeError(
+            f"tensors are immutable: x[...] = ... cannot change {api._aval(self)}; build the "
+            "new tensor instead, e.g. pto.where(mask, value, x) or pto.concat of the pieces"
+        )
+
     @property
     def T(self) -> Any:
         """The tensor with its axes reversed."""

@@ -12,7 +12,7 @@ import hypothesis.extra.numpy as hnp
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from jaxref import DTYPES, as_input, assert_matches, jax_layout, shapes, values
 
@@ -81,9 +81,51 @@ def test_indexing_refuses_what_is_not_basic() -> None:
         x[0, 0, 0]  # too many indices
     with pytest.raises(pto.ShapeError):
         x[..., 0, ...]
-    for k in (np.array([0, 2]), [0, 1], 1.0, True, pto.tensor([0])):
+    for k in (1.0, True, "0"):
         with pytest.raises(pto.ShapeError):
             x[k]
+    with pytest.raises(pto.ShapeError, match="a boolean mask index of i32\\[3,4\\]") as e:
+        x[x > 3]  # (a data-dependent shape)
+    assert "pto.where(mask, x, 0)" in str(e.value.hint)
+    with pytest.raises(pto.ShapeError, match="2 array indices of i32\\[3,4\\]") as e:
+        x[[0, 1], [1, 2]]
+    assert "x[i][:, j]" in str(e.value.hint)
+    with pytest.raises(pto.BoundsError, match="index 5 is out of range for axis 1 of size 4"):
+        x[:, [5]]
+
+
+@settings(max_examples=80)
+@given(data=st.data())
+def test_one_integer_array_among_basic_indices_matches_numpy(data: Draw) -> None:
+    """An integer array (list, numpy array or tensor; negative entries wrap) at any place of
+    a basic index: a take along that axis, its axes where numpy puts them (first, when a
+    slice, None or Ellipsis separates the array from the key's ints)."""
+    d = data.draw(st.sampled_from(DTYPES), label="dtype")
+    shape = data.draw(shapes(min_dims=1, max_dims=4, min_side=1), label="shape")
+    a = values(data, d, shape)
+    x = as_input(data, a, allow_numpy=False)
+    basic = data.draw(hnp.basic_indices(shape, allow_newaxis=True), label="basic")
+    key = list(basic) if isinstance(basic, tuple) else [basic]
+    real = [j for j, k in enumerate(key) if k is not None and k is not Ellipsis]
+    # the array replaces one real entry, or goes after the last (a trailing full axis)
+    spots = real + ([len(key)] if len(real) < len(shape) and Ellipsis not in key else [])
+    assume(spots)
+    j = data.draw(st.sampled_from(spots), label="spot")
+    axis = sum(1 for k in key[:j] if k is not None and k is not Ellipsis)
+    if Ellipsis in key[:j]:
+        axis += len(shape) - len(real)
+    n = shape[axis]
+    idx = np.asarray(
+        data.draw(
+            hnp.arrays(np.int32, hnp.array_shapes(max_dims=2), elements=st.integers(-n, n - 1))
+        )
+    )
+    kind = data.draw(st.sampled_from(["list", "numpy", "tensor"]), label="kind")
+    index = {"list": idx.tolist(), "numpy": idx, "tensor": pto.tensor(idx)}[kind]
+    k_np, k_pto = (*key[:j], idx, *key[j + 1 :]), (*key[:j], index, *key[j + 1 :])
+    _same(x[k_pto], a[k_np], f"x[{k_np}]")
+    staged = pto.jit(lambda t: t[k_pto], backend="interpret")
+    _same(staged(x), a[k_np], f"staged x[{k_np}]")
 
 
 # --- take -------------------------------------------------------------------------------
