@@ -29,6 +29,11 @@ def markdown() -> str:
         "and `logical_not` on bool tensors; on numbers, where numpy's are bitwise, they are",
         "refused (the functions take nonzero as True, as numpy's and JAX's do).",
         "",
+        "`x[key]`: basic indexing (ints, slices with any step, None, `...`) is `slice` then",
+        "`reshape`; one integer array among those entries (a list, a numpy array or a tensor)",
+        "is a `take` along its axis, whose axes go where numpy puts them. Boolean masks and",
+        "several arrays are refused (shapes are static), and tensors are immutable.",
+        "",
         "| op | kind | dtypes | differentiable | meaning |",
         "| --- | --- | --- | --- | --- |",
     ]
