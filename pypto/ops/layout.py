@@ -206,7 +206,8 @@ TAKE = register(
     Op(
         name="take",
         kind="layout",
-        doc="gather slices of x along axis at integer indices (negative indices wrap)",
+        doc="gather slices of x along axis at integer indices (negative indices wrap; out of "
+        "range: an error eagerly, clamped in compiled code, as in JAX)",
         shape_rule=_take_shape,
         dtype_rule=_take_dtype,
         impl=_take_impl,

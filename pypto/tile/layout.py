@@ -734,11 +734,14 @@ def _take(lw: Lowering, e: Eqn) -> None:
         body.append(TOp("TCVT", idx, (raw,), loc))
     else:
         idx = raw
-    # negative indices count from the end, as in numpy
+    # negative indices count from the end, as in numpy; indices still outside the axis (known
+    # only as the kernel runs: eager mode refuses them) clamp to it, as JAX's gathers do
     body += [
         TOp("TCMPS", neg, (idx, 0.0, Cond.LT), loc),
         TOp("TADDS", wrap, (idx, float(N)), loc),
         TOp("TSEL", fixed, (neg, wrap, idx), loc),
+        TOp("TMAXS", fixed, (fixed, 0.0), loc),
+        TOp("TMINS", fixed, (fixed, float(N - 1)), loc),
         TOp("TCMP", mask, (fixed, it, Cond.EQ), loc),
         TOp("TEXPANDS", acc, (0.0,), loc),
     ]

@@ -292,3 +292,17 @@ def test_integer_array_indexing_is_a_take(machine: str) -> None:
         np.testing.assert_array_equal(np.asarray(g), np.asarray(w))
     eqns = pto.jit(fn, machine=machine).lower(emb, ids, x).tensor_ir
     assert str(eqns).count("= take ") == 3
+
+
+def test_take_clamps_indices_known_only_as_it_runs() -> None:
+    """An index out of range is an error eagerly; compiled, where the kernel learns it only
+    as it runs, it clamps to the axis as JAX's gathers and the JAX reference do (it used to
+    select no row: zeros)."""
+    e = pto.tensor(np.arange(20.0, dtype=np.float32).reshape(5, 4))
+    ids = pto.tensor(np.array([7, -6, -100, 2, -1], np.int32))
+    with pytest.raises(pto.BoundsError):
+        e[ids]
+    got = pto.jit(lambda e, i: e[i], machine="tiny")(e, ids)
+    want = pto.to_jax(lambda e, i: e[i])(np.asarray(e), np.asarray(ids))
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    assert np.asarray(got)[:, 0].tolist() == [16, 0, 0, 8, 16]
