@@ -18,7 +18,7 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core import dispatch
-from pypto.core.errors import ShapeError
+from pypto.core.errors import DTypeError, ShapeError
 from pypto.ops import api, rules
 from pypto.ops.table import Op, register
 
@@ -70,8 +70,8 @@ def gelu(x: Any) -> Any:
     """GELU with the tanh approximation: x · ½(1 + tanh(√(2/π)(x + 0.044715 x³))).
 
     >>> import pypto as pto
-    >>> round(float(pto.gelu(pto.tensor(1.0))), 4)
-    0.8412
+    >>> f"{float(pto.gelu(pto.tensor(1.0))):.4f}"
+    '0.8412'
     """
     x = api.promote("gelu", (x,), inexact=True)[0]
     inner = api.mul(api.add(x, api.mul(api.mul(api.mul(x, x), x), 0.044715)), _GELU_C)
@@ -102,6 +102,92 @@ def clip(x: Any, min: Any = None, max: Any = None) -> Any:
     if max is not None:
         x = api.minimum(x, max)
     return api.asvalue(x, "clip")
+
+
+def _integral(op: str, x: Any) -> tuple[Any, Any, Any] | Any:
+    """For a float ``x``: (x, whether |x| is below the dtype's first integer-only binade, x
+    with those others replaced by 0 for the arithmetic); an integer or bool ``x`` itself
+    (floor, ceil and round keep them, as JAX does)."""
+    v = api.asvalue(x, op)
+    d = v.dtype  # type: ignore[attr-defined]
+    if not d.is_floating:
+        return v
+    # from 2^mantissa on every float is an integer (and NaN and ±inf are their own floor);
+    # the rest is computed on finite values only (no warning from inf * 0 eagerly)
+    small = api.less(api.abs(v), float(2 ** dt.finfo(d).nmant))
+    return v, small, api.where(small, v, 0.0)
+
+
+def _floor(v: Any) -> Any:
+    """floor of finite ``v`` with |v| < 2^mantissa (exact): truncation toward zero (int32
+    holds it), one down where that rose; a zero result keeps ``v``'s sign (floor(-0.0))."""
+    t = api.cast(api.cast(v, dt.int32), v.dtype)  # type: ignore[attr-defined]
+    r = api.sub(t, api.cast(api.greater(t, v), v.dtype))  # type: ignore[attr-defined]
+    return _signed_zero(r, v)
+
+
+def _signed_zero(r: Any, v: Any) -> Any:
+    return api.where(api.equal(r, 0.0), api.mul(v, 0.0), r)
+
+
+@_composite("floor", "largest integer <= x, elementwise", jnp.floor, differentiable=False)
+def floor(x: Any) -> Any:
+    """The largest integer not above ``x``, in ``x``'s dtype (exact; -0.0, NaN and ±inf stay).
+
+    >>> import pypto as pto
+    >>> pto.floor(pto.tensor([-1.5, -0.5, 0.5, 2.0])).numpy()
+    array([-2., -1.,  0.,  2.], dtype=float32)
+    """
+    got = _integral("floor", x)
+    if not isinstance(got, tuple):
+        return got
+    v, small, vs = got
+    return api.where(small, _floor(vs), v)
+
+
+@_composite("ceil", "smallest integer >= x, elementwise", jnp.ceil, differentiable=False)
+def ceil(x: Any) -> Any:
+    """The smallest integer not below ``x``: ``-floor(-x)``.
+
+    >>> import pypto as pto
+    >>> pto.ceil(pto.tensor([-1.5, -0.5, 0.5, 2.0])).numpy()
+    array([-1., -0.,  1.,  2.], dtype=float32)
+    """
+    got = _integral("ceil", x)
+    if not isinstance(got, tuple):
+        return got
+    v, small, vs = got
+    return api.where(small, api.neg(_floor(api.neg(vs))), v)
+
+
+@_composite(
+    "round", "nearest integer, halves to even, elementwise", jnp.round, differentiable=False
+)
+def round(x: Any) -> Any:
+    """The nearest integer, halves to the even one (as numpy's and JAX's ``round``); quantize
+    with ``pto.round(x / scale).astype(pto.int8)`` (a cast alone truncates toward zero).
+
+    >>> import pypto as pto
+    >>> pto.round(pto.tensor([-1.5, -0.5, 0.5, 1.5, 2.6])).numpy()
+    array([-2., -0.,  0.,  2.,  3.], dtype=float32)
+    """
+    got = _integral("round", x)
+    if not isinstance(got, tuple):
+        if got.dtype is dt.bool_:  # type: ignore[attr-defined]
+            raise DTypeError(
+                f"round of {api._aval(got)}: bools have no rounding (jnp.round refuses them)",
+                op="round",
+                hint="cast first, e.g. x.astype(pto.int32)",
+            )
+        return got
+    v, small, vs = got
+    f = _floor(vs)
+    frac = api.sub(vs, f)  # exact: f is a multiple of the ulp of x below 2^mantissa
+    odd = api.not_equal(api.sub(f, api.mul(_floor(api.mul(f, 0.5)), 2.0)), 0.0)
+    # up past the half, or at it from an odd floor (on bools add is or, mul is and)
+    up = api.add(api.greater(frac, 0.5), api.mul(api.equal(frac, 0.5), odd))
+    r = api.add(f, api.cast(up, v.dtype))  # type: ignore[attr-defined]
+    return api.where(small, _signed_zero(r, vs), v)
 
 
 def _truth(op: str, x: Any) -> Any:

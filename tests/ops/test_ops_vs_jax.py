@@ -297,6 +297,31 @@ def _logical_not(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(pto.logical_not(x), jax_elementwise(ref(name), a), what=name)
 
 
+@case("floor", "ceil", "round", dtypes=DTYPES, group="elementwise")
+def _rounding(data: Draw, dtype: pto.DType, name: str) -> None:
+    # halves and quarters (ties), small and huge values, signed zeros, NaN and ±inf
+    scale = data.draw(st.sampled_from([1.0, 0.25, 4.0, 1e6]), label="scale")
+    a = values(data, dtype, data.draw(shapes()), -40.0, 40.0, ints=(-50, 50), specials=SPECIALS)
+    if dtype.is_floating:
+        with np.errstate(over="ignore"):
+            a = np.asarray(np.round(a.astype(np.float32) * 4) / 4 * scale).astype(dtype.np)
+    (x,) = operands(data, [a])
+    if name == "round" and dtype is BOOL:  # refused by both, as jnp.round refuses bools
+        with pytest.raises(pto.DTypeError, match="round"):
+            pto.round(x)
+        with pytest.raises(ValueError):
+            jnp.round(a)
+        return
+    out = getattr(pto, name)(x)
+    want = np.asarray(jax_elementwise(ref(name), a))
+    assert_matches(out, want, what=name)
+    got = np.asarray(out)
+    # exact, sign of zero included
+    assert np.array_equal(got, want, equal_nan=True), (name, a, got, want)
+    if dtype.is_floating:
+        assert np.array_equal(np.signbit(got), np.signbit(want)), (name, a, got, want)
+
+
 @case("clip", dtypes=NUMERIC, group="elementwise")
 def _clip(data: Draw, dtype: pto.DType, name: str) -> None:
     sx, slo, shi = data.draw(broadcast_shapes(3), label="shapes")

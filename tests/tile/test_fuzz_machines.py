@@ -46,8 +46,13 @@ def machines(draw: st.DrawFn) -> Any:
         "cross_flag_latency": st.integers(1, 500),
         "barrier_latency": st.integers(0, 5000),
         "gm_read": st.sampled_from([4.0, 32.0, 100.0]),
+        "cube_m": kib([8, 16, 32]),
+        "cube_n": kib([8, 16, 32]),
+        "cube_k_f16": kib([8, 16, 32]),
+        "align_bytes": kib([32, 64]),
+        "l2_line_bytes": kib([128, 512, 1024]),
     }
-    for name in draw(st.sets(st.sampled_from(sorted(options)), max_size=8)):
+    for name in draw(st.sets(st.sampled_from(sorted(options)), max_size=10)):
         changes[name] = draw(options[name])
     return base.replace(**changes)
 
