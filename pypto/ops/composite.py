@@ -121,8 +121,8 @@ def _integral(op: str, x: Any) -> tuple[Any, Any, Any] | Any:
 def _floor(v: Any) -> Any:
     """floor of finite ``v`` with |v| < 2^mantissa (exact): truncation toward zero (int32
     holds it), one down where that rose; a zero result keeps ``v``'s sign (floor(-0.0))."""
-    t = api.cast(api.cast(v, dt.int32), v.dtype)  # type: ignore[attr-defined]
-    r = api.sub(t, api.cast(api.greater(t, v), v.dtype))  # type: ignore[attr-defined]
+    t = api.cast(api.cast(v, dt.int32), v.dtype)
+    r = api.sub(t, api.cast(api.greater(t, v), v.dtype))
     return _signed_zero(r, v)
 
 
@@ -173,7 +173,7 @@ def round(x: Any) -> Any:
     """
     got = _integral("round", x)
     if not isinstance(got, tuple):
-        if got.dtype is dt.bool_:  # type: ignore[attr-defined]
+        if got.dtype is dt.bool_:
             raise DTypeError(
                 f"round of {api._aval(got)}: bools have no rounding (jnp.round refuses them)",
                 op="round",
@@ -186,7 +186,7 @@ def round(x: Any) -> Any:
     odd = api.not_equal(api.sub(f, api.mul(_floor(api.mul(f, 0.5)), 2.0)), 0.0)
     # up past the half, or at it from an odd floor (on bools add is or, mul is and)
     up = api.add(api.greater(frac, 0.5), api.mul(api.equal(frac, 0.5), odd))
-    r = api.add(f, api.cast(up, v.dtype))  # type: ignore[attr-defined]
+    r = api.add(f, api.cast(up, v.dtype))
     return api.where(small, _signed_zero(r, vs), v)
 
 
