@@ -643,10 +643,15 @@ def getitem(x: ArrayLike, key: Any) -> Any:
     try:
         v = asvalue(x, "getitem")
         keys = key if isinstance(key, tuple) else (key,)
+        # a 0-d integer numpy array is an int, as in numpy
+        keys = tuple(
+            int(k) if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu" else k
+            for k in keys
+        )
         arrays = [i for i, k in enumerate(keys) if _array_index(k)]
         if arrays:
             return _advanced(v, keys, arrays)
-        spec, out_shape, full = slice_spec(tuple(v.shape), key, v)  # type: ignore[attr-defined]
+        spec, out_shape, full = slice_spec(tuple(v.shape), keys, v)  # type: ignore[attr-defined]
         if not full:
             v = _bind(layout.SLICE, (v,), {"index": spec})
         return reshape(v, out_shape)
