@@ -207,7 +207,8 @@ def _execute(lw: Lowered, dyn: Sequence[Any]) -> Any:
 
 def _empty(f: Func) -> bool:
     # A computation over a zero-size tensor has no tiles to run: it is all shape, no work.
-    return any(v.aval.size == 0 for v in (*f.params, *(e.out for e in f.eqns)))
+    vals = (*f.params, *(v for v, _ in f.consts), *(e.out for e in f.eqns))
+    return any(v.aval.size == 0 for v in vals)
 
 
 def simulate_lowered(

@@ -663,3 +663,14 @@ def test_string_and_object_inputs(x: pto.Tensor) -> None:
 def test_ragged_nested_lists() -> None:
     with expect(pto.ShapeError, "tensor", "inhomogeneous") as e:
         pto.tensor(e.at([[1, 2], [3]]))
+
+
+def test_reduction_flags_and_ddof_must_be_what_they_say(x: pto.Tensor) -> None:
+    """keepdims given an array (numpy's own 'truth value is ambiguous') and ddof given a
+    list ('>' not supported) escaped as Python errors without the op."""
+    with expect(pto.DTypeError, "sum", "keepdims must be a bool", "array") as e:
+        pto.sum(e.at(x), 0, np.ones(2))
+    with expect(pto.DTypeError, "argmax", "keepdims must be a bool", "'yes'") as e:
+        pto.argmax(e.at(x), 0, "yes")
+    with expect(pto.DTypeError, "var", "ddof must be an int", "[]", frames=COMPOSITE_FRAMES) as e:
+        pto.var(e.at(x), ddof=[])

@@ -375,7 +375,9 @@ def _reduction(op: Op) -> Any:
         try:
             v = asvalue(x, op.name)
             axes = rules.normalize_axes(op.name, axis, _aval(v))
-            return _bind(op, (v,), {"axes": axes, "keepdims": bool(keepdims)})
+            return _bind(
+                op, (v,), {"axes": axes, "keepdims": rules.flag(op.name, "keepdims", keepdims)}
+            )
         except PyptoError as e:
             raise e.stripped() from None
 
@@ -400,7 +402,8 @@ def argmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any
         v = asvalue(x, "argmax")
         if axis is not None:
             axis = rules.normalize_axis("argmax", axis, len(v.shape), _aval(v))  # type: ignore[attr-defined]
-        return _bind(reduce.ARGMAX, (v,), {"axis": axis, "keepdims": bool(keepdims)})
+        keep = rules.flag("argmax", "keepdims", keepdims)
+        return _bind(reduce.ARGMAX, (v,), {"axis": axis, "keepdims": keep})
     except PyptoError as e:
         raise e.stripped() from None
 

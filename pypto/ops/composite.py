@@ -354,6 +354,7 @@ def var(
     """
     v = api.asvalue(x, "var")
     axes = rules.normalize_axes("var", axis, api._aval(v))
+    ddof = rules.integer("var", "ddof", ddof)
     d = v.dtype  # type: ignore[attr-defined]
     # in float32 and rounded once, as jnp.var computes float16 and bfloat16
     f = v if d is dt.float32 else api.cast(v, dt.float32)

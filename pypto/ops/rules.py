@@ -6,6 +6,8 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from pypto import dtypes as dt
 from pypto.core.errors import BoundsError, DTypeError, ShapeError
 from pypto.ops.table import AVal, Cost, Shape
@@ -56,6 +58,20 @@ def normalize_axis(op: str, axis: int, ndim: int, aval: AVal | None = None) -> i
             hint=f"use an axis in [{-ndim}, {ndim})" if ndim else "a 0-d tensor has no axes",
         )
     return axis + ndim if axis < 0 else axis
+
+
+def flag(op: str, name: str, value: Any) -> bool:
+    """A bool parameter (``keepdims``), refusing what only looks like one (an array)."""
+    if isinstance(value, bool | np.bool_) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise DTypeError(f"{name} must be a bool, got {value!r:.60}", op=op)
+
+
+def integer(op: str, name: str, value: Any) -> int:
+    """An int parameter (``ddof``), numpy ints included."""
+    if isinstance(value, int | np.integer) and not isinstance(value, bool):
+        return int(value)
+    raise DTypeError(f"{name} must be an int, got {value!r:.60}", op=op)
 
 
 def normalize_axes(op: str, axis: int | Sequence[int] | None, aval: AVal) -> tuple[int, ...]:

@@ -306,3 +306,11 @@ def test_take_clamps_indices_known_only_as_it_runs() -> None:
     want = pto.to_jax(lambda e, i: e[i])(np.asarray(e), np.asarray(ids))
     np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
     assert np.asarray(got)[:, 0].tolist() == [16, 0, 0, 8, 16]
+
+
+def test_zero_size_constants_compile() -> None:
+    """A constant with no elements (``pto.abs([])`` in a jitted function) failed to lower:
+    it reached the lowering, which has no tiles for it (a zero-size input never did)."""
+    for fn in (lambda: pto.abs([]), lambda: pto.tensor(np.zeros((2, 0, 3), np.float32)) * 2):
+        got, want = pto.jit(fn, machine="tiny")(), fn()
+        assert got.shape == want.shape and got.dtype == want.dtype
