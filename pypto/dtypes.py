@@ -118,8 +118,9 @@ def dtype(x: Any, *, op: str | None = None) -> DType:
         return float32
     try:
         npd = np.dtype(x)
-    except TypeError:
-        raise DTypeError(f"{x!r} is not a dtype", op=op, hint=_names_hint()) from None
+    except (TypeError, ValueError):  # (numpy raises either, by what it was given)
+        shown = repr(x) if len(repr(x)) <= 60 and "\n" not in repr(x) else f"a {type(x).__name__}"
+        raise DTypeError(f"{shown} is not a dtype", op=op, hint=_names_hint()) from None
     return from_numpy(npd, op=op)
 
 

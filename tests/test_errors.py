@@ -674,3 +674,15 @@ def test_reduction_flags_and_ddof_must_be_what_they_say(x: pto.Tensor) -> None:
         pto.argmax(e.at(x), 0, "yes")
     with expect(pto.DTypeError, "var", "ddof must be an int", "[]", frames=COMPOSITE_FRAMES) as e:
         pto.var(e.at(x), ddof=[])
+
+
+def test_odd_arguments_are_refused_by_the_op(x: pto.Tensor) -> None:
+    """A tensor as a dtype, a float as an axis and a negative broadcast size escaped as
+    numpy's ValueError or Python's TypeError (found by calling every op with random
+    arguments)."""
+    with expect(pto.DTypeError, "cast", "a Tensor is not a dtype") as e:
+        pto.cast(e.at(x), x)
+    with expect(pto.ShapeError, "expand_dims", "axis must be an int, got None", frames=2) as e:
+        pto.expand_dims(e.at(x), None)
+    with expect(pto.ShapeError, "broadcast_to", "shape [-1]: sizes must be >= 0") as e:
+        pto.broadcast_to(e.at(2), (-1,))

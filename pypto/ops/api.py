@@ -498,6 +498,11 @@ def broadcast_to(x: ArrayLike, shape: Sequence[int], /) -> Any:
     try:
         v = asvalue(x, "broadcast_to")
         target = _shape_arg("broadcast_to", shape)
+        if any(n < 0 for n in target):
+            raise ShapeError(
+                f"cannot broadcast {_aval(v)} to shape {list(target)}: sizes must be >= 0",
+                op="broadcast_to",
+            )
         if target == tuple(v.shape):  # type: ignore[attr-defined]
             return v
         return _bind(layout.BROADCAST_TO, (v,), {"shape": target})

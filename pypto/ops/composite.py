@@ -387,7 +387,8 @@ def _expand_dims_jax(x: Any, axis: Any) -> Any:
 def expand_dims(x: Any, axis: int | Sequence[int]) -> Any:
     """Insert size-1 dims at ``axis`` (positions in the result)."""
     v = api.asvalue(x, "expand_dims")
-    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    # (a non-int single axis goes to normalize_axis below, which says what it is)
+    axes = tuple(axis) if isinstance(axis, Sequence) else (axis,)
     nd = len(v.shape) + len(axes)  # type: ignore[attr-defined]
     for a in axes:  # the axes index the result, so they are checked against its rank
         if isinstance(a, int) and not -nd <= a < nd:
