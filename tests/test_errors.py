@@ -686,3 +686,5 @@ def test_odd_arguments_are_refused_by_the_op(x: pto.Tensor) -> None:
         pto.expand_dims(e.at(x), None)
     with expect(pto.ShapeError, "broadcast_to", "shape [-1]: sizes must be >= 0") as e:
         pto.broadcast_to(e.at(2), (-1,))
+    with expect(pto.ShapeError, "split", "split points must be ints", frames=2) as e:
+        pto.split(e.at(x), [1.5])  # (was truncated to 1 silently; a string raised ValueError)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -457,7 +458,15 @@ def split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> li
             )
         cuts = [n // k * i for i in range(1, k)]
     else:
-        cuts = [int(i) for i in indices_or_sections]
+        try:
+            cuts = [operator.index(i) for i in indices_or_sections]
+        except TypeError:
+            raise ShapeError(
+                f"split points must be ints, got {indices_or_sections!r:.60} "
+                f"(splitting {api._aval(v)})",
+                op="split",
+                hint="pass a number of equal sections or a list of split points",
+            ) from None
     bounds = [0, *(min(max(c + n if c < 0 else c, 0), n) for c in cuts), n]
     out = []
     for lo, hi in itertools.pairwise(bounds):
