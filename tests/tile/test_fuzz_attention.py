@@ -113,7 +113,9 @@ def _fn(case: dict[str, Any]) -> Any:
     return fn
 
 
-def _check(case: dict[str, Any], machine: str, tile: Any = None) -> None:
+def check_case(case: dict[str, Any], machine: Any, tile: Any = None) -> None:
+    """The case compiled for ``machine`` (a name or a Machine) against eager mode, and eager
+    against JAX on tiny; a TileError passes through unless the user's tiles caused it."""
     arrays = _arrays(case)
     fn = _fn(case)
     tensors = [pto.tensor(a) for a in arrays]
@@ -137,22 +139,23 @@ def _check(case: dict[str, Any], machine: str, tile: Any = None) -> None:
         assert c.ok, f"{c}\n{case}"
 
 
-def _size(case: dict[str, Any]) -> int:
+def case_size(case: dict[str, Any]) -> int:
+    """Scores the case computes: its batch times query times key length."""
     return int(np.prod(case["q"][:-2], dtype=int)) * case["q"][-2] * case["k"][-2]
 
 
 @settings(max_examples=40)
 @given(cases())
 def test_random_attention_on_tiny(case: dict[str, Any]) -> None:
-    assume(_size(case) <= 1 << 16)
-    _check(case, "tiny")
+    assume(case_size(case) <= 1 << 16)
+    check_case(case, "tiny")
 
 
 @settings(max_examples=40)
 @given(cases())
 def test_random_attention_on_ascend910b(case: dict[str, Any]) -> None:
-    assume(_size(case) <= 1 << 17)
-    _check(case, "ascend910b")
+    assume(case_size(case) <= 1 << 17)
+    check_case(case, "ascend910b")
 
 
 @settings(max_examples=25)
@@ -167,5 +170,5 @@ def test_random_attention_with_the_users_tiles(
 ) -> None:
     """The user's attention tiles (bq, bk[, g[, splits]]) give the same results, or a
     TileError that says why."""
-    assume(_size(case) <= 1 << 16)
-    _check(case, "ascend910b", tile={"attn": (bq, bk, *more)})
+    assume(case_size(case) <= 1 << 16)
+    check_case(case, "ascend910b", tile={"attn": (bq, bk, *more)})

@@ -18,8 +18,7 @@ from pypto.reference.jax_bridge import precisions, sum_lengths
 from tests.graph.test_fuzz import BINARY, UNARY, build, programs
 from tests.graph.test_fuzz_layout import build as build_layout
 from tests.graph.test_fuzz_layout import programs as layout_programs
-from tests.tile.test_fuzz_attention import _check as check_attention
-from tests.tile.test_fuzz_attention import _size, cases
+from tests.tile.test_fuzz_attention import case_size, cases, check_case
 
 KiB = 1024
 
@@ -28,29 +27,29 @@ KiB = 1024
 def machines(draw: st.DrawFn) -> Any:
     base = pto.npu.machine(draw(st.sampled_from(["tiny", "ascend910b"])))
     changes: dict[str, Any] = {"name": "fuzzed"}
-    kib = st.sampled_from
+    of = st.sampled_from
     options: dict[str, Any] = {
         "clusters": st.integers(1, 30),
         "aiv_per_cluster": st.integers(1, 2),
-        "ub_bytes": kib([16 * KiB, 48 * KiB, 96 * KiB, 128 * KiB, 256 * KiB]),
-        "l1_bytes": kib([64 * KiB, 128 * KiB, 256 * KiB, 1024 * KiB]),
-        "l0a_bytes": kib([8 * KiB, 16 * KiB, 32 * KiB, 128 * KiB]),
-        "l0b_bytes": kib([8 * KiB, 16 * KiB, 32 * KiB, 128 * KiB]),
-        "l0c_bytes": kib([16 * KiB, 32 * KiB, 64 * KiB, 256 * KiB]),
-        "vector_bytes": kib([32, 64, 128, 512]),
+        "ub_bytes": of([16 * KiB, 48 * KiB, 96 * KiB, 128 * KiB, 256 * KiB]),
+        "l1_bytes": of([64 * KiB, 128 * KiB, 256 * KiB, 1024 * KiB]),
+        "l0a_bytes": of([8 * KiB, 16 * KiB, 32 * KiB, 128 * KiB]),
+        "l0b_bytes": of([8 * KiB, 16 * KiB, 32 * KiB, 128 * KiB]),
+        "l0c_bytes": of([16 * KiB, 32 * KiB, 64 * KiB, 256 * KiB]),
+        "vector_bytes": of([32, 64, 128, 512]),
         "event_ids": st.integers(1, 16),
         "cross_flag_ids": st.integers(1, 16),
         "direct_cube_vector": st.booleans(),
-        "l2_bytes": kib([64 * KiB, 1024 * KiB, 8 * 1024 * KiB]),
+        "l2_bytes": of([64 * KiB, 1024 * KiB, 8 * 1024 * KiB]),
         "dma_latency": st.integers(1, 500),
         "cross_flag_latency": st.integers(1, 500),
         "barrier_latency": st.integers(0, 5000),
         "gm_read": st.sampled_from([4.0, 32.0, 100.0]),
-        "cube_m": kib([8, 16, 32]),
-        "cube_n": kib([8, 16, 32]),
-        "cube_k_f16": kib([8, 16, 32]),
-        "align_bytes": kib([32, 64]),
-        "l2_line_bytes": kib([128, 512, 1024]),
+        "cube_m": of([8, 16, 32]),
+        "cube_n": of([8, 16, 32]),
+        "cube_k_f16": of([8, 16, 32]),
+        "align_bytes": of([32, 64]),
+        "l2_line_bytes": of([128, 512, 1024]),
     }
     for name in draw(st.sets(st.sampled_from(sorted(options)), max_size=10)):
         changes[name] = draw(options[name])
@@ -102,8 +101,8 @@ def test_random_layout_programs_on_random_machines(machine: Any, prog: Any) -> N
 @settings(max_examples=20)
 @given(machines(), cases())
 def test_random_attention_on_random_machines(machine: Any, case: dict[str, Any]) -> None:
-    assume(_size(case) <= 1 << 15)
+    assume(case_size(case) <= 1 << 15)
     try:
-        check_attention(case, machine)
+        check_case(case, machine)
     except pto.TileError as e:
         _refused(e, machine, case)
