@@ -1,8 +1,9 @@
 """Differential fuzzing of integer and boolean programs: wrapping arithmetic, comparisons and
 selects, clips, integer powers, casts between int32, int8, bool and float, int32-accumulating
-sums, extremes and argmax along any axis, mixed with layout steps. Integers are exact, so
-eager mode, the interpreter, the simulated NPU (tiny and ascend910b) and JAX must agree bit
-for bit (docs/numerics.md: integer semantics are JAX's)."""
+sums, extremes, argmax and argmin, any and all, logical operators, gathers by integer arrays
+and the rounding ops (identities on integers), mixed with layout steps. Integers are exact,
+so eager mode, the interpreter, the simulated NPU (tiny and ascend910b) and JAX must agree
+bit for bit (docs/numerics.md: integer semantics are JAX's)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,11 @@ UNARY: dict[str, Callable[[Any], Any]] = {
     "T": lambda x: x.T,
     "rev": lambda x: x[..., ::-1] if x.ndim else x,
     "flat": lambda x: pto.reshape(x, (-1,)),
+    "argmin": lambda x: pto.argmin(x, -1, keepdims=True) if x.ndim else x,
+    "any-all": lambda x: (pto.any(x, -1) ^ pto.all(x > -3, -1)).astype(x.dtype) if x.ndim else x,
+    "gather": lambda x: x[[0, -1, 0]] if x.ndim else x,
+    "gather-1": lambda x: x[..., np.array([-1, 0])] if x.ndim else x,
+    "round": lambda x: pto.round(x) + pto.floor(x) - pto.ceil(x),
 }
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "add": pto.add,
@@ -45,6 +51,7 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "minimum": pto.minimum,
     "where": lambda x, y: pto.where(x > y, x, y),
     "eq-select": lambda x, y: pto.where(pto.equal(x, y) | (x < 0), y - x, x),
+    "logical": lambda x, y: pto.where(~((x > 0) & (y > 0)) ^ (x == y), x, y),
 }
 
 
