@@ -181,11 +181,9 @@ def build(steps: list[tuple[str, int, int, int]]) -> Callable[..., Any]:
     return program
 
 
-@settings(max_examples=40)
-@given(programs())
-def test_random_programs_agree_eager_interpret_jax(prog: Any) -> None:
-    inputs, _, steps = prog
-    fn = build(steps)
+def every_path(fn: Callable[..., Any], inputs: list[np.ndarray]) -> tuple[Any, ...]:
+    """``fn``'s outputs eagerly, interpreted fused and unfused, compiled for tiny and in JAX,
+    and its traced graph (checked to round-trip through its text)."""
     tensors = [pto.tensor(a) for a in inputs]
     eager = fn(*tensors)
     staged = pto.jit(fn, backend="interpret")(*tensors)
@@ -194,6 +192,16 @@ def test_random_programs_agree_eager_interpret_jax(prog: Any) -> None:
     ref = pto.to_jax(fn)(*inputs)
     func, _, _ = trace(fn, tensors)
     assert_round_trip(func)
+    return eager, staged, unfused, npu, ref, func
+
+
+@settings(max_examples=40)
+@given(programs())
+def test_random_programs_agree_eager_interpret_jax(prog: Any) -> None:
+    inputs, _, steps = prog
+    fn = build(steps)
+    tensors = [pto.tensor(a) for a in inputs]
+    eager, staged, unfused, npu, ref, func = every_path(fn, inputs)
     assert_round_trip(pto.jit(fn).lower(*tensors).tensor_ir)
     ks, ps = sum_lengths(func), precisions(func)
     names = [(UNARY if t == "u" else BINARY)[o][0] for t, o, _, _ in steps]
@@ -261,6 +269,29 @@ def test_random_programs_with_the_users_tiles_agree_or_refuse_them(
         assert c.ok, f"{c}\ntile {tile}"
 
 
+def gradients(
+    fn: Callable[..., Any], inputs: list[np.ndarray], seed: int, jax_too: bool = True
+) -> tuple[Any, Any, Any]:
+    """The gradient of a weighted sum of ``fn``'s outputs (in float32, weights drawn from
+    ``seed``) with respect to every input: eagerly, compiled for tiny, and by ``jax.grad``
+    (None without ``jax_too``)."""
+    import jax
+
+    outs = fn(*[pto.tensor(a) for a in inputs])
+    rng = np.random.default_rng(seed)
+    ws = [rng.uniform(-1, 1, o.shape).astype(np.float32) for o in outs]
+
+    def loss(*xs: Any) -> Any:
+        return sum((o.astype(pto.float32) * w).sum() for o, w in zip(fn(*xs), ws, strict=True))
+
+    argnums = tuple(range(len(inputs)))
+    tensors = [pto.tensor(a) for a in inputs]
+    eager = pto.grad(loss, argnums=argnums)(*tensors)
+    npu = pto.jit(pto.grad(loss, argnums=argnums), machine="tiny")(*tensors)
+    ref = jax.grad(pto.to_jax(loss), argnums=argnums)(*inputs) if jax_too else None
+    return eager, npu, ref
+
+
 @settings(max_examples=40, deadline=None)
 @given(programs())
 def test_random_programs_gradients_agree_with_jax(prog: Any) -> None:
@@ -268,23 +299,9 @@ def test_random_programs_gradients_agree_with_jax(prog: Any) -> None:
     simulated NPU, against ``jax.grad`` (float32: the chain's rounding stays small enough to
     compare gradients through 30 ops). Softmax, log_softmax and attention take their whole
     rules (docs/autodiff.md), the other ops their own."""
-    import jax
-
     inputs, _, steps = prog
     inputs = [a.astype(np.float32) for a in inputs]
-    fn = build(steps)
-    outs = fn(*[pto.tensor(a) for a in inputs])
-    rng = np.random.default_rng(len(steps))
-    ws = [rng.uniform(-1, 1, o.shape).astype(np.float32) for o in outs]
-
-    def loss(*xs: Any) -> Any:
-        return sum((o * w).sum() for o, w in zip(fn(*xs), ws, strict=True))
-
-    argnums = tuple(range(len(inputs)))
-    tensors = [pto.tensor(a) for a in inputs]
-    eager = pto.grad(loss, argnums=argnums)(*tensors)
-    npu = pto.jit(pto.grad(loss, argnums=argnums), machine="tiny")(*tensors)
-    ref = jax.grad(pto.to_jax(loss), argnums=argnums)(*inputs)
+    eager, npu, ref = gradients(build(steps), inputs, len(steps))
     names = [(UNARY if t == "u" else BINARY)[o][0] for t, o, _, _ in steps]
     k = 4 * (len(steps) + 1) * max(a.size for a in inputs)
     # a gradient is a sum of terms of the inputs' and weights' magnitude (about 1), which may
@@ -307,18 +324,7 @@ def test_random_programs_low_precision_gradients_on_the_npu_agree_with_eager(
     too far to judge; the float32 test above covers that.)"""
     inputs, _, steps = prog
     inputs = [a.astype(np.float32).astype(dtype.np) for a in inputs]
-    fn = build(steps)
-    outs = fn(*[pto.tensor(a) for a in inputs])
-    rng = np.random.default_rng(len(steps))
-    ws = [rng.uniform(-1, 1, o.shape).astype(np.float32) for o in outs]
-
-    def loss(*xs: Any) -> Any:
-        return sum((o.astype(pto.float32) * w).sum() for o, w in zip(fn(*xs), ws, strict=True))
-
-    argnums = tuple(range(len(inputs)))
-    tensors = [pto.tensor(a) for a in inputs]
-    eager = pto.grad(loss, argnums=argnums)(*tensors)
-    npu = pto.jit(pto.grad(loss, argnums=argnums), machine="tiny")(*tensors)
+    eager, npu, _ = gradients(build(steps), inputs, len(steps), jax_too=False)
     names = [(UNARY if t == "u" else BINARY)[o][0] for t, o, _, _ in steps]
     k = 4 * (len(steps) + 1) * max(a.size for a in inputs)
     for i, (e, n) in enumerate(zip(eager, npu, strict=True)):

@@ -23,7 +23,7 @@ from pypto.graph.tracer import trace
 from pypto.reference import compare
 from pypto.reference.jax_bridge import precisions, sum_lengths
 
-from .roundtrip import assert_round_trip
+from .test_fuzz import every_path, gradients
 
 DTYPES = [pto.float32, pto.float16, pto.bfloat16]
 
@@ -344,15 +344,7 @@ def _check(name: str, got: Any, want: Any, k: int, p: Any, steps: list[Step]) ->
 @given(programs(list(range(1, 7))))
 def test_layout_programs_agree_eager_interpret_npu_jax(prog: Any) -> None:
     inputs, steps = prog
-    fn = build(steps)
-    tensors = [pto.tensor(a) for a in inputs]
-    eager = fn(*tensors)
-    staged = pto.jit(fn, backend="interpret")(*tensors)
-    unfused = pto.jit(fn, backend="interpret", fuse=False)(*tensors)
-    npu = pto.jit(fn, machine="tiny")(*tensors)
-    ref = pto.to_jax(fn)(*inputs)
-    func = trace(fn, tensors)[0]
-    assert_round_trip(func)
+    eager, staged, unfused, npu, ref, func = every_path(build(steps), inputs)
     tols = zip(sum_lengths(func), precisions(func), strict=True)
     for i, (e, s, u, n, r, (k, p)) in enumerate(zip(eager, staged, unfused, npu, ref, tols)):
         np.testing.assert_array_equal(np.asarray(e), np.asarray(s), err_msg=f"{steps}")
@@ -387,23 +379,11 @@ def test_layout_programs_on_ascend910b_agree_with_eager(prog: Any) -> None:
 def test_layout_programs_gradients_agree_with_jax(prog: Any) -> None:
     """``grad`` through shape changes (their rules are slices, pads, scatter-adds and
     reductions of the cotangent), eagerly and compiled for the NPU, against ``jax.grad``."""
-    import jax
-
     inputs, steps = prog
     inputs = [a.astype(np.float32) for a in inputs]
     fn = build(steps)
+    eager, npu, ref = gradients(fn, inputs, len(steps))
     outs = fn(*[pto.tensor(a) for a in inputs])
-    rng = np.random.default_rng(len(steps))
-    ws = [rng.uniform(-1, 1, o.shape).astype(np.float32) for o in outs]
-
-    def loss(*xs: Any) -> Any:
-        return sum((o * w).sum() for o, w in zip(fn(*xs), ws, strict=True))
-
-    argnums = tuple(range(len(inputs)))
-    tensors = [pto.tensor(a) for a in inputs]
-    eager = pto.grad(loss, argnums=argnums)(*tensors)
-    npu = pto.jit(pto.grad(loss, argnums=argnums), machine="tiny")(*tensors)
-    ref = jax.grad(pto.to_jax(loss), argnums=argnums)(*inputs)
     k = 4 * (len(steps) + 1) * max(a.size for a in [*inputs, *(np.asarray(o) for o in outs)])
     for i, (e, n, r) in enumerate(zip(eager, npu, ref, strict=True)):
         c = compare(f"grad[{i}]", np.asarray(e), np.asarray(r), k=k, scale=1.0)

@@ -690,39 +690,25 @@ def _custom_vjp_call(data: Draw, dtype: pto.DType, name: str) -> None:
 # Ops whose JAX reference runs on the real shapes (one compiled kernel per shape)
 
 
-@case("var", "std", dtypes=DTYPES, group="heavy")
-def _var(data: Draw, dtype: pto.DType, name: str) -> None:
+@case("mean", "var", "std", dtypes=DTYPES, group="heavy")
+def _moments(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(), label="shape")
     a = values(data, dtype, shape, -10.0, 10.0, ints=(-100, 100), specials=(np.nan, np.inf))
     (x,) = operands(data, [a])
     axis = _axes(data, len(shape))
     keepdims = data.draw(st.booleans(), label="keepdims")
-    ddof = data.draw(st.sampled_from([0, 0, 1, 2]), label="ddof")
-    k = 2 * math.prod(shape[i] for i in _norm_axes(axis, len(shape))) + 2
+    n = math.prod(shape[i] for i in _norm_axes(axis, len(shape)))
+    # var and std: ddof too (NaN where it leaves no degree of freedom), and squares to sum
+    more = {} if name == "mean" else {"ddof": data.draw(st.sampled_from([0, 0, 1, 2]))}
+    k = n if name == "mean" else 2 * n + 2
     if isinstance(x, pto.Tensor) and data.draw(st.booleans(), label="method"):
-        out = getattr(x, name)(axis, keepdims, ddof)
+        out = getattr(x, name)(axis, keepdims, *more.values())
     else:
-        out = getattr(pto, name)(x, axis=axis, keepdims=keepdims, ddof=ddof)
-    expected = jitted(ref(name), ("axis", "keepdims", "ddof"))(
-        a, axis=axis, keepdims=keepdims, ddof=ddof
+        out = getattr(pto, name)(x, axis=axis, keepdims=keepdims, **more)
+    expected = jitted(ref(name), ("axis", "keepdims", *more))(
+        a, axis=axis, keepdims=keepdims, **more
     )
-    assert_matches(out, expected, k, what=f"{name} axis={axis} ddof={ddof}")
-
-
-@case("mean", dtypes=DTYPES, group="heavy")
-def _mean(data: Draw, dtype: pto.DType, name: str) -> None:
-    shape = data.draw(shapes(), label="shape")
-    a = values(data, dtype, shape, -10.0, 10.0, ints=(-100, 100), specials=(np.nan, np.inf))
-    (x,) = operands(data, [a])
-    axis = _axes(data, len(shape))
-    keepdims = data.draw(st.booleans(), label="keepdims")
-    k = math.prod(shape[i] for i in _norm_axes(axis, len(shape)))
-    if isinstance(x, pto.Tensor) and data.draw(st.booleans(), label="method"):
-        out = x.mean(axis, keepdims)
-    else:
-        out = pto.mean(x, axis=axis, keepdims=keepdims)
-    expected = jitted(ref(name), ("axis", "keepdims"))(a, axis=axis, keepdims=keepdims)
-    assert_matches(out, expected, k, what=f"mean axis={axis}")
+    assert_matches(out, expected, k, what=f"{name} axis={axis} {more}")
 
 
 def _matmul_shapes(data: Draw) -> tuple[tuple[int, ...], tuple[int, ...], int]:
