@@ -688,3 +688,35 @@ def test_odd_arguments_are_refused_by_the_op(x: pto.Tensor) -> None:
         pto.broadcast_to(e.at(2), (-1,))
     with expect(pto.ShapeError, "split", "split points must be ints", frames=2) as e:
         pto.split(e.at(x), [1.5])  # (was truncated to 1 silently; a string raised ValueError)
+
+
+def test_numpy_helpers_name_themselves_and_the_fix(x: pto.Tensor) -> None:
+    """stack, one_hot, sign, tril/triu, moveaxis, cumsum and logsumexp check their own
+    arguments: the message names them, not the op they are built from."""
+    cf = COMPOSITE_FRAMES
+    with expect(pto.ShapeError, "stack", "f32[3,4]", "f32[4,3]", hint="concat", frames=cf) as e:
+        pto.stack([e.at(x), pto.ones((4, 3))])
+    with expect(pto.ShapeError, "stack", "axis 3", "3-d result", hint="[-3, 3)", frames=cf) as e:
+        pto.stack([e.at(x), x], 3)
+    with expect(
+        pto.ShapeError, "stack", "non-empty list", hint="pto.stack([x, y])", frames=cf
+    ) as e:
+        pto.stack(e.at([]))
+    i = pto.tensor([1, 2])
+    with expect(pto.DTypeError, "one_hot", "integers", "f32[3,4]", hint="astype", frames=cf) as e:
+        pto.one_hot(e.at(x), 3)
+    with expect(pto.DTypeError, "one_hot", "num_classes must be an int", "2.5", frames=cf) as e:
+        pto.one_hot(e.at(i), 2.5)
+    with expect(pto.DTypeError, "one_hot", "'foo'", hint="float32", frames=cf) as e:
+        pto.one_hot(e.at(i), 3, dtype="foo")
+    with expect(pto.DTypeError, "sign", "bool[3,4]", hint="astype", frames=cf) as e:
+        pto.sign(e.at(x) > 0)
+    with expect(pto.ShapeError, "tril", "2-d", "f32[4]", frames=cf) as e:
+        pto.tril(e.at(pto.ones(4)))
+    with expect(pto.DTypeError, "triu", "k must be an int", "0.5", frames=cf) as e:
+        pto.triu(e.at(x), 0.5)
+    with expect(pto.ShapeError, "moveaxis", "different lengths", frames=cf) as e:
+        pto.moveaxis(e.at(x), (0, 1), 0)
+    for fn in (pto.cumsum, pto.logsumexp, pto.flip):
+        with expect(pto.ShapeError, fn.__name__, "axis 2", *AXIS_PARTS, frames=cf) as e:
+            fn(e.at(x), 2)

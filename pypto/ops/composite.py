@@ -20,7 +20,7 @@ import numpy as np
 from pypto import dtypes as dt
 from pypto.core import dispatch
 from pypto.core.errors import DTypeError, ShapeError
-from pypto.ops import api, rules
+from pypto.ops import api, layout, rules
 from pypto.ops.table import Op, register
 
 
@@ -634,3 +634,314 @@ def scaled_dot_product_attention(
 
 def _swap_last(nd: int) -> tuple[int, ...]:
     return (*range(nd - 2), nd - 1, nd - 2)
+
+
+# ------------------------------------------------------------------ numpy's everyday helpers
+
+
+def _square_jax(x: Any) -> Any:
+    return jnp.square(x)
+
+
+@_composite("square", "x · x (bools give int32, as jnp.square)", _square_jax)
+def square(x: Any) -> Any:
+    """``x * x``, elementwise; a bool tensor counts as int32 (as in JAX).
+
+    >>> import pypto as pto
+    >>> pto.square(pto.tensor([-3, 2])).numpy()
+    array([9, 4], dtype=int32)
+    """
+    v = api.asvalue(x, "square")
+    if v.dtype is dt.bool_:  # type: ignore[attr-defined]
+        v = api.cast(v, dt.int32)
+    return api.mul(v, v)
+
+
+def _sign_jax(x: Any) -> Any:
+    return jnp.sign(x)
+
+
+@_composite("sign", "-1, 0 or 1 by the sign of x (±0 and NaN stay)", _sign_jax)
+def sign(x: Any) -> Any:
+    """-1 where ``x < 0``, 1 where ``x > 0``, ``x`` itself elsewhere (0, -0.0 and NaN), in
+    ``x``'s dtype; its derivative is zero, as in JAX.
+
+    >>> import pypto as pto
+    >>> pto.sign(pto.tensor([-2.5, 0.0, 3.0])).numpy()
+    array([-1.,  0.,  1.], dtype=float32)
+    """
+    v = api.asvalue(x, "sign")
+    if v.dtype is dt.bool_:  # type: ignore[attr-defined]
+        raise DTypeError(
+            f"bools have no sign, got {api._aval(v)} (jnp.sign refuses them too)",
+            op="sign",
+            hint="cast first, e.g. x.astype(pto.int32)",
+        )
+    s = api.where(api.greater(v, 0), 1, api.where(api.less(v, 0), -1, v))
+    return api.stop_gradient(s)
+
+
+def _logsumexp_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return jax.nn.logsumexp(_inexact_jax(x)[0], axis=axis, keepdims=keepdims)
+
+
+@_composite("logsumexp", "log(sum(exp(x))) over axes, shifted by the max", _logsumexp_jax)
+def logsumexp(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """``log(sum(exp(x), axis))`` computed stably (as ``jax.nn.logsumexp``): shifted by the
+    max over ``axis`` (all axes when None), or by 0 where that max is infinite or NaN, so
+    that rows of -inf give -inf and a +inf gives +inf. Its gradient is the softmax.
+
+    >>> import pypto as pto
+    >>> f"{float(pto.logsumexp(pto.tensor([1000.0, 1000.0]))):.2f}"
+    '1000.69'
+    """
+    v = api.promote("logsumexp", (x,), inexact=True)[0]
+    axes = rules.normalize_axes("logsumexp", axis, api._aval(v))
+    m: Any = 0.0  # no shift over nothing: the sum of no terms is 0, its log -inf (as JAX)
+    if 0 not in [v.shape[a] for a in axes]:  # type: ignore[attr-defined]
+        m = api.max(v, axes, True)
+        # the shift cancels: a constant for autodiff (as in softmax)
+        m = api.stop_gradient(api.where(api.less(api.abs(m), math.inf), m, 0.0))
+    r = api.add(api.log(api.sum(api.exp(api.sub(v, m)), axes, True)), m)
+    if not keepdims:
+        r = api.reshape(r, tuple(s for i, s in enumerate(v.shape) if i not in axes))  # type: ignore[attr-defined]
+    return r
+
+
+def _stack_jax(xs: Any, axis: int = 0) -> Any:
+    return jnp.stack(xs, axis)
+
+
+@_composite("stack", "join tensors of one shape along a new axis", _stack_jax)
+def stack(xs: Sequence[Any], axis: int = 0) -> Any:
+    """Join tensors of one shape along a new axis ``axis`` of the result.
+
+    >>> import pypto as pto
+    >>> pto.stack([pto.zeros(3), pto.ones(3)], axis=1).shape
+    (3, 2)
+    """
+    if isinstance(xs, str | bytes) or not isinstance(xs, Sequence) or not xs:
+        raise ShapeError(
+            f"needs a non-empty list of tensors, got {xs!r:.60}",
+            op="stack",
+            hint="pass a list, e.g. pto.stack([x, y])",
+        )
+    vs = [api.asvalue(x, "stack") for x in xs]
+    shapes = {tuple(v.shape) for v in vs}  # type: ignore[attr-defined]
+    if len(shapes) > 1:
+        raise ShapeError(
+            f"needs tensors of one shape, got {rules.show([api._aval(v) for v in vs])}",
+            op="stack",
+            hint="use pto.concat to join along an existing axis",
+        )
+    nd = len(vs[0].shape) + 1  # type: ignore[attr-defined]
+    if isinstance(axis, int) and not -nd <= axis < nd:  # an axis of the result
+        raise ShapeError(
+            f"axis {axis} is out of range for the {nd}-d result of stacking "
+            f"{rules.show([api._aval(v) for v in vs])}",
+            op="stack",
+            hint=f"use an axis in [{-nd}, {nd})",
+        )
+    a = rules.normalize_axis("stack", axis, nd, api._aval(vs[0]))
+    return api.concat([expand_dims(v, a) for v in vs], a)
+
+
+def _swapaxes_jax(x: Any, axis1: int, axis2: int) -> Any:
+    return jnp.swapaxes(x, axis1, axis2)
+
+
+@_composite("swapaxes", "exchange two axes", _swapaxes_jax)
+def swapaxes(x: Any, axis1: int, axis2: int) -> Any:
+    """``x`` with axes ``axis1`` and ``axis2`` exchanged (a ``transpose``).
+
+    >>> import pypto as pto
+    >>> pto.swapaxes(pto.zeros((2, 3, 4)), 0, -1).shape
+    (4, 3, 2)
+    """
+    v = api.asvalue(x, "swapaxes")
+    a, b = _axis("swapaxes", v, axis1), _axis("swapaxes", v, axis2)
+    perm = list(range(len(v.shape)))  # type: ignore[attr-defined]
+    perm[a], perm[b] = b, a
+    return api.transpose(v, tuple(perm))
+
+
+def _moveaxis_jax(x: Any, source: Any, destination: Any) -> Any:
+    return jnp.moveaxis(x, source, destination)
+
+
+@_composite("moveaxis", "move axes to new positions, the others keeping their order", _moveaxis_jax)
+def moveaxis(x: Any, source: int | Sequence[int], destination: int | Sequence[int]) -> Any:
+    """``x`` with axes ``source`` moved to positions ``destination`` (ints or equally long
+    sequences), the other axes keeping their order (a ``transpose``).
+
+    >>> import pypto as pto
+    >>> pto.moveaxis(pto.zeros((2, 3, 4)), 0, -1).shape
+    (3, 4, 2)
+    """
+    v = api.asvalue(x, "moveaxis")
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise ShapeError(
+            f"source {source!r} and destination {destination!r} have different lengths",
+            op="moveaxis",
+        )
+    s = [_axis("moveaxis", v, a) for a in src]
+    d = [rules.normalize_axis("moveaxis", a, nd, api._aval(v)) for a in dst]
+    if len(set(s)) != len(s) or len(set(d)) != len(d):
+        raise ShapeError(f"repeated axis in {source!r} or {destination!r}", op="moveaxis")
+    rest = [a for a in range(nd) if a not in s]
+    perm: list[int] = []
+    moved = dict(zip(d, s, strict=True))
+    for i in range(nd):
+        perm.append(moved[i] if i in moved else rest.pop(0))
+    return api.transpose(v, tuple(perm))
+
+
+def _flip_jax(x: Any, axis: Any = None) -> Any:
+    return jnp.flip(x, axis)
+
+
+@_composite("flip", "reverse the order of elements along axes", _flip_jax)
+def flip(x: Any, axis: int | Sequence[int] | None = None) -> Any:
+    """``x`` reversed along ``axis`` (every axis when None): a slice with step -1.
+
+    >>> import pypto as pto
+    >>> pto.flip(pto.arange(4)).numpy()
+    array([3, 2, 1, 0], dtype=int32)
+    """
+    v = api.asvalue(x, "flip")
+    axes = rules.normalize_axes("flip", axis, api._aval(v))
+    key = tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(len(v.shape)))  # type: ignore[attr-defined]
+    return api.getitem(v, key)
+
+
+def _tri_mask(op: str, v: Any, k: Any) -> np.ndarray:
+    if len(v.shape) < 2:
+        raise ShapeError(
+            f"needs at least 2-d input, got {api._aval(v)}",
+            op=op,
+            hint="it keeps a triangle of the last two axes",
+        )
+    return np.tri(v.shape[-2], v.shape[-1], k, dtype=bool)
+
+
+def _tril_jax(x: Any, k: int = 0) -> Any:
+    return jnp.tril(x, k)
+
+
+def _triu_jax(x: Any, k: int = 0) -> Any:
+    return jnp.triu(x, k)
+
+
+@_composite("tril", "zeros above the k-th diagonal of the last two axes", _tril_jax)
+def tril(x: Any, k: int = 0) -> Any:
+    """The lower triangle of the last two axes: elements above diagonal ``k`` (0 the main
+    one, positive above it) become zero.
+
+    >>> import pypto as pto
+    >>> pto.tril(pto.ones((3, 3), pto.int32)).numpy()
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 1]], dtype=int32)
+    """
+    v = api.asvalue(x, "tril")
+    zero = False if v.dtype is dt.bool_ else 0  # type: ignore[attr-defined]
+    return api.where(_tri_mask("tril", v, rules.integer("tril", "k", k)), v, zero)
+
+
+@_composite("triu", "zeros below the k-th diagonal of the last two axes", _triu_jax)
+def triu(x: Any, k: int = 0) -> Any:
+    """The upper triangle of the last two axes: elements below diagonal ``k`` become zero.
+
+    >>> import pypto as pto
+    >>> pto.triu(pto.ones((2, 3), pto.int32), 1).numpy()
+    array([[0, 1, 1],
+           [0, 0, 1]], dtype=int32)
+    """
+    v = api.asvalue(x, "triu")
+    zero = False if v.dtype is dt.bool_ else 0  # type: ignore[attr-defined]
+    return api.where(_tri_mask("triu", v, rules.integer("triu", "k", k) - 1), zero, v)
+
+
+def _cumsum_jax(x: Any, axis: int | None = None) -> Any:
+    return jnp.cumsum(x, axis)
+
+
+@_composite("cumsum", "running sums along an axis (bools count in int32)", _cumsum_jax)
+def cumsum(x: Any, axis: int | None = None) -> Any:
+    """Running sums along ``axis`` (of the flattened tensor when None), in ``x``'s dtype
+    (bools in int32; integers wrap, as in JAX; float16 and bfloat16 are summed in float32 and
+    rounded once).
+
+    Computed as a scan of ⌈log₂ n⌉ steps, each adding the running sums shifted by a power of
+    two (``x[i] + x[i - 2^j]``): elementwise work the vector cores do in place of a serial
+    loop, exact for integers; float sums are added in a different order than a serial loop.
+
+    >>> import pypto as pto
+    >>> pto.cumsum(pto.tensor([1, 2, 3, 4])).numpy()
+    array([ 1,  3,  6, 10], dtype=int32)
+    """
+    v = api.asvalue(x, "cumsum")
+    if axis is None:
+        v, a = api.reshape(v, (-1,)), 0
+    else:
+        a = _axis("cumsum", v, axis)
+    d = v.dtype  # type: ignore[attr-defined]
+    if d is dt.bool_:
+        v = api.cast(v, dt.int32)
+    elif d in (dt.float16, dt.bfloat16):  # summed in float32 and rounded once, as in sum
+        v = api.cast(v, dt.float32)
+    shape = tuple(v.shape)  # type: ignore[attr-defined]
+    n = shape[a]
+    step = 1
+    while step < n:
+        # the sums so far, shifted down the axis by `step` with zeros coming in
+        head = api.getitem(v, (slice(None),) * a + (slice(0, n - step),))
+        config = tuple((step, 0, 0) if i == a else (0, 0, 0) for i in range(len(shape)))
+        v = api.add(v, dispatch.bind(layout.PAD, (head,), {"config": config}))
+        step *= 2
+    return api.cast(v, d) if d in (dt.float16, dt.bfloat16) else v
+
+
+def _one_hot_jax(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
+    return jax.nn.one_hot(x, num_classes, dtype=jnp.float32 if dtype is None else dtype, axis=axis)
+
+
+@_composite(
+    "one_hot",
+    "1 where x equals the class index along a new axis, else 0",
+    _one_hot_jax,
+    differentiable=False,
+)
+def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> Any:
+    """A new axis ``axis`` of ``num_classes`` entries, 1 at index ``x`` (integers) and 0
+    elsewhere (all 0 for an index outside ``[0, num_classes)``), in ``dtype`` (float32 by
+    default), as ``jax.nn.one_hot``.
+
+    >>> import pypto as pto
+    >>> pto.one_hot(pto.tensor([2, 0]), 3).numpy()
+    array([[0., 0., 1.],
+           [1., 0., 0.]], dtype=float32)
+    """
+    v = api.asvalue(x, "one_hot")
+    if v.dtype.is_floating or v.dtype is dt.bool_:  # type: ignore[attr-defined]
+        raise DTypeError(
+            f"class indices must be integers, got {api._aval(v)} (as jax.nn.one_hot asks)",
+            op="one_hot",
+            hint="cast first, e.g. x.astype(pto.int32) (pto.round before it for floats)",
+        )
+    n = rules.integer("one_hot", "num_classes", num_classes)
+    if n < 0:
+        raise ShapeError(f"num_classes must be >= 0, got {n}", op="one_hot")
+    try:
+        d = dt.float32 if dtype is None else dt.dtype(dtype)
+    except DTypeError as e:
+        raise DTypeError(
+            f"{e.detail} (the dtype of the result)", op="one_hot", hint=e.hint
+        ) from None
+    nd = len(v.shape) + 1  # type: ignore[attr-defined]
+    a = rules.normalize_axis("one_hot", axis, nd)
+    hit = api.equal(expand_dims(v, -1), np.arange(n, dtype=np.int32))
+    return api.cast(moveaxis(hit, -1, a), d)

@@ -179,6 +179,8 @@ class TensorSurface(Value):
     all = composite.all
     clip = composite.clip
     squeeze = composite.squeeze
+    cumsum = composite.cumsum
+    swapaxes = composite.swapaxes
 
     def flatten(self) -> Any:
         """The elements as a 1-d tensor, in row-major order."""

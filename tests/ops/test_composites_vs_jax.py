@@ -1,7 +1,8 @@
 """The composite ops against their JAX reference, variant by variant, in float32, float16 and
 bfloat16: softmax, log_softmax, layer_norm (with and without weight and bias), rms_norm, gelu
 (tanh approximation), silu, relu, clip, the logical functions and their operators, mean,
-expand_dims, squeeze, split, and attention (causal or not, explicit scale, bool masks).
+expand_dims, squeeze, split, attention (causal or not, explicit scale, bool masks), and
+cumsum, logsumexp, one_hot, stack, tril and triu (with gradients through them).
 
 Each is compared with the table's reference (``OPS[name].jax_impl``, which ``pto.check`` uses)
 and, in float32, also with JAX's own library function (``jax.nn.dot_product_attention``,
@@ -265,3 +266,85 @@ def test_attention_with_batch_heads_and_a_fully_masked_query() -> None:
     out = pto.scaled_dot_product_attention(pto.tensor(q), k, v, m, causal=True)
     assert_matches(out, ref("scaled_dot_product_attention")(q, k, v, m, causal=True), 11)
     assert np.isnan(out.numpy()[:, :, 2]).all() and not np.isnan(np.delete(out.numpy(), 2, 2)).any()
+
+
+# --- cumsum, logsumexp, one_hot, stack, tril/triu --------------------------------------------
+
+
+@pytest.mark.parametrize("n", [1, 2, 7, 64, 1000])
+def test_cumsum_over_long_axes(dtype: pto.DType, n: int) -> None:
+    """⌈log₂ n⌉ scan steps; float16 and bfloat16 summed in float32 like JAX's, rounded once."""
+    a = normal(20, (3, n), dtype, 1.0)
+    for axis in (1, -1, None):
+        out = pto.cumsum(pto.tensor(a), axis)
+        want = jnp.cumsum(a, axis)
+        assert_matches(out, want, a.shape[1] if axis is not None else a.size, what=f"{axis}")
+    assert_matches(pto.tensor(a).cumsum(0), jnp.cumsum(a, 0), 3)
+
+
+def test_cumsum_of_integers_is_exact_and_wraps_as_jax() -> None:
+    rng = np.random.default_rng(21)
+    for d in (np.int32, np.int8):
+        info = np.iinfo(d)
+        a = rng.integers(info.min, info.max, (5, 300), endpoint=True).astype(d)
+        np.testing.assert_array_equal(pto.cumsum(pto.tensor(a), 1).numpy(), jnp.cumsum(a, 1))
+    b = rng.random((4, 33)) < 0.5  # bools count in int32, as numpy's and JAX's
+    got = pto.cumsum(pto.tensor(b), 0)
+    assert got.dtype is pto.int32
+    np.testing.assert_array_equal(got.numpy(), np.cumsum(b, 0))
+
+
+def test_logsumexp_against_jax(dtype: pto.DType) -> None:
+    a = normal(22, (4, 6), dtype, 200.0)  # exp overflows without the shift
+    a[1] = -np.inf  # an all -inf row: -inf
+    a[2, 3] = np.inf  # a +inf: +inf
+    a[3, 0] = np.nan
+    x = pto.tensor(a)
+    for axis, keepdims in ((-1, False), (0, True), ((0, 1), False), (None, True)):
+        out = pto.logsumexp(x, axis, keepdims)
+        assert_matches(out, ref("logsumexp")(a, axis, keepdims), 7, what=f"{axis}")
+    if dtype is F32:  # and JAX's own function over a row of -inf
+        assert_matches(pto.logsumexp(x, 1), jax.scipy.special.logsumexp(a, 1), 6)
+    e = pto.logsumexp(pto.zeros((2, 0), dtype), axis=1)  # the sum of no terms: -inf
+    np.testing.assert_array_equal(e.numpy().astype(np.float32), [-np.inf, -np.inf])
+
+
+def test_gradients_of_the_new_helpers_match_jax() -> None:
+    """A cross-entropy written with one_hot and logsumexp, and a loss through stack, cumsum,
+    tril and flip: pto.grad equals jax.grad, eagerly and compiled."""
+    logits = normal(23, (5, 7), F32, 3.0)
+    labels = np.array([0, 6, 3, 3, 1], np.int32)
+    w = normal(24, (7, 7), F32, 1.0)
+
+    def xent(z: Any, y: Any, lib: Any) -> Any:
+        if lib is pto:
+            return (pto.logsumexp(z, -1) - (z * pto.one_hot(y, 7)).sum(-1)).mean()
+        return (jax.nn.logsumexp(z, -1) - (z * jax.nn.one_hot(y, 7)).sum(-1)).mean()
+
+    def mix(z: Any, w: Any, lib: Any) -> Any:
+        s = lib.stack([z, lib.flip(z, 1)], axis=1)  # [5, 2, 7]
+        t = lib.cumsum(s, axis=-1) @ lib.tril(w, -1)
+        return (lib.square(t) * lib.sign(w[0])).sum()
+
+    for f, args in ((xent, (logits, labels)), (mix, (logits, w))):
+        want = jax.grad(lambda z, *r, f=f: f(z, *r, jnp))(*args)
+        got = pto.grad(lambda z, *r, f=f: f(z, *r, pto))(*(pto.tensor(a) for a in args))
+        assert_matches(got, want, 14, what=f.__name__)
+        jitted = pto.jit(pto.grad(lambda z, *r, f=f: f(z, *r, pto)), machine="tiny")
+        assert_matches(jitted(*(pto.tensor(a) for a in args)), want, 14, what=f"jit {f.__name__}")
+
+
+def test_one_hot_stack_and_triangles() -> None:
+    ids = np.array([[0, 4], [-1, 2]], np.int32)
+    for axis in (-1, 0, 1):
+        assert_matches(pto.one_hot(ids, 4, axis=axis), jax.nn.one_hot(ids, 4, axis=axis))
+    assert_matches(pto.one_hot(ids, 3, dtype=pto.int8), jax.nn.one_hot(ids, 3, dtype=jnp.int8))
+    xs = [normal(25 + i, (2, 3), F32) for i in range(3)]
+    for axis in (0, 1, 2, -1):
+        assert_matches(pto.stack(xs, axis), jnp.stack(xs, axis))
+    m = normal(28, (2, 4, 5), F32)
+    for k in (-5, -1, 0, 2, 9):
+        assert_matches(pto.tril(m, k), jnp.tril(m, k), what=f"tril {k}")
+        assert_matches(pto.triu(m, k), jnp.triu(m, k), what=f"triu {k}")
+    # triu and tril split a matrix exactly: tril(k) + triu(k + 1) == m
+    np.testing.assert_array_equal((pto.tril(m, 1) + pto.triu(m, 2)).numpy(), m)

@@ -844,6 +844,113 @@ def _sdpa(data: Draw, dtype: pto.DType, name: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
+# numpy's everyday helpers
+
+
+@case("square", dtypes=DTYPES, group="elementwise")
+@case("sign", dtypes=NUMERIC, group="elementwise")  # jnp.sign rejects bool
+def _square_sign(data: Draw, dtype: pto.DType, name: str) -> None:
+    # integers over their whole range: squares wrap as JAX's do; signed zeros and NaN stay
+    a = values(data, dtype, data.draw(shapes()), ints=(-(2**31), 2**31 - 1), specials=SPECIALS)
+    (x,) = operands(data, [a])
+    assert_matches(getattr(pto, name)(x), jax_elementwise(ref(name), a), what=name)
+
+
+@case("swapaxes", "moveaxis", "flip", "stack", dtypes=DTYPES, group="layout")
+def _rearrange(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    a = values(data, dtype, shape, specials=SPECIALS)
+    nd = len(shape)
+    axis = st.integers(-nd, nd - 1)
+    if name == "stack":
+        n = data.draw(st.integers(1, 3), label="count")
+        arrays = [a, *(values(data, dtype, shape) for _ in range(n - 1))]
+        ax = data.draw(st.integers(-nd - 1, nd), label="axis")
+        out = pto.stack(operands(data, arrays), ax)
+        expected = jax_layout(lambda *us: jnp.stack(us, ax), *arrays)
+        assert_matches(out, expected, what=f"stack {n} axis={ax}")
+        return
+    (x,) = operands(data, [a])
+    params: tuple[Any, ...]
+    if name == "swapaxes":
+        params = (data.draw(axis), data.draw(axis))
+    elif name == "moveaxis":
+        k = data.draw(st.integers(1, nd), label="moved")
+        src = data.draw(st.permutations(range(nd)), label="source")[:k]
+        dst = data.draw(st.permutations(range(-nd, 0)), label="destination")[:k]
+        params = (src[0], dst[0]) if k == 1 and data.draw(st.booleans()) else (src, dst)
+    else:
+        params = (data.draw(st.none() | axis | st.just((0, -1)), label="axis"),)
+        if params[0] == (0, -1) and nd == 1:
+            params = (0,)
+    method = name == "swapaxes" and isinstance(x, pto.Tensor) and data.draw(st.booleans())
+    out = x.swapaxes(*params) if method else getattr(pto, name)(x, *params)
+    assert_matches(out, jax_layout(lambda u: ref(name)(u, *params), a), what=f"{name}{params}")
+
+
+@case("tril", "triu", dtypes=DTYPES, group="heavy")
+def _triangle(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=2), label="shape")
+    a = values(data, dtype, shape, specials=SPECIALS)
+    (x,) = operands(data, [a])
+    k = data.draw(st.integers(-3, 3), label="k")
+    out = getattr(pto, name)(x, k) if k or data.draw(st.booleans()) else getattr(pto, name)(x)
+    assert_matches(out, jitted(ref(name), ("k",))(a, k=k), what=f"{name} k={k}")
+
+
+@case("cumsum", dtypes=DTYPES, group="heavy")
+def _cumsum(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    # integers over their whole range (the sums wrap, as in JAX); inf and NaN spread
+    a = values(data, dtype, shape, ints=(-(2**31), 2**31 - 1), specials=(np.nan, np.inf))
+    (x,) = operands(data, [a])
+    nd = len(shape)
+    axis = data.draw(st.none() | st.integers(-nd, nd - 1) if nd else st.none(), label="axis")
+    if axis is None and data.draw(st.booleans()):
+        out = pto.cumsum(x)
+    elif isinstance(x, pto.Tensor) and data.draw(st.booleans(), label="method"):
+        out = x.cumsum(axis)
+    else:
+        out = pto.cumsum(x, axis=axis)
+    n = a.size if axis is None else shape[axis]
+    assert_matches(out, jitted(ref(name), ("axis",))(a, axis=axis), n, what=f"cumsum axis={axis}")
+
+
+@case("logsumexp", dtypes=DTYPES, group="heavy")
+def _logsumexp(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    r = data.draw(st.sampled_from([10.0, 300.0]), label="range")  # 300: exp overflows unshifted
+    a = values(data, dtype, shape, -r, r, ints=(-10, 10), specials=(-np.inf, np.inf, np.nan))
+    (x,) = operands(data, [a])
+    axis = _axes(data, len(shape))
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    out = (
+        pto.logsumexp(x, axis, keepdims)
+        if data.draw(st.booleans())
+        else pto.logsumexp(x, axis=axis, keepdims=keepdims)
+    )
+    n = math.prod(shape[i] for i in _norm_axes(axis, len(shape)))
+    expected = jitted(ref(name), ("axis", "keepdims"))(a, axis=axis, keepdims=keepdims)
+    assert_matches(out, expected, n + 1, what=f"logsumexp axis={axis}")
+
+
+@case("one_hot", dtypes=(pto.int32, pto.int8), group="heavy")  # integer indices only
+def _one_hot(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(max_dims=2), label="shape")
+    n = data.draw(st.integers(0, 5), label="num_classes")
+    a = values(data, dtype, shape, ints=(-2, 6))  # below, inside and above [0, n)
+    (x,) = operands(data, [a])
+    target = data.draw(st.sampled_from([None, pto.float32, pto.int32, pto.bfloat16]))
+    axis = data.draw(st.integers(-len(shape) - 1, len(shape)), label="axis")
+    out = pto.one_hot(x, n, dtype=target, axis=axis)
+    jd = None if target is None else target.np
+    expected = jitted(ref(name), ("num_classes", "dtype", "axis"))(
+        a, num_classes=n, dtype=jd, axis=axis
+    )
+    assert_matches(out, expected, what=f"one_hot {n} axis={axis} dtype={target}")
+
+
+# ---------------------------------------------------------------------------------------------
 # The tests
 
 

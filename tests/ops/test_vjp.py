@@ -518,6 +518,17 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("var", [normal((3, 8), 96, bf16)], {"axis": -1, "keepdims": True}, 8),
     ("std", [normal((4, 5), 97)], {"axis": 0, "keepdims": False}, 8),
     ("scaled_dot_product_attention", _SDPA_QKV, {"causal": True}, 40),
+    ("square", [normal((2, 5), 100)], {}, 1),
+    ("logsumexp", [normal((3, 5), 101)], {"axis": -1, "keepdims": False}, 5),
+    ("logsumexp", [normal((3, 4, 2), 102)], {"axis": (0, 2), "keepdims": True}, 6),
+    ("logsumexp", [normal((3, 8), 103, bf16)], {"axis": None, "keepdims": False}, 24),
+    ("swapaxes", [normal((2, 3, 4), 104)], {"axis1": 0, "axis2": 2}, 1),
+    ("moveaxis", [normal((2, 3, 4), 105)], {"source": (0, 1), "destination": (2, 0)}, 1),
+    ("flip", [normal((3, 4), 106)], {"axis": 1}, 1),
+    ("tril", [normal((2, 3, 4), 107)], {"k": 1}, 1),
+    ("triu", [normal((4, 3), 108)], {"k": -1}, 1),
+    ("cumsum", [normal((3, 7), 109)], {"axis": 1}, 7),
+    ("cumsum", [normal((2, 5), 110, bf16)], {"axis": None}, 10),
 ]
 
 
