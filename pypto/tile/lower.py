@@ -599,6 +599,11 @@ class RowBuilder:
         self.post: list[Stmt] = []
         self.tiles: dict[Any, TileVar] = {}
         self.in_pre: set[str] = set()
+        self.scalar_of: dict[str, TileVar] = {}
+        """a one-value operand's ``[tr, 1]`` column (what :meth:`load` returns) -> its
+        ``[1, 1]`` tile, for the ops that combine it with rows (:meth:`narrow`)"""
+        self.spread: dict[str, TOp] = {}
+        """elementwise ops on such columns only: each value is still one value, spread"""
         self.axes: set[str] = set()  # leading-axis index registers already computed
         self._n = 0
         self.loc: SourceLoc | None = None
@@ -634,6 +639,9 @@ class RowBuilder:
         tiles = [a for a in args if isinstance(a, TileVar)]
         invariant = all(t.name in self.in_pre for t in tiles)
         stmt = TOp(opcode, dst, tuple(args), self.loc)
+        spread = {*self.scalar_of, *self.spread} if self.scalar_of else ()
+        if tiles and all(t.name in spread and t.shape == dst.shape for t in tiles):
+            self.spread[dst.name] = stmt  # elementwise on one value spread down the rows
         if invariant:
             self.pre.append(stmt)
             self.in_pre.add(dst.name)
@@ -648,6 +656,28 @@ class RowBuilder:
         self.pre.append(TOp("TEXPANDS", t, (float(value),), self.loc))
         self.in_pre.add(t.name)
         return t
+
+    def narrow(self, t: TileVar, *like: Any) -> TileVar:
+        """``t``, or the ``[1, 1]`` tile of one value that ``t`` spreads down the rows when
+        the tiles it meets (``like``) are rows: a column of ``tr`` rows does not broadcast
+        against a ``[1, tc]`` row."""
+        kinds = {self.kind(a) for a in like if isinstance(a, TileVar)}
+        if "row" in kinds and kinds <= {"row", "one"}:
+            return self.one(t) or t
+        return t
+
+    def one(self, t: TileVar) -> TileVar | None:
+        """The ``[1, 1]`` tile of the one value ``t`` spreads down the rows (computed again
+        on ``[1, 1]`` tiles where ``t`` is an op's result), or None."""
+        if t.name in self.scalar_of:
+            return self.scalar_of[t.name]
+        stmt = self.spread.get(t.name)
+        if stmt is None:
+            return None
+        args = [self.one(a) if isinstance(a, TileVar) else a for a in stmt.args]
+        r = self.op(stmt.op, self.new(t.dtype, "one"), *args)
+        self.scalar_of[t.name] = r
+        return r
 
     def result_kind(self, *xs: Operand) -> str:
         ks = {self.kind(x) for x in xs if isinstance(x, TileVar)}
@@ -684,6 +714,7 @@ class RowBuilder:
                 if self.tr > 1:
                     self.pre.append(TOp("TCOLEXPAND", col_t, (t,), self.loc))
                     self.in_pre.add(col_t.name)
+                    self.scalar_of[col_t.name] = t
                     return col_t
         else:
             self.body.append(ld)

@@ -62,7 +62,7 @@ def _tile(b: RowBuilder, x: TileVar | Lit, dtype: dt.DType, *like: Any) -> TileV
     operands (``like``) have where that is a column or one value, so ``1 - t`` of a row sum
     ``t`` stays one value per row instead of becoming a whole row."""
     if isinstance(x, TileVar):
-        return x
+        return b.narrow(x, *like)
     tiles = [a for a in like if isinstance(a, TileVar)]
     kind = b.result_kind(*tiles) if tiles else None
     return b.lit(_value(x), dtype, kind if kind in ("col", "one") else None)
@@ -133,8 +133,10 @@ def _broadcast(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
     of the tile's rows) expanded to the result's kind, in UB — no broadcast copy in GM."""
     (x,) = args
     d = e.out.aval.dtype
-    t = _tile(b, x, d)
     want = b.plan.kinds[e.out]
+    t = _tile(b, x, d)
+    if want == "row":  # a one value spread across a row: from its [1, 1] tile
+        t = b.one(t) or t
     if b.kind(t) == want or want == "one":
         return t
     if b.kind(t) == "one" and want != "row" and b.tr > 1:

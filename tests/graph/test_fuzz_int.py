@@ -1,9 +1,9 @@
 """Differential fuzzing of integer and boolean programs: wrapping arithmetic, comparisons and
 selects, clips, integer powers, casts between int32, int8, bool and float, int32-accumulating
-sums, extremes, argmax and argmin, any and all, logical operators, gathers by integer arrays
-and the rounding ops (identities on integers), mixed with layout steps. Integers are exact,
-so eager mode, the interpreter, the simulated NPU (tiny and ascend910b) and JAX must agree
-bit for bit (docs/numerics.md: integer semantics are JAX's)."""
+sums, extremes, argmax and argmin, any and all, logical operators, gathers by integer arrays,
+the rounding ops (identities on integers), scans, signs, triangles and flips, mixed with
+layout steps. Integers are exact, so eager mode, the interpreter, the simulated NPU (tiny and
+ascend910b) and JAX must agree bit for bit (docs/numerics.md: integer semantics are JAX's)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,10 @@ UNARY: dict[str, Callable[[Any], Any]] = {
     "gather": lambda x: x[[0, -1, 0]] if x.ndim else x,
     "gather-1": lambda x: x[..., np.array([-1, 0])] if x.ndim else x,
     "round": lambda x: pto.round(x) + pto.floor(x) - pto.ceil(x),
+    "cumsum": lambda x: pto.cumsum(x, -1) if x.ndim else x,
+    "sign": lambda x: pto.sign(x) * x - pto.square(x),
+    "tri": lambda x: pto.tril(x) - pto.triu(x, 1) if x.ndim > 1 else x,
+    "flip": lambda x: pto.flip(x) + pto.swapaxes(x, 0, -1).T if x.ndim else x,
 }
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "add": pto.add,

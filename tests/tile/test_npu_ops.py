@@ -243,3 +243,26 @@ def test_stop_gradient_lowers_to_its_operand_without_the_tensor_passes() -> None
     prof = simulate(codegen(schedule(tf, m)), m, {"a0": x})
     assert prof.outputs is not None
     np.testing.assert_array_equal(prof.outputs["out"], x * 2.0 + 1.0)
+
+
+def test_one_value_down_the_rows_also_meets_rows_in_one_kernel() -> None:
+    """A kernel of two fused groups: one over rows of two, one computing a [2] row once. A
+    one-value operand spread down the rows for the first (a ``[2, 1]`` column) is also
+    broadcast across the second's row, directly or after an op: from its ``[1, 1]`` tile,
+    since a column of two rows does not broadcast to a ``[1, 2]`` row."""
+    x0 = np.array([0.54784673, -0.92085314], np.float32)
+    x1 = np.array([[[-1.836106], [-1.9338895], [1.253081]]], np.float32)
+    w = np.random.default_rng(0).uniform(-1, 1, (1, 3, 2)).astype(np.float32)
+
+    def direct(a: Any, b: Any) -> Any:
+        return (pto.tanh(pto.sum(a, -1, keepdims=True) + (a + pto.tanh(b))) * w).sum()
+
+    def scaled(a: Any, b: Any) -> Any:
+        return (pto.tanh(pto.sum(a, -1, keepdims=True) * 0.25 + (a + pto.tanh(b))) * w).sum()
+
+    for loss in (direct, scaled):
+        g = pto.grad(loss, argnums=(0, 1))
+        want = g(pto.tensor(x0), pto.tensor(x1))
+        got = pto.jit(g, machine="tiny")(pto.tensor(x0), pto.tensor(x1))
+        for o, r in zip(got, want, strict=True):
+            np.testing.assert_allclose(o.numpy(), r.numpy(), rtol=1e-5, atol=1e-6)
