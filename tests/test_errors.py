@@ -720,3 +720,24 @@ def test_numpy_helpers_name_themselves_and_the_fix(x: pto.Tensor) -> None:
     for fn in (pto.cumsum, pto.logsumexp, pto.flip):
         with expect(pto.ShapeError, fn.__name__, "axis 2", *AXIS_PARTS, frames=cf) as e:
             fn(e.at(x), 2)
+
+
+def test_einsum_names_the_subscripts_and_the_operand(x: pto.Tensor) -> None:
+    cf = COMPOSITE_FRAMES
+    y = pto.ones((5, 2))
+    with expect(pto.ShapeError, "einsum", "'j'", "size 5", "f32[5,2]", "4 before", frames=cf) as e:
+        pto.einsum("ij,jk->ik", x, e.at(y))
+    with expect(
+        pto.ShapeError, "einsum", "'ijk'", "3 axes", "f32[3,4]", hint="'...'", frames=cf
+    ) as e:
+        pto.einsum("ijk", e.at(x))
+    with expect(pto.ShapeError, "einsum", "2 operand(s)", "1 were given", frames=cf) as e:
+        pto.einsum("ij,jk", e.at(x))
+    with expect(pto.ShapeError, "einsum", "output label 'l'", frames=cf) as e:
+        pto.einsum("ij->il", e.at(x))
+    with expect(pto.ShapeError, "einsum", "repeats label 'i'", hint="'ii->i'", frames=cf) as e:
+        pto.einsum("ij->ii", e.at(x))
+    with expect(pto.ShapeError, "einsum", "'$'", "letters", frames=cf) as e:
+        pto.einsum("i$", e.at(x))
+    with expect(pto.ShapeError, "einsum", "subscripts string", hint="'ij,jk->ik'", frames=cf) as e:
+        pto.einsum(e.at(x), x)

@@ -945,3 +945,211 @@ def one_hot(x: Any, num_classes: int, *, dtype: Any = None, axis: int = -1) -> A
     a = rules.normalize_axis("one_hot", axis, nd)
     hit = api.equal(expand_dims(v, -1), np.arange(n, dtype=np.int32))
     return api.cast(moveaxis(hit, -1, a), d)
+
+
+def _einsum_jax(subscripts: str, *operands: Any) -> Any:
+    return jnp.einsum(subscripts, *operands)
+
+
+_LETTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
+
+
+def _einsum_terms(subscripts: Any, vals: list[Any]) -> tuple[list[list[Any]], list[Any]]:
+    """Each operand's labels and the output's, with an ellipsis spelled out as labels
+    ``0, 1, …`` (aligned from the right, as numpy broadcasts) and the implicit output (labels
+    that appear once, sorted, after the ellipsis) made explicit."""
+    if not isinstance(subscripts, str):
+        raise ShapeError(
+            f"the first argument must be the subscripts string, got {type(subscripts).__name__}",
+            op="einsum",
+            hint="e.g. pto.einsum('ij,jk->ik', a, b)",
+        )
+    spec = subscripts.replace(" ", "")
+    if spec.count("->") > 1:
+        raise ShapeError(f"{subscripts!r} has more than one '->'", op="einsum")
+    lhs, arrow, rhs = spec.partition("->")
+    words = lhs.split(",")
+    shapes = [tuple(v.shape) for v in vals]
+    if len(words) != len(vals):
+        got = ", ".join(str(api._aval(v)) for v in vals)
+        raise ShapeError(
+            f"{subscripts!r} names {len(words)} operand(s) but {len(vals)} were given ({got})",
+            op="einsum",
+        )
+
+    def letters(word: str, where: str) -> list[str]:
+        parts = word.split("...")
+        if len(parts) > 2:
+            raise ShapeError(f"{where} {word!r} has more than one '...'", op="einsum")
+        bad = sorted({c for c in "".join(parts) if c not in _LETTERS})
+        if bad:
+            raise ShapeError(
+                f"{where} {word!r} has {bad[0]!r}: subscripts are letters, ',', '->' and '...'",
+                op="einsum",
+            )
+        return parts
+
+    n_ell = 0
+    split = []
+    for i, (w, shape) in enumerate(zip(words, shapes, strict=True)):
+        parts = letters(w, f"operand {i}'s subscripts")
+        named = sum(len(p) for p in parts)
+        if (len(parts) == 1 and named != len(shape)) or named > len(shape):
+            raise ShapeError(
+                f"operand {i}'s subscripts {w!r} name {named} axes but it is {api._aval(vals[i])}",
+                op="einsum",
+                hint="use '...' for axes the subscripts do not name",
+            )
+        split.append(parts)
+        if len(parts) == 2:
+            n_ell = max(n_ell, len(shape) - named)
+    ell = list(range(n_ell))
+    terms: list[list[Any]] = []
+    for parts, shape in zip(split, shapes, strict=True):
+        if len(parts) == 1:
+            terms.append(list(parts[0]))
+        else:
+            k = len(shape) - len(parts[0]) - len(parts[1])
+            terms.append([*parts[0], *ell[n_ell - k :], *parts[1]])
+    seen = [c for t in terms for c in t if isinstance(c, str)]
+    if not arrow:
+        return terms, [*ell, *sorted(c for c in set(seen) if seen.count(c) == 1)]
+    parts = letters(rhs, "the output")
+    out = [*parts[0], *(ell if len(parts) == 2 else ()), *(parts[1] if len(parts) == 2 else ())]
+    for c in out:
+        if isinstance(c, str) and c not in seen:
+            raise ShapeError(f"output label {c!r} of {subscripts!r} is in no operand", op="einsum")
+    twice = [c for c in out if out.count(c) > 1]
+    if twice:
+        raise ShapeError(
+            f"the output of {subscripts!r} repeats label {twice[0]!r}",
+            op="einsum",
+            hint="for a diagonal, repeat the label in an operand: pto.einsum('ii->i', x)",
+        )
+    return terms, out
+
+
+@_composite(
+    "einsum",
+    "Einstein summation: products and sums of operands named by subscripts",
+    _einsum_jax,
+)
+def einsum(subscripts: str, /, *operands: Any) -> Any:
+    """Einstein summation, as ``jnp.einsum``: ``'ij,jk->ik'`` is a matmul, ``'bhqd,bhkd->bhqk'``
+    attention scores, ``'ii->i'`` a diagonal; without ``->`` the output is the labels that
+    appear once, sorted, and ``...`` stands for the axes the labels do not name (broadcast).
+
+    Each contraction is one ``matmul`` (its shared kept labels the batch axes, the cube's work
+    on the NPU) or, with nothing to contract, a broadcast multiply; a label of one operand alone
+    is summed first; operands are contracted two at a time, the pair with the fewest
+    multiply-adds first. Bools give bools (any of the products), as in JAX.
+
+    >>> import pypto as pto
+    >>> a, b = pto.ones((2, 3)), pto.ones((3, 4))
+    >>> pto.einsum("ij,jk->ik", a, b).shape
+    (2, 4)
+    >>> pto.einsum("ii->i", pto.tensor([[1.0, 2.0], [3.0, 4.0]])).numpy()
+    array([1., 4.], dtype=float32)
+    """
+    if not operands:
+        raise ShapeError("needs at least one operand", op="einsum", hint="pto.einsum('ij->ji', x)")
+    vals = api.promote("einsum", operands)
+    d = vals[0].dtype  # type: ignore[attr-defined]
+    terms, out = _einsum_terms(subscripts, vals)
+    size: dict[Any, int] = {}
+    for i, (t, v) in enumerate(zip(terms, vals, strict=True)):
+        for c, n in zip(t, v.shape, strict=True):  # type: ignore[attr-defined]
+            if size.get(c, 1) == 1:
+                size[c] = n
+            elif n not in (1, size[c]):
+                name = f"label {c!r}" if isinstance(c, str) else "an axis of '...'"
+                raise ShapeError(
+                    f"{name} has size {n} in operand {i} ({api._aval(vals[i])}) but "
+                    f"{size[c]} before",
+                    op="einsum",
+                    hint="a label has one size in every operand (or 1, which broadcasts)",
+                )
+    if d is dt.bool_:  # counted in int32: nonzero where any product is true
+        vals = [api.cast(v, dt.int32) for v in vals]
+    ops = [_einsum_prepare(v, t, size) for v, t in zip(vals, terms, strict=True)]
+    while True:  # each operand's own labels summed, then pairs contracted
+        ops = [_einsum_sum(v, t, _einsum_wanted(ops, i, out)) for i, (v, t) in enumerate(ops)]
+        if len(ops) == 1:
+            break
+        i, j = min(
+            itertools.combinations(range(len(ops)), 2),
+            key=lambda p: math.prod(size[c] for c in {*ops[p[0]][1], *ops[p[1]][1]}),
+        )
+        keep = {c for k, (_, t) in enumerate(ops) if k not in (i, j) for c in t} | set(out)
+        pair = _einsum_pair(ops[i], ops[j], keep, size)
+        ops = [pair] + [o for k, o in enumerate(ops) if k not in (i, j)]
+    v, t = ops[0]
+    r = api.transpose(v, tuple(t.index(c) for c in out))
+    if d is dt.bool_:
+        return api.not_equal(r, 0)
+    return r if r.dtype is d else api.cast(r, d)
+
+
+def _einsum_wanted(ops: list[tuple[Any, list[Any]]], i: int, out: list[Any]) -> set[Any]:
+    """The labels operand ``i`` must keep: the output's and the other operands'."""
+    return {c for k, (_, t) in enumerate(ops) if k != i for c in t} | set(out)
+
+
+def _einsum_prepare(v: Any, t: list[Any], size: dict[Any, int]) -> tuple[Any, list[Any]]:
+    """``v`` with its size-1 axes that broadcast against a longer one dropped, and each
+    label it repeats (a diagonal) taken once."""
+    drop = [a for a, c in enumerate(t) if v.shape[a] == 1 and size[c] != 1]
+    if drop:
+        v = api.reshape(v, tuple(n for a, n in enumerate(v.shape) if a not in drop))
+        t = [c for a, c in enumerate(t) if a not in drop]
+    for c in dict.fromkeys(t):
+        while t.count(c) > 1:  # the diagonal of its first two axes: off-diagonal zeroed, summed
+            p = t.index(c)
+            q = t.index(c, p + 1)
+            n = v.shape[p]
+            eye = np.eye(n, dtype=bool).reshape(
+                tuple(n if a in (p, q) else 1 for a in range(len(t)))
+            )
+            s = api.sum(api.where(eye, v, 0), q)
+            v = s if s.dtype is v.dtype else api.cast(s, v.dtype)
+            t = t[:q] + t[q + 1 :]
+    return v, t
+
+
+def _einsum_sum(v: Any, t: list[Any], wanted: set[Any]) -> tuple[Any, list[Any]]:
+    axes = tuple(a for a, c in enumerate(t) if c not in wanted)
+    if not axes:
+        return v, t
+    r = api.sum(v, axes)
+    if r.dtype is not v.dtype:  # a sum of small integers widens; einsum's wraps as JAX's does
+        r = api.cast(r, v.dtype)
+    return r, [c for c in t if c in wanted]
+
+
+def _einsum_pair(
+    a: tuple[Any, list[Any]], b: tuple[Any, list[Any]], keep: set[Any], size: dict[Any, int]
+) -> tuple[Any, list[Any]]:
+    """Two operands contracted: labels in both that stay are batch axes, labels in both that
+    go are summed by a matmul (a broadcast multiply when there are none)."""
+    (x, tx), (y, ty) = a, b
+    batch = [c for c in tx if c in ty and c in keep]
+    inner = [c for c in tx if c in ty and c not in keep]
+    fx = [c for c in tx if c not in ty]
+    fy = [c for c in ty if c not in tx]
+    bs = tuple(size[c] for c in batch)
+    x = api.transpose(x, tuple(tx.index(c) for c in (*batch, *fx, *inner)))
+    y = api.transpose(y, tuple(ty.index(c) for c in (*batch, *inner, *fy)))
+    mx = tuple(size[c] for c in fx)
+    ny = tuple(size[c] for c in fy)
+    if not inner:  # an outer product over the free labels, per batch element
+        x = _reshaped(x, (*bs, *mx, *(1,) * len(fy)))
+        y = _reshaped(y, (*bs, *(1,) * len(fx), *ny))
+        return api.mul(x, y), [*batch, *fx, *fy]
+    k = math.prod(size[c] for c in inner)
+    x = _reshaped(x, (*bs, math.prod(mx), k))
+    y = _reshaped(y, (*bs, k, math.prod(ny)))
+    return _reshaped(api.matmul(x, y), (*bs, *mx, *ny)), [*batch, *fx, *fy]
+
+
+def _reshaped(v: Any, shape: tuple[int, ...]) -> Any:
+    return v if tuple(v.shape) == shape else api.reshape(v, shape)

@@ -74,7 +74,17 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     ("logsumexp", lambda x: pto.logsumexp(x, -1, keepdims=True) * 0.25 if x.ndim else x),
     ("tril", lambda x: pto.tril(x, -1) + pto.triu(pto.tanh(x)) if x.ndim > 1 else x),
     ("flip-sign", lambda x: pto.flip(x, 0) * pto.sign(x) if x.ndim else x),
+    ("einsum", lambda x: _einsum(x)),
 ]
+
+
+def _einsum(x: Any) -> Any:
+    """A gram product of the last two axes and its product with ``x`` as einsums over
+    ``...``, or a dot product scaling a vector; the shape comes back."""
+    if x.ndim < 2:
+        return x * pto.tanh(pto.einsum("i,i", x, x) * 0.1) if x.ndim else x
+    s = pto.tanh(pto.einsum("...ij,...kj->...ik", x, x) * 0.3)
+    return pto.einsum("...ik,...kj->...ij", s, x) * 0.3
 
 
 def _heads(x: Any, mm: bool = False) -> Any:

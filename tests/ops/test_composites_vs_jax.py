@@ -2,7 +2,9 @@
 bfloat16: softmax, log_softmax, layer_norm (with and without weight and bias), rms_norm, gelu
 (tanh approximation), silu, relu, clip, the logical functions and their operators, mean,
 expand_dims, squeeze, split, attention (causal or not, explicit scale, bool masks), and
-cumsum, logsumexp, one_hot, stack, tril and triu (with gradients through them).
+cumsum, logsumexp, one_hot, stack, tril and triu (with gradients through them), and einsum
+(diagonals, broadcast '...', three operands, bools and wrapping int8; gradients eager and
+compiled).
 
 Each is compared with the table's reference (``OPS[name].jax_impl``, which ``pto.check`` uses)
 and, in float32, also with JAX's own library function (``jax.nn.dot_product_attention``,
@@ -348,3 +350,43 @@ def test_one_hot_stack_and_triangles() -> None:
         assert_matches(pto.triu(m, k), jnp.triu(m, k), what=f"triu {k}")
     # triu and tril split a matrix exactly: tril(k) + triu(k + 1) == m
     np.testing.assert_array_equal((pto.tril(m, 1) + pto.triu(m, 2)).numpy(), m)
+
+
+@pytest.mark.parametrize(
+    ("spec", "shapes"),
+    [
+        ("ij,jk->ik", [(3, 4), (4, 5)]),
+        ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),  # attention scores
+        ("ii->i", [(4, 4)]),  # a diagonal
+        ("...ij,...jk", [(2, 1, 3, 4), (5, 4, 2)]),  # broadcast batch axes
+        ("ij,j,kj->ik", [(3, 4), (4,), (2, 4)]),  # three operands, a scaled product
+        ("ij,ij->", [(3, 4), (3, 4)]),
+        ("i,j->ij", [(3,), (1,)]),  # an outer product, one side broadcast from size 1
+    ],
+)
+def test_einsum_and_its_gradient_match_jax(spec: str, shapes: list[tuple[int, ...]]) -> None:
+    """Values and every operand's gradient, eagerly and compiled for the NPU (tiny)."""
+    arrays = [normal(40 + i, s, F32, 1.0) for i, s in enumerate(shapes)]
+    tensors = [pto.tensor(a) for a in arrays]
+    k = 2 * math.prod(max(s) for s in shapes)
+    assert_matches(pto.einsum(spec, *tensors), jnp.einsum(spec, *arrays), k, what=spec)
+    argnums = tuple(range(len(arrays)))
+    want = jax.grad(lambda *a: (jnp.einsum(spec, *a) ** 2).sum(), argnums)(*arrays)
+
+    def loss(*a: Any) -> Any:
+        return (pto.einsum(spec, *a) ** 2).sum()
+
+    eager = pto.grad(loss, argnums)(*tensors)
+    npu = pto.jit(pto.grad(loss, argnums), machine="tiny")(*tensors)
+    for i, w in enumerate(want):
+        assert_matches(eager[i], w, k, what=f"grad {spec} operand {i}")
+        assert_matches(npu[i], w, k, what=f"jit grad {spec} operand {i}")
+
+
+def test_einsum_of_bools_and_integers_follows_jax() -> None:
+    a = np.random.default_rng(50).random((3, 4)) < 0.3
+    b = np.random.default_rng(51).random((4, 2)) < 0.3
+    assert_matches(pto.einsum("ij,jk", a, b), jnp.einsum("ij,jk", a, b))  # any of the products
+    i8 = np.full((2, 64), 100, np.int8)  # products and sums wrap in int8, as JAX's do
+    assert_matches(pto.einsum("ij,kj", i8, i8), jnp.einsum("ij,kj", i8, i8))
+    assert_matches(pto.einsum("ij->j", i8), jnp.einsum("ij->j", i8))

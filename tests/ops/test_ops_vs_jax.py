@@ -950,6 +950,55 @@ def _one_hot(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, expected, what=f"one_hot {n} axis={axis} dtype={target}")
 
 
+def _einsum_jax(spec: str) -> Callable[..., Any]:
+    return jitted(functools.partial(jnp.einsum, spec))
+
+
+@st.composite
+def einsum_specs(draw: Any) -> tuple[str, list[tuple[int, ...]], int]:
+    """A random ``jnp.einsum`` problem: (subscripts, operand shapes, the most terms one output
+    element sums). Labels repeat within an operand (diagonals), broadcast from size 1 between
+    operands, and ``...`` stands for up to two broadcast axes; the output is implicit or a
+    permutation of some labels."""
+    size = {c: draw(st.sampled_from([0, 1, 2, 3, 4]), label=c) for c in "abcde"}
+    ell = draw(st.lists(st.integers(1, 3), max_size=2), label="...")
+    use_ell = bool(ell) and draw(st.booleans(), label="uses ...")
+    words, shapes, seen = [], [], []
+    for _ in range(draw(st.integers(1, 3), label="operands")):
+        labels = draw(st.lists(st.sampled_from("abcde"), max_size=3), label="labels")
+        shape = [1 if draw(st.integers(0, 4)) == 0 else size[c] for c in labels]
+        for i, c in enumerate(labels):  # a repeated label is a diagonal: one size for both
+            shape[i] = shape[labels.index(c)]
+        word = "".join(labels)
+        if use_ell and draw(st.booleans(), label="this operand's ..."):
+            k = draw(st.integers(0, len(ell)))
+            at = draw(st.integers(0, len(labels)))
+            part = [n if draw(st.booleans()) else 1 for n in ell[len(ell) - k :]]
+            word = word[:at] + "..." + word[at:]
+            shape = shape[:at] + part + shape[at:]
+        words.append(word)
+        shapes.append(tuple(shape))
+        seen += labels
+    spec = ",".join(words)
+    if draw(st.booleans(), label="explicit"):
+        out = draw(st.permutations(sorted(set(seen))), label="output")
+        out = out[: draw(st.integers(0, len(out)))]
+        dots = "..." if "..." in spec and draw(st.booleans()) else ""
+        spec += "->" + dots + "".join(out)
+        summed = set(seen) - set(out)
+    else:
+        summed = {c for c in seen if seen.count(c) > 1}
+    return spec, shapes, math.prod(size[c] for c in summed) * len(words) + 1
+
+
+@case("einsum", dtypes=DTYPES, group="heavy")
+def _einsum(data: Draw, dtype: pto.DType, name: str) -> None:
+    spec, shapes, k = data.draw(einsum_specs(), label="spec")
+    arrays = [values(data, dtype, s, -2.0, 2.0, ints=(-128, 127)) for s in shapes]
+    out = pto.einsum(spec, *operands(data, arrays))
+    assert_matches(out, _einsum_jax(spec)(*arrays), k, what=f"einsum {spec!r} {shapes}")
+
+
 # ---------------------------------------------------------------------------------------------
 # The tests
 

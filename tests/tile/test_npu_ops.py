@@ -147,6 +147,15 @@ CASES: dict[str, Case] = {
     "triu": (lambda x: pto.triu(x.reshape(2, 3, 40), -1) * 2, [(X, "n")], F + I),
     "cumsum": (lambda x: (pto.cumsum(x, 1), x.cumsum(0) * 2), [(X, "n")], F + I),
     "one_hot": (lambda i: pto.one_hot(i, 8) * 2, [((5, 3), "x")], (pto.int32,)),
+    "einsum": (  # a product with a transposed operand, a row-wise dot, batched over '...'
+        lambda a, b: (
+            pto.einsum("ij,kj->ik", a, b),
+            pto.einsum("ij,ij->i", a, a),
+            pto.einsum("...j,kj", a.reshape(2, 8, 32), b) + 1,
+        ),
+        [((16, 32), "n"), ((24, 32), "n")],
+        F,
+    ),
     "kernel_call": (
         lambda x, g, w: rms_norm_matmul(x, g, w, bm=16, bn=32, bk=16) + 1,
         [((32, 64), "n"), ((64,), "n"), ((64, 32), "n")],
