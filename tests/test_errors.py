@@ -741,3 +741,10 @@ def test_einsum_names_the_subscripts_and_the_operand(x: pto.Tensor) -> None:
         pto.einsum("i$", e.at(x))
     with expect(pto.ShapeError, "einsum", "subscripts string", hint="'ij,jk->ik'", frames=cf) as e:
         pto.einsum(e.at(x), x)
+
+
+def test_nan_to_num_wants_numbers(x: pto.Tensor) -> None:
+    with expect(pto.DTypeError, "nan_to_num", "posinf must be a number", "'big'", frames=2) as e:
+        pto.nan_to_num(e.at(x), posinf="big")
+    with expect(pto.DTypeError, "nan_to_num", "nan must be a number", "True", frames=2) as e:
+        pto.nan_to_num(e.at(x), nan=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import numbers
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,7 +21,7 @@ import numpy as np
 from pypto import dtypes as dt
 from pypto.core import dispatch
 from pypto.core.errors import DTypeError, ShapeError
-from pypto.ops import api, layout, rules
+from pypto.ops import api, rules
 from pypto.ops.table import Op, register
 
 
@@ -893,14 +894,14 @@ def cumsum(x: Any, axis: int | None = None) -> Any:
         v = api.cast(v, dt.int32)
     elif d in (dt.float16, dt.bfloat16):  # summed in float32 and rounded once, as in sum
         v = api.cast(v, dt.float32)
-    shape = tuple(v.shape)  # type: ignore[attr-defined]
-    n = shape[a]
+    n = v.shape[a]  # type: ignore[attr-defined]
+    lead = (slice(None),) * a
     step = 1
     while step < n:
-        # the sums so far, shifted down the axis by `step` with zeros coming in
-        head = api.getitem(v, (slice(None),) * a + (slice(0, n - step),))
-        config = tuple((step, 0, 0) if i == a else (0, 0, 0) for i in range(len(shape)))
-        v = api.add(v, dispatch.bind(layout.PAD, (head,), {"config": config}))
+        # the first `step` sums are done; each later one adds the sum `step` before it
+        done = api.getitem(v, (*lead, slice(0, step)))
+        later = api.getitem(v, (*lead, slice(step, n)))
+        v = api.concat([done, api.add(later, api.getitem(v, (*lead, slice(0, n - step))))], a)
         step *= 2
     return api.cast(v, d) if d in (dt.float16, dt.bfloat16) else v
 
@@ -1153,3 +1154,211 @@ def _einsum_pair(
 
 def _reshaped(v: Any, shape: tuple[int, ...]) -> Any:
     return v if tuple(v.shape) == shape else api.reshape(v, shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Accurate near zero, and the tests for special values
+
+
+def _in_f32(op: str, x: Any) -> tuple[Any, dt.DType]:
+    """``x`` promoted to a float (integers to float32), then widened to float32 for the
+    arithmetic (float16 and bfloat16 are rounded once, at the end); and the result's dtype."""
+    v = api.promote(op, (x,), inexact=True)[0]
+    d = v.dtype  # type: ignore[attr-defined]
+    return (v if d is dt.float32 else api.cast(v, dt.float32)), d
+
+
+def _exact_value(grad_path: Any, value: Any, d: dt.DType) -> Any:
+    """``value``, differentiated as ``grad_path``: ``grad_path + stop_gradient(value -
+    grad_path)``. The two are within a factor of two of each other (or ``grad_path`` is 0), so
+    the difference is exact and the sum gives ``value`` back bit for bit; where ``grad_path``
+    is infinite (equal to ``value`` there) the correction is 0."""
+    fix = api.where(api.less(api.abs(grad_path), math.inf), api.sub(value, grad_path), 0.0)
+    r = api.add(grad_path, api.stop_gradient(fix))
+    return r if d is dt.float32 else api.cast(r, d)
+
+
+def _log1p(v: Any) -> tuple[Any, Any]:
+    """log(1 + v) in float32, accurate for tiny ``v`` (Goldberg: ``log(u) · v / (u - 1)``
+    with ``u = 1 + v`` corrects the rounding of ``u``); differentiated as ``log(u)``."""
+    u = api.add(v, 1.0)
+    um1 = api.sub(u, 1.0)
+    same = logical_or(api.equal(um1, 0.0), api.equal(u, math.inf))
+    ratio = api.div(v, api.where(same, 1.0, um1))
+    value = api.where(same, api.where(api.equal(u, math.inf), u, v), api.mul(api.log(u), ratio))
+    return value, api.log(u)
+
+
+def _log1p_jax(x: Any) -> Any:
+    return jnp.log1p(_inexact_jax(x)[0])
+
+
+@_composite("log1p", "log(1 + x), accurate for small x", _log1p_jax)
+def log1p(x: Any) -> Any:
+    """``log(1 + x)``, accurate where ``x`` is tiny (``log`` of the rounded ``1 + x`` is not),
+    as ``jnp.log1p``; float16 and bfloat16 are computed in float32 and rounded once.
+
+    >>> import pypto as pto
+    >>> f"{float(pto.log1p(pto.tensor(1e-7))):.4e}"  # log(1 + 1e-7) gives 1.1921e-07
+    '1.0000e-07'
+    """
+    v, d = _in_f32("log1p", x)
+    value, path = _log1p(v)
+    return _exact_value(path, value, d)
+
+
+def _expm1_jax(x: Any) -> Any:
+    return jnp.expm1(_inexact_jax(x)[0])
+
+
+@_composite("expm1", "exp(x) - 1, accurate for small x", _expm1_jax)
+def expm1(x: Any) -> Any:
+    """``exp(x) - 1``, accurate where ``x`` is tiny, as ``jnp.expm1`` (Kahan: with
+    ``u = exp(x)``, ``(u - 1) · (x / log(u))`` corrects the rounding of ``u``); float16 and
+    bfloat16 are computed in float32 and rounded once.
+
+    >>> import pypto as pto
+    >>> f"{float(pto.expm1(pto.tensor(1e-7))):.4e}"  # exp(1e-7) - 1 gives 1.1921e-07
+    '1.0000e-07'
+    """
+    v, d = _in_f32("expm1", x)
+    u = api.exp(v)
+    um1 = api.sub(u, 1.0)
+    lu = api.log(u)
+    # u == 1: x itself; u - 1 == -1 (x below -17, where u may be subnormal and its log
+    # inexact): -1; u == inf: inf
+    plain = logical_or(api.equal(um1, 0.0), api.equal(lu, 0.0))
+    edge = logical_or(plain, logical_or(api.equal(um1, -1.0), api.equal(u, math.inf)))
+    kahan = api.mul(um1, api.div(v, api.where(edge, 1.0, lu)))  # x / log(u) ~ 1: no overflow
+    value = api.where(plain, v, api.where(edge, um1, kahan))
+    return _exact_value(um1, value, d)
+
+
+def _softplus_jax(x: Any) -> Any:
+    return jax.nn.softplus(_inexact_jax(x)[0])
+
+
+@_composite("softplus", "log(1 + exp(x)), without overflow", _softplus_jax)
+def softplus(x: Any) -> Any:
+    """``log(1 + exp(x))`` as ``jax.nn.softplus``: ``max(x, 0) + log1p(exp(-|x|))``, which
+    neither overflows for large ``x`` nor loses small values for very negative ``x``; its
+    gradient is ``sigmoid(x)``.
+
+    >>> import pypto as pto
+    >>> pto.softplus(pto.tensor([-20.0, 0.0, 100.0])).numpy()
+    array([2.0611537e-09, 6.9314718e-01, 1.0000000e+02], dtype=float32)
+    """
+    v, d = _in_f32("softplus", x)
+    value, _ = _log1p(api.exp(api.neg(api.abs(v))))
+    value = api.add(api.maximum(v, 0.0), value)
+    # differentiated with slope sigmoid(x), so x = 0 gets 1/2 as in JAX (max and |x| give 0);
+    # ±inf and NaN take max(x, 0): the value, and a slope of 1 at +inf and 0 at -inf
+    slope = api.mul(api.sub(v, api.stop_gradient(v)), api.stop_gradient(api.sigmoid(v)))
+    finite = api.less(api.abs(v), math.inf)
+    r = api.where(finite, api.add(api.stop_gradient(value), slope), api.maximum(v, 0.0))
+    return r if d is dt.float32 else api.cast(r, d)
+
+
+def _elu_jax(x: Any, alpha: float = 1.0) -> Any:
+    return jax.nn.elu(_inexact_jax(x)[0], alpha)
+
+
+@_composite("elu", "x where x > 0, else alpha · (exp(x) - 1)", _elu_jax)
+def elu(x: Any, alpha: float = 1.0) -> Any:
+    """Exponential linear unit, as ``jax.nn.elu``: ``x`` where ``x > 0``, else
+    ``alpha · expm1(x)``.
+
+    >>> import pypto as pto
+    >>> pto.elu(pto.tensor([-1.0, 2.0])).numpy()
+    array([-0.6321206,  2.       ], dtype=float32)
+    """
+    v = api.promote("elu", (x,), inexact=True)[0]
+    pos = api.greater(v, 0.0)
+    return api.where(pos, v, api.mul(expm1(api.where(pos, 0.0, v)), alpha))
+
+
+def _leaky_relu_jax(x: Any, negative_slope: float = 0.01) -> Any:
+    return jax.nn.leaky_relu(_inexact_jax(x)[0], negative_slope)
+
+
+@_composite("leaky_relu", "x where x >= 0, else negative_slope · x", _leaky_relu_jax)
+def leaky_relu(x: Any, negative_slope: float = 0.01) -> Any:
+    """``x`` where ``x >= 0``, else ``negative_slope · x``, as ``jax.nn.leaky_relu``.
+
+    >>> import pypto as pto
+    >>> pto.leaky_relu(pto.tensor([-2.0, 3.0]), 0.1).numpy()
+    array([-0.2,  3. ], dtype=float32)
+    """
+    v = api.promote("leaky_relu", (x,), inexact=True)[0]
+    return api.where(api.greater_equal(v, 0.0), v, api.mul(v, negative_slope))
+
+
+def _is_float(op: str, x: Any) -> tuple[Any, bool]:
+    v = api.asvalue(x, op)
+    return v, v.dtype.is_floating  # type: ignore[attr-defined]
+
+
+@_composite("isnan", "x is NaN, elementwise", jnp.isnan, differentiable=False)
+def isnan(x: Any) -> Any:
+    """Where ``x`` is NaN (never, for integers and bools).
+
+    >>> import pypto as pto
+    >>> pto.isnan(pto.tensor([1.0, float("nan")])).numpy()
+    array([False,  True])
+    """
+    v, _ = _is_float("isnan", x)
+    return api.not_equal(v, v)
+
+
+@_composite("isinf", "x is +inf or -inf, elementwise", jnp.isinf, differentiable=False)
+def isinf(x: Any) -> Any:
+    """Where ``x`` is +inf or -inf (never, for integers and bools).
+
+    >>> import pypto as pto
+    >>> pto.isinf(pto.tensor([1.0, -float("inf"), float("nan")])).numpy()
+    array([False,  True, False])
+    """
+    v, floating = _is_float("isinf", x)
+    return api.equal(api.abs(v), math.inf) if floating else api.not_equal(v, v)
+
+
+@_composite("isfinite", "x is neither infinite nor NaN", jnp.isfinite, differentiable=False)
+def isfinite(x: Any) -> Any:
+    """Where ``x`` is neither ±inf nor NaN (always, for integers and bools).
+
+    >>> import pypto as pto
+    >>> pto.isfinite(pto.tensor([1.0, float("inf"), float("nan")])).numpy()
+    array([ True, False, False])
+    """
+    v, floating = _is_float("isfinite", x)
+    return api.less(api.abs(v), math.inf) if floating else api.equal(v, v)
+
+
+def _nan_to_num_jax(x: Any, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
+    return jnp.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+@_composite("nan_to_num", "NaN and ±inf replaced by finite numbers", _nan_to_num_jax)
+def nan_to_num(x: Any, *, nan: float = 0.0, posinf: Any = None, neginf: Any = None) -> Any:
+    """``x`` with NaN replaced by ``nan``, +inf by ``posinf`` and -inf by ``neginf`` (by
+    default the dtype's largest and smallest finite values), as ``jnp.nan_to_num``; integers
+    and bools are returned as they are. The gradient flows where ``x`` is kept.
+
+    >>> import pypto as pto
+    >>> pto.nan_to_num(pto.tensor([float("nan"), float("inf"), 1.0])).numpy()
+    array([0.0000000e+00, 3.4028235e+38, 1.0000000e+00], dtype=float32)
+    """
+    v, floating = _is_float("nan_to_num", x)
+    if not floating:
+        return v
+    big = float(dt.finfo(v.dtype).max)
+    fill = {"nan": nan, "posinf": big if posinf is None else posinf}
+    fill["neginf"] = -big if neginf is None else neginf
+    for name, value in fill.items():
+        if not isinstance(value, numbers.Real) or isinstance(value, bool | np.bool_):
+            raise DTypeError(
+                f"{name} must be a number, got {value!r}", op="nan_to_num", hint="e.g. nan=0.0"
+            )
+    hi, lo = float(fill["posinf"]), float(fill["neginf"])
+    r = api.where(api.equal(v, math.inf), hi, api.where(api.equal(v, -math.inf), lo, v))
+    return api.where(api.not_equal(v, v), float(fill["nan"]), r)

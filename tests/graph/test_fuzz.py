@@ -75,6 +75,11 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     ("tril", lambda x: pto.tril(x, -1) + pto.triu(pto.tanh(x)) if x.ndim > 1 else x),
     ("flip-sign", lambda x: pto.flip(x, 0) * pto.sign(x) if x.ndim else x),
     ("einsum", lambda x: _einsum(x)),
+    # accurate near zero (stop-gradient corrections inside), and a mask from a NaN test
+    ("expm1∘tanh", lambda x: pto.expm1(pto.tanh(x))),
+    ("softplus", lambda x: pto.softplus(x) - 0.5),
+    ("leaky+elu", lambda x: pto.leaky_relu(x, 0.1) + pto.elu(x) * 0.5),
+    ("isnan-mask", lambda x: pto.where(pto.isnan(pto.sqrt(x)), x * 0.5, x)),
 ]
 
 

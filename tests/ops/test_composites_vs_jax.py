@@ -4,7 +4,8 @@ bfloat16: softmax, log_softmax, layer_norm (with and without weight and bias), r
 expand_dims, squeeze, split, attention (causal or not, explicit scale, bool masks), and
 cumsum, logsumexp, one_hot, stack, tril and triu (with gradients through them), and einsum
 (diagonals, broadcast '...', three operands, bools and wrapping int8; gradients eager and
-compiled).
+compiled), and the ulp accuracy of log1p and expm1 near zero, softplus, elu, nan_to_num and
+the special-value tests at the edges.
 
 Each is compared with the table's reference (``OPS[name].jax_impl``, which ``pto.check`` uses)
 and, in float32, also with JAX's own library function (``jax.nn.dot_product_attention``,
@@ -390,3 +391,46 @@ def test_einsum_of_bools_and_integers_follows_jax() -> None:
     i8 = np.full((2, 64), 100, np.int8)  # products and sums wrap in int8, as JAX's do
     assert_matches(pto.einsum("ij,kj", i8, i8), jnp.einsum("ij,kj", i8, i8))
     assert_matches(pto.einsum("ij->j", i8), jnp.einsum("ij->j", i8))
+
+
+def _ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Units in the last place between float32 arrays of one sign pattern (0 where equal or
+    both NaN)."""
+    a, b = a.astype(np.float32), np.asarray(b, np.float32)
+    d = np.abs(a.view(np.int32).astype(np.int64) - b.view(np.int32).astype(np.int64))
+    return np.where((a == b) | (np.isnan(a) & np.isnan(b)), 0, d)
+
+
+def test_log1p_and_expm1_keep_every_digit_near_zero() -> None:
+    """Within 8 ulps of JAX in float32 from 1e-30 to 80 in magnitude, where the naive
+    ``log(1 + x)`` and ``exp(x) - 1`` are off by up to 100% (checked, so the test can fail)."""
+    mags = np.logspace(-30, np.log10(80), 4001)
+    x = np.concatenate([mags, -mags[mags < 0.99]]).astype(np.float32)
+    for name, fn, naive, want in (
+        ("log1p", pto.log1p, lambda t: pto.log(t + 1), jnp.log1p(x)),
+        ("expm1", pto.expm1, lambda t: pto.exp(t) - 1, jnp.expm1(x)),
+    ):
+        got = fn(pto.tensor(x)).numpy()
+        assert _ulps(got, want).max() <= 8, name
+        assert _ulps(naive(pto.tensor(x)).numpy(), want).max() > 1_000_000, name
+        jit = pto.jit(fn, machine="tiny")(pto.tensor(x)).numpy()
+        np.testing.assert_array_equal(jit, got, err_msg=f"{name}: NPU and eager differ")
+
+
+def test_softplus_and_friends_at_the_edges() -> None:
+    x = np.array([-np.inf, -200.0, -1.0, 0.0, 1e-6, 200.0, np.inf, np.nan], np.float32)
+    t = pto.tensor(x)
+    assert_matches(pto.softplus(t), jax.nn.softplus(x), 2)
+    assert_matches(pto.elu(t, 0.5), jax.nn.elu(x, 0.5), 2)
+    assert_matches(pto.nan_to_num(t), jnp.nan_to_num(x))
+    assert_matches(pto.nan_to_num(t.astype(pto.float16)), jnp.nan_to_num(x.astype(np.float16)))
+    # gradients: sigmoid for softplus (1/2 at 0, 1 at +inf, NaN at NaN), exp(x) for expm1
+    for fn, ref_fn in ((pto.softplus, jax.nn.softplus), (pto.expm1, jnp.expm1)):
+        got = pto.grad(lambda u, fn=fn: fn(u).sum())(t)
+        want = jax.grad(lambda u, f=ref_fn: f(u).sum())(x)
+        if fn is pto.expm1:  # JAX's rule is expm1(x) + 1, which loses exp(x) below -17
+            want = np.where(x < -17, np.exp(x.astype(np.float64)), want).astype(np.float32)
+        assert_matches(got, want, 2, what=f"grad {fn.__name__}")
+    bools = pto.tensor(np.array([True, False]))
+    assert_matches(pto.isfinite(bools), jnp.isfinite(np.array([True, False])))
+    assert_matches(pto.log1p(bools), jnp.log1p(np.array([True, False])))

@@ -999,6 +999,38 @@ def _einsum(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, _einsum_jax(spec)(*arrays), k, what=f"einsum {spec!r} {shapes}")
 
 
+@case("log1p", "expm1", "softplus", "elu", "leaky_relu", dtypes=DTYPES, group="elementwise")
+def _near_zero(data: Draw, dtype: pto.DType, name: str) -> None:
+    # magnitudes from 1e-30 (where log(1 + x) and exp(x) - 1 lose every digit) to 100 (where
+    # exp overflows float16), with the specials and -1 (log1p's pole)
+    scale = data.draw(st.sampled_from([1e-30, 1e-8, 1e-3, 1.0, 20.0]), label="scale")
+    specials = (*SPECIALS, -1.0)
+    a = values(data, dtype, data.draw(shapes()), -5 * scale, 5 * scale, specials=specials)
+    (x,) = operands(data, [a])
+    params: dict[str, float] = {}
+    if name in ("elu", "leaky_relu") and data.draw(st.booleans(), label="param"):
+        params = {
+            "alpha" if name == "elu" else "negative_slope": data.draw(st.sampled_from([0.2, 2.0]))
+        }
+    out = getattr(pto, name)(x, **params)
+    assert_matches(out, jax_elementwise(ref(name), a, **params), 2, what=f"{name} {params}")
+
+
+@case("isnan", "isinf", "isfinite", "nan_to_num", dtypes=DTYPES, group="elementwise")
+def _specials(data: Draw, dtype: pto.DType, name: str) -> None:
+    a = values(data, dtype, data.draw(shapes()), ints=(-(2**31), 2**31 - 1), specials=SPECIALS)
+    (x,) = operands(data, [a])
+    params: dict[str, Any] = {}
+    if name == "nan_to_num":
+        params = {
+            "nan": data.draw(st.sampled_from([0.0, -1.5, 7])),
+            "posinf": data.draw(st.sampled_from([None, 100.0])),
+            "neginf": data.draw(st.sampled_from([None, -3])),
+        }
+    out = getattr(pto, name)(x, **params)
+    assert_matches(out, jax_elementwise(ref(name), a, **params), what=f"{name} {params}")
+
+
 # ---------------------------------------------------------------------------------------------
 # The tests
 

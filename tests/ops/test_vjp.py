@@ -529,6 +529,13 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("triu", [normal((4, 3), 108)], {"k": -1}, 1),
     ("cumsum", [normal((3, 7), 109)], {"axis": 1}, 7),
     ("cumsum", [normal((2, 5), 110, bf16)], {"axis": None}, 10),
+    ("log1p", [np.abs(normal((3, 4), 111))], {}, 2),
+    ("expm1", [normal((3, 4), 112)], {}, 2),
+    ("expm1", [normal((3, 4), 112, bf16)], {}, 2),
+    ("softplus", [np.append(normal((7,), 113) * 4, 0).astype(f32)], {}, 2),  # 1/2 at 0
+    ("elu", [normal((3, 4), 114)], {"alpha": 0.5}, 2),
+    ("leaky_relu", [np.append(normal((7,), 115), 0).astype(f32)], {}, 1),
+    ("nan_to_num", [np.array([1.5, np.nan, np.inf, -np.inf, -2.0], f32)], {"nan": 3.0}, 1),
 ]
 
 

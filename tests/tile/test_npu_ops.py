@@ -147,6 +147,20 @@ CASES: dict[str, Case] = {
     "triu": (lambda x: pto.triu(x.reshape(2, 3, 40), -1) * 2, [(X, "n")], F + I),
     "cumsum": (lambda x: (pto.cumsum(x, 1), x.cumsum(0) * 2), [(X, "n")], F + I),
     "one_hot": (lambda i: pto.one_hot(i, 8) * 2, [((5, 3), "x")], (pto.int32,)),
+    "log1p": (lambda x: (pto.log1p(x * 1e-4), pto.log1p(pto.abs(x) * 3)), [(X, "n")], F),
+    "expm1": (lambda x: (pto.expm1(x * 1e-4), pto.expm1(x * 3)), [(X, "n")], F),
+    "softplus": (lambda x: pto.softplus(x * 4), [(X, "n")], F),
+    "elu": (lambda x: (pto.elu(x), pto.elu(x * 3, 0.5)), [(X, "n")], F),
+    "leaky_relu": (lambda x: pto.leaky_relu(x, 0.2) * 2, [(X, "n")], F + I),
+    # NaN from the log of negatives, ±inf from 1 / 0 (values below 1/2 round to 0)
+    "isnan": (lambda x: (pto.isnan(pto.log(x)), pto.isnan(x)), [(X, "n")], F + I),
+    "isinf": (lambda x: (pto.isinf(1 / pto.round(x)), pto.isinf(x)), [(X, "n")], F + I),
+    "isfinite": (lambda x: (pto.isfinite(pto.log(x)), pto.isfinite(x)), [(X, "n")], F + I),
+    "nan_to_num": (
+        lambda x: (pto.nan_to_num(pto.log(x), nan=-1.0), pto.nan_to_num(1 / pto.round(x))),
+        [(X, "n")],
+        F,
+    ),
     "einsum": (  # a product with a transposed operand, a row-wise dot, batched over '...'
         lambda a, b: (
             pto.einsum("ij,kj->ik", a, b),
