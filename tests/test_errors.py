@@ -748,3 +748,21 @@ def test_nan_to_num_wants_numbers(x: pto.Tensor) -> None:
         pto.nan_to_num(e.at(x), posinf="big")
     with expect(pto.DTypeError, "nan_to_num", "nan must be a number", "True", frames=2) as e:
         pto.nan_to_num(e.at(x), nan=True)
+
+
+def test_products_diagonals_and_creation_name_themselves(x: pto.Tensor) -> None:
+    cf = COMPOSITE_FRAMES
+    with expect(pto.ShapeError, "tensordot", "axes=3", "f32[3,4]", "at most 2", frames=cf) as e:
+        pto.tensordot(e.at(x), x, 3)
+    with expect(pto.ShapeError, "tensordot", "axis 1 of f32[3,4]", "axis 0", frames=cf) as e:
+        pto.tensordot(e.at(x), x, ([1], [0]))
+    with expect(pto.ShapeError, "tensordot", "pair of axis lists", hint="axes=", frames=cf) as e:
+        pto.tensordot(e.at(x), x, "ij")
+    with expect(pto.ShapeError, "diagonal", "both axis 1", frames=cf) as e:
+        pto.diagonal(e.at(x), 0, 1, -1)
+    with expect(pto.ShapeError, "trace", "2-d", "f32[4]", frames=cf) as e:
+        pto.trace(e.at(pto.ones(4)))
+    with expect(pto.ShapeError, "linspace", "num must be >= 0", "-2") as e:
+        pto.linspace(0, 1, e.at(-2))
+    with expect(pto.ShapeError, "eye", "k must be an int", "0.5") as e:
+        pto.eye(3, k=e.at(0.5))

@@ -69,6 +69,32 @@ def test_creation_functions() -> None:
     assert pto.arange(6, dtype=pto.bfloat16).dtype is pto.bfloat16
 
 
+@pytest.mark.parametrize("dtype", [None, pto.float32, pto.float16, pto.bfloat16, pto.int32])
+def test_eye_linspace_and_full_like_follow_jax(dtype: Any) -> None:
+    jd = None if dtype is None else dtype.np
+    for n, m, k in ((3, None, 0), (2, 4, 1), (4, 2, -1), (0, 3, 0), (3, 3, 5)):
+        got, want = pto.eye(n, m, k, dtype), np.asarray(jnp.eye(n, m, k, dtype=jd))
+        assert got.dtype.np == want.dtype and np.array_equal(got.numpy(), want), (n, m, k)
+    for args in ((0, 10, 5), (-3, 2, 4), (0.1, 0.7, 13), (2, 3, 1), (0, 1, 0)):
+        for endpoint in (True, False):
+            got = pto.linspace(*args, endpoint=endpoint, dtype=dtype)
+            want = np.asarray(jnp.linspace(*args, endpoint=endpoint, dtype=jd))
+            assert got.dtype.np == want.dtype and got.shape == want.shape
+            if got.dtype.is_integer:  # the floor of each value, as JAX
+                assert np.array_equal(got.numpy(), want), args
+            else:  # rounded once from float64; JAX rounds in the dtype, off by an ulp or two
+                tol = float(np.finfo(want.dtype).eps) * 4 * max(abs(args[0]), abs(args[1]), 1)
+                np.testing.assert_allclose(got.numpy().astype(np.float64), want, 0, tol)
+    x = pto.zeros((2, 3), pto.int8)
+    assert (
+        pto.full_like(x, 5).dtype is pto.int8
+        and pto.full_like(x, 5).numpy().tolist() == [[5] * 3] * 2
+    )
+    got = pto.full_like(x, 1.5, dtype)
+    want = np.asarray(jnp.full_like(np.zeros((2, 3), np.int8), 1.5, dtype=jd))
+    assert got.dtype.np == want.dtype and np.array_equal(got.numpy(), want)
+
+
 def test_random_is_deterministic_and_distributed() -> None:
     a = pto.random.normal(3, (1000,))
     b = pto.random.normal(3, (1000,))

@@ -4,7 +4,10 @@ from pypto.eager import random
 from pypto.eager.tensor import (
     Tensor,
     arange,
+    eye,
     full,
+    full_like,
+    linspace,
     ones,
     ones_like,
     tensor,
@@ -15,7 +18,10 @@ from pypto.eager.tensor import (
 __all__ = [
     "Tensor",
     "arange",
+    "eye",
     "full",
+    "full_like",
+    "linspace",
     "ones",
     "ones_like",
     "random",

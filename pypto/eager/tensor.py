@@ -258,6 +258,71 @@ def ones_like(x: Any, dtype: Any = None) -> Tensor:
         raise e.stripped() from None
 
 
+def full_like(x: Any, fill_value: Any, dtype: Any = None) -> Tensor:
+    """``fill_value`` in the shape (and dtype, unless given) of ``x``.
+
+    >>> import pypto as pto
+    >>> pto.full_like(pto.zeros((2,), pto.int8), 3).numpy()
+    array([3, 3], dtype=int8)
+    """
+    try:
+        v = api.asvalue(x, "full_like")
+        d = _dtype("full_like", dtype, v.dtype)  # type: ignore[attr-defined]
+        _value_dtype("full_like", fill_value)
+        return _wrap(np.full(v.shape, api.to_numpy(fill_value, "full_like", d)))  # type: ignore[attr-defined]
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
+def _count(op: str, name: str, n: Any) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer):
+        raise ShapeError(f"{name} must be an int, got {n!r}", op=op)
+    if n < 0:
+        raise ShapeError(f"{name} must be >= 0, got {n}", op=op)
+    return int(n)
+
+
+def eye(n: int, m: int | None = None, k: int = 0, dtype: Any = None) -> Tensor:
+    """An ``[n, m]`` matrix (square by default) with ones on diagonal ``k`` (0 the main one,
+    positive above it) and zeros elsewhere, float32 by default, as ``jnp.eye``.
+
+    >>> import pypto as pto
+    >>> pto.eye(2, 3, 1).numpy()
+    array([[0., 1., 0.],
+           [0., 0., 1.]], dtype=float32)
+    """
+    try:
+        rows = _count("eye", "n", n)
+        cols = rows if m is None else _count("eye", "m", m)
+        if isinstance(k, bool) or not isinstance(k, int | np.integer):
+            raise ShapeError(f"k must be an int, got {k!r}", op="eye")
+        return _wrap(np.eye(rows, cols, int(k), dtype=_dtype("eye", dtype).np))
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
+def linspace(
+    start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None
+) -> Tensor:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (included unless ``endpoint`` is
+    False), float32 by default, as ``jnp.linspace``; an integer dtype takes the floor.
+
+    >>> import pypto as pto
+    >>> pto.linspace(0, 1, 5).numpy()
+    array([0.  , 0.25, 0.5 , 0.75, 1.  ], dtype=float32)
+    """
+    try:
+        count = _count("linspace", "num", num)
+        _value_dtype("linspace", start, stop)
+        if not isinstance(endpoint, bool | np.bool_):
+            raise DTypeError(f"endpoint must be a bool, got {endpoint!r}", op="linspace")
+        d = _dtype("linspace", dtype)
+        a = np.linspace(float(start), float(stop), count, endpoint=bool(endpoint))
+        return _wrap((np.floor(a) if d.is_integer else a).astype(d.np))
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
     """Evenly spaced values in [start, stop); int32 for int arguments, else float32.
 

@@ -1362,3 +1362,178 @@ def nan_to_num(x: Any, *, nan: float = 0.0, posinf: Any = None, neginf: Any = No
     hi, lo = float(fill["posinf"]), float(fill["neginf"])
     r = api.where(api.equal(v, math.inf), hi, api.where(api.equal(v, -math.inf), lo, v))
     return api.where(api.not_equal(v, v), float(fill["nan"]), r)
+
+
+# ---------------------------------------------------------------------------------------------
+# numpy's products and diagonals, as einsums and strided slices
+
+
+def _labels(n: int, start: int = 0) -> str:
+    return "".join(sorted(_LETTERS)[start : start + n])
+
+
+def _tensordot_jax(a: Any, b: Any, axes: Any = 2) -> Any:
+    return jnp.tensordot(a, b, axes)
+
+
+@_composite("tensordot", "sums of products over the given axes of two tensors", _tensordot_jax)
+def tensordot(a: Any, b: Any, axes: int | Sequence[Any] = 2) -> Any:
+    """Sums of products over ``axes``: an int ``n`` pairs the last ``n`` axes of ``a`` with the
+    first ``n`` of ``b``; a pair of sequences names them, as ``jnp.tensordot``. The result has
+    ``a``'s remaining axes, then ``b``'s.
+
+    >>> import pypto as pto
+    >>> pto.tensordot(pto.ones((2, 3, 4)), pto.ones((3, 4, 5))).shape
+    (2, 5)
+    """
+    x, y = api.promote("tensordot", (a, b))
+    na, nb = len(x.shape), len(y.shape)  # type: ignore[attr-defined]
+    if isinstance(axes, int | np.integer) and not isinstance(axes, bool):
+        n = int(axes)
+        if not 0 <= n <= min(na, nb):
+            raise ShapeError(
+                f"axes={n} for {api._aval(x)} and {api._aval(y)}: at most {min(na, nb)}",
+                op="tensordot",
+            )
+        ax, bx = list(range(na - n, na)), list(range(n))
+    else:
+        try:
+            if isinstance(axes, str):
+                raise TypeError
+            pa, pb = axes  # type: ignore[misc]
+        except (TypeError, ValueError):
+            raise ShapeError(
+                f"axes must be an int or a pair of axis lists, got {axes!r}",
+                op="tensordot",
+                hint="e.g. axes=([1], [0])",
+            ) from None
+        pa = [pa] if isinstance(pa, int | np.integer) else list(pa)
+        pb = [pb] if isinstance(pb, int | np.integer) else list(pb)
+        if len(pa) != len(pb):
+            raise ShapeError(
+                f"axes {axes!r} pair {len(pa)} axes of a with {len(pb)} of b", op="tensordot"
+            )
+        ax = [rules.normalize_axis("tensordot", i, na, api._aval(x)) for i in pa]
+        bx = [rules.normalize_axis("tensordot", i, nb, api._aval(y)) for i in pb]
+    for i, j in zip(ax, bx, strict=True):
+        if x.shape[i] != y.shape[j]:  # type: ignore[attr-defined]
+            raise ShapeError(
+                f"axis {i} of {api._aval(x)} and axis {j} of {api._aval(y)} differ in size",
+                op="tensordot",
+            )
+    la = list(_labels(na))
+    lb = list(_labels(nb, na))
+    for i, j in zip(ax, bx, strict=True):
+        lb[j] = la[i]
+    out = [c for i, c in enumerate(la) if i not in ax] + [
+        c for j, c in enumerate(lb) if j not in bx
+    ]
+    return einsum(f"{''.join(la)},{''.join(lb)}->{''.join(out)}", x, y)
+
+
+@_composite("dot", "numpy's dot: matmul over the last axis of a and the second-last of b", jnp.dot)
+def dot(a: Any, b: Any) -> Any:
+    """numpy's ``dot``: a product with a 0-d operand, the inner product of vectors, else sums
+    over the last axis of ``a`` and the second-to-last of ``b`` (the last, for a vector) — for
+    N-d operands every pair of their leading axes, unlike ``matmul``.
+
+    >>> import pypto as pto
+    >>> pto.dot(pto.ones((2, 3, 4)), pto.ones((5, 4, 6))).shape
+    (2, 3, 5, 6)
+    """
+    x, y = api.promote("dot", (a, b))
+    na, nb = len(x.shape), len(y.shape)  # type: ignore[attr-defined]
+    if na == 0 or nb == 0:
+        return api.mul(x, y)
+    return tensordot(x, y, ([na - 1], [max(nb - 2, 0)]))
+
+
+@_composite("inner", "sums of products over the last axes of two tensors", jnp.inner)
+def inner(a: Any, b: Any) -> Any:
+    """Sums of products over the last axis of each, for every pair of their other elements
+    (``jnp.inner``); a 0-d operand multiplies.
+
+    >>> import pypto as pto
+    >>> pto.inner(pto.ones((2, 3)), pto.ones((4, 3))).shape
+    (2, 4)
+    """
+    x, y = api.promote("inner", (a, b))
+    na, nb = len(x.shape), len(y.shape)  # type: ignore[attr-defined]
+    if na == 0 or nb == 0:
+        return api.mul(x, y)
+    return tensordot(x, y, ([na - 1], [nb - 1]))
+
+
+@_composite("outer", "every product of an element of a with one of b", jnp.outer)
+def outer(a: Any, b: Any) -> Any:
+    """``a[i] * b[j]`` for the flattened operands, as ``jnp.outer``.
+
+    >>> import pypto as pto
+    >>> pto.outer(pto.tensor([1, 2]), pto.tensor([1, 10, 100])).numpy()
+    array([[  1,  10, 100],
+           [  2,  20, 200]], dtype=int32)
+    """
+    x, y = api.promote("outer", (a, b))
+    return api.mul(api.reshape(x, (-1, 1)), api.reshape(y, (1, -1)))
+
+
+def _diagonal_jax(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    return jnp.diagonal(x, offset, axis1, axis2)
+
+
+@_composite("diagonal", "the elements x[..., i, i + offset] of two axes", _diagonal_jax)
+def diagonal(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """The diagonal ``offset`` (positive above the main one) of axes ``axis1`` and ``axis2``,
+    as the last axis of the result, as ``jnp.diagonal``: a square window of the two axes read
+    with a stride of one row plus one element — a copy, no arithmetic.
+
+    >>> import pypto as pto
+    >>> pto.diagonal(pto.arange(9).reshape(3, 3), 1).numpy()
+    array([1, 5], dtype=int32)
+    """
+    return _diagonal("diagonal", x, offset, axis1, axis2)
+
+
+def _diagonal(op: str, x: Any, offset: Any, axis1: Any, axis2: Any) -> Any:
+    v = api.asvalue(x, op)
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    if nd < 2:
+        raise ShapeError(
+            f"needs at least 2-d input, got {api._aval(v)}",
+            op=op,
+            hint="for a diagonal matrix from a vector x: pto.eye(n) * x",
+        )
+    k = rules.integer(op, "offset", offset)
+    a1 = rules.normalize_axis(op, axis1, nd, api._aval(v))
+    a2 = rules.normalize_axis(op, axis2, nd, api._aval(v))
+    if a1 == a2:
+        raise ShapeError(f"axis1 and axis2 are both axis {a1}", op=op)
+    v = moveaxis(v, (a1, a2), (-2, -1))
+    lead = tuple(v.shape[:-2])
+    n, m = v.shape[-2:]
+    r0, c0 = (0, k) if k >= 0 else (-k, 0)
+    size = max(0, min(n - r0, m - c0))
+    if size == 0:
+        return api.reshape(api.getitem(v, (..., slice(0, 0), slice(0, 0))), (*lead, 0))
+    square = api.getitem(v, (..., slice(r0, r0 + size), slice(c0, c0 + size)))
+    flat = api.reshape(square, (*lead, size * size))
+    return api.getitem(flat, (..., slice(None, None, size + 1)))
+
+
+def _trace_jax(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    return jnp.trace(x, offset, axis1, axis2)
+
+
+@_composite("trace", "the sum of a diagonal", _trace_jax)
+def trace(x: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    """The sum of ``diagonal(x, offset, axis1, axis2)``, as ``jnp.trace`` (small integers and
+    bools sum in int32).
+
+    >>> import pypto as pto
+    >>> int(pto.trace(pto.arange(9).reshape(3, 3)))
+    12
+    """
+    d = _diagonal("trace", x, offset, axis1, axis2)
+    if d.dtype is dt.bool_ or d.dtype is dt.int8:
+        d = api.cast(d, dt.int32)
+    return api.sum(d, -1)

@@ -1031,6 +1031,49 @@ def _specials(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, jax_elementwise(ref(name), a, **params), what=f"{name} {params}")
 
 
+@case("tensordot", "dot", "inner", "outer", dtypes=NUMERIC, group="heavy")
+def _products(data: Draw, dtype: pto.DType, name: str) -> None:
+    sa = data.draw(shapes(max_dims=3), label="a")
+    sb = list(data.draw(shapes(max_dims=3), label="b"))
+    params: dict[str, Any] = {}
+    # the paired axes take a's sizes
+    if name == "tensordot":
+        n = data.draw(st.integers(0, min(len(sa), len(sb))), label="axes")
+        if n and data.draw(st.booleans(), label="as lists"):
+            ax = data.draw(st.permutations(range(len(sa))), label="a axes")[:n]
+            bx = data.draw(st.permutations(range(len(sb))), label="b axes")[:n]
+            params = {"axes": (ax, [j - len(sb) if j % 2 else j for j in bx])}
+        else:
+            ax, bx = list(range(len(sa) - n, len(sa))), list(range(n))
+            params = {"axes": n}
+        for i, j in zip(ax, bx, strict=True):
+            sb[j] = sa[i]
+    elif name == "dot" and sa and sb:
+        sb[max(len(sb) - 2, 0)] = sa[-1]
+    elif name == "inner" and sa and sb:
+        sb[-1] = sa[-1]
+    a = values(data, dtype, sa, -2.0, 2.0, ints=(-128, 127))
+    b = values(data, dtype, tuple(sb), -2.0, 2.0, ints=(-128, 127))
+    x, y = operands(data, [a, b])
+    out = getattr(pto, name)(x, y, **params)
+    k = max([1, *sa, *sb]) ** 2
+    want = jitted(functools.partial(ref(name), **params))(a, b)
+    assert_matches(out, want, k, what=f"{name} {sa} {tuple(sb)} {params}")
+
+
+@case("diagonal", "trace", dtypes=DTYPES, group="heavy")
+def _diagonal(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=2), label="shape")
+    a = values(data, dtype, shape, ints=(-100, 100), specials=SPECIALS)
+    (x,) = operands(data, [a])
+    nd = len(shape)
+    a1, a2 = data.draw(st.permutations(range(-nd, 0)), label="axes")[:2]
+    k = data.draw(st.integers(-4, 4), label="offset")
+    out = getattr(pto, name)(x, k, a1, a2)
+    want = jitted(ref(name), ("offset", "axis1", "axis2"))(a, offset=k, axis1=a1, axis2=a2)
+    assert_matches(out, want, max(shape), what=f"{name} offset={k} axes=({a1}, {a2})")
+
+
 # ---------------------------------------------------------------------------------------------
 # The tests
 

@@ -536,6 +536,12 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("elu", [normal((3, 4), 114)], {"alpha": 0.5}, 2),
     ("leaky_relu", [np.append(normal((7,), 115), 0).astype(f32)], {}, 1),
     ("nan_to_num", [np.array([1.5, np.nan, np.inf, -np.inf, -2.0], f32)], {"nan": 3.0}, 1),
+    ("tensordot", [normal((2, 3, 4), 116), normal((4, 3, 5), 117)], {"axes": ([1, 2], [1, 0])}, 12),
+    ("dot", [normal((2, 3, 4), 118), normal((5, 4, 2), 119)], {}, 4),
+    ("inner", [normal((3, 4), 120), normal((2, 4), 121)], {}, 4),
+    ("outer", [normal((3,), 122), normal((2, 2), 123)], {}, 1),
+    ("diagonal", [normal((3, 4, 5), 124)], {"offset": 1, "axis1": 2, "axis2": 0}, 1),
+    ("trace", [normal((4, 3), 125)], {"offset": -1}, 3),
 ]
 
 

@@ -161,6 +161,24 @@ CASES: dict[str, Case] = {
         [(X, "n")],
         F,
     ),
+    "tensordot": (
+        lambda a, b: pto.tensordot(a, b.reshape(2, 16, 24), ([0], [1])),
+        [((16, 32), "n"), ((32, 24), "n")],
+        F,
+    ),
+    "dot": (
+        lambda a, b: (pto.dot(a, b), pto.dot(a.reshape(2, 8, 32), b)),
+        [((16, 32), "n"), ((32, 24), "n")],
+        F,
+    ),
+    "inner": (lambda a, b: pto.inner(a, b.T), [((16, 32), "n"), ((32, 24), "n")], F),
+    "outer": (lambda a, b: pto.outer(a[0], b[:, 0]) * 2, [((16, 32), "n"), ((32, 24), "n")], F + I),
+    "diagonal": (
+        lambda x: (pto.diagonal(x, 2), pto.diagonal(x.reshape(2, 3, 40), -1, 2, 1) * 2),
+        [(X, "n")],
+        F + I,
+    ),
+    "trace": (lambda x: (pto.trace(x), pto.trace(x.reshape(2, 3, 40), 1, 1, 2)), [(X, "n")], F + I),
     "einsum": (  # a product with a transposed operand, a row-wise dot, batched over '...'
         lambda a, b: (
             pto.einsum("ij,kj->ik", a, b),
