@@ -44,7 +44,16 @@ from pypto.eager import (
     zeros,
     zeros_like,
 )
-from pypto.graph.autodiff import grad, value_and_grad, vjp
+from pypto.graph.autodiff import (
+    grad,
+    hessian,
+    jacfwd,
+    jacrev,
+    jvp,
+    linearize,
+    value_and_grad,
+    vjp,
+)
 from pypto.graph.custom_vjp import custom_vjp
 from pypto.ops import (
     abs,
@@ -219,6 +228,7 @@ __all__ = [
     "grad",
     "greater",
     "greater_equal",
+    "hessian",
     "hint",
     "inner",
     "int8",
@@ -227,12 +237,16 @@ __all__ = [
     "isfinite",
     "isinf",
     "isnan",
+    "jacfwd",
+    "jacrev",
     "jit",
+    "jvp",
     "kernel",
     "layer_norm",
     "leaky_relu",
     "less",
     "less_equal",
+    "linearize",
     "linspace",
     "log",
     "log1p",

@@ -368,3 +368,201 @@ def grad(
 
     wrapped.__name__ = f"grad_{getattr(fn, '__name__', 'f')}"
     return wrapped
+
+
+def _float_leaves(op: str, what: str, tree: Any, first: int = 0) -> tuple[list[Any], Any]:
+    """The leaves of ``tree`` as values (``what`` ``first + i`` in messages), all floats."""
+    leaves, structure = pytree.flatten(tree)
+    vals = []
+    for i, leaf in enumerate(leaves):
+        v = api.asvalue(leaf, op)
+        if not v.dtype.is_floating:  # type: ignore[attr-defined]
+            raise DTypeError(
+                f"{what} {first + i} is {AVal(tuple(v.shape), v.dtype)}: only float inputs "  # type: ignore[attr-defined]
+                "have derivatives",
+                op=op,
+                hint="close over integer inputs (a lambda), or cast them with .astype",
+            )
+        vals.append(v)
+    return vals, structure
+
+
+def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
+    """``(fn(*primals), J·tangents)``: the forward-mode derivative of ``fn`` at ``primals``
+    along ``tangents`` (one per primal, of its shape and dtype), as ``jax.jvp``.
+
+    Computed as the transpose of the VJP: ``u ↦ Jᵀu`` is linear, so its own VJP applied to
+    the tangents is ``J·t`` (two backward passes, no separate forward-mode rules).
+
+    >>> import pypto as pto
+    >>> y, t = pto.jvp(pto.sin, (pto.tensor(0.0),), (pto.tensor(2.0),))
+    >>> float(y), float(t)
+    (0.0, 2.0)
+    """
+    if not isinstance(primals, tuple | list) or not isinstance(tangents, tuple | list):
+        raise TraceError(
+            "primals and tangents must be tuples (one entry per argument of fn), got "
+            f"{type(primals).__name__} and {type(tangents).__name__}",
+            op="jvp",
+            hint="e.g. pto.jvp(f, (x,), (t,))",
+        )
+    out, f_jvp = _linearize("jvp", fn, tuple(primals))
+    return out, f_jvp(*tangents)
+
+
+def linearize(fn: Callable[..., Any], *primals: Any) -> Any:
+    """``(fn(*primals), f_jvp)`` with ``f_jvp(*tangents)`` the JVP at ``primals``, as
+    ``jax.linearize``: the forward and backward graphs are traced once, then each call of
+    ``f_jvp`` is one pass of the transposed VJP (see :func:`jvp`).
+
+    >>> import pypto as pto
+    >>> y, f_jvp = pto.linearize(pto.exp, pto.tensor(0.0))
+    >>> float(f_jvp(pto.tensor(3.0)))
+    3.0
+    """
+    return _linearize("linearize", fn, primals)
+
+
+def _linearize(op: str, fn: Callable[..., Any], primals: tuple[Any, ...]) -> Any:
+    vals, tree = _float_leaves(op, "primal", primals)
+    out, f_vjp = vjp(fn, *pytree.unflatten(tree, vals))
+    o_leaves, o_tree = pytree.flatten(out)
+    zero = pytree.unflatten(o_tree, [api.asvalue(_zeros(_aval_of(o))) for o in o_leaves])
+    _, transpose = vjp(f_vjp, zero)
+
+    def f_jvp(*tangents: Any) -> Any:
+        t_vals, t_tree = _float_leaves(op, "tangent", tuple(tangents))
+        if t_tree != tree:
+            raise TraceError(f"tangents {t_tree} do not match the primals {tree}", op=op)
+        for i, (p, t) in enumerate(zip(vals, t_vals, strict=True)):
+            if tuple(p.shape) != tuple(t.shape) or p.dtype is not t.dtype:
+                raise TraceError(
+                    f"tangent {i} is {_aval_of(t)} but its primal is {_aval_of(p)}",
+                    op=op,
+                    hint="a tangent has its primal's shape and dtype",
+                )
+        (t_out,) = transpose(tuple(pytree.unflatten(t_tree, t_vals)))
+        return t_out
+
+    return out, f_jvp
+
+
+def _aval_of(v: Any) -> AVal:
+    return AVal(tuple(v.shape), v.dtype)
+
+
+def _basis(aval: AVal) -> Any:
+    """The one-hot arrays of ``aval``'s shape, one per element, in row-major order."""
+    import numpy as np
+
+    n = int(np.prod(aval.shape, dtype=np.int64))
+    eye = np.eye(n, dtype=aval.dtype.np)
+    return [eye[i].reshape(aval.shape) for i in range(n)]
+
+
+def _single(op: str, fn: Callable[..., Any], args: tuple[Any, ...], argnums: int) -> Any:
+    """``fn`` as a function of argument ``argnums`` alone, and that argument (a float
+    tensor)."""
+    if not isinstance(argnums, int):
+        raise TraceError(
+            f"argnums={argnums!r}: {op} differentiates with respect to one argument",
+            op=op,
+            hint="one call per argument, e.g. argnums=0 and argnums=1",
+        )
+    (i,) = _argnums(argnums, len(args), op)
+    if isinstance(args[i], list | tuple | dict):
+        raise TraceError(
+            f"argument {i} is a {type(args[i]).__name__}: {op} takes one tensor there",
+            op=op,
+            hint="pass the tensor itself, or use pto.vjp / pto.jvp, which take pytrees",
+        )
+    (x,), _ = _float_leaves(op, "argument", (args[i],), i)
+
+    def f(v: Any) -> Any:
+        full = list(args)
+        full[i] = v
+        out = fn(*full)
+        if not isinstance(out, Value):
+            raise TraceError(f"{op} needs fn to return one tensor, got {type(out).__name__}", op=op)
+        return out
+
+    return f, x
+
+
+def jacrev(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
+    """The Jacobian of ``fn`` with respect to argument ``argnums``, one reverse pass per
+    output element (as ``jax.jacrev``, of shape ``out.shape + x.shape``; there is no batching
+    transform, so a pass per row: for functions with few outputs).
+
+    >>> import pypto as pto
+    >>> pto.jacrev(lambda x: x * x)(pto.tensor([1.0, 3.0])).numpy()
+    array([[2., 0.],
+           [0., 6.]], dtype=float32)
+    """
+    return _jacrev(fn, argnums, "jacrev")
+
+
+def _jacrev(fn: Callable[..., Any], argnums: int, op: str) -> Callable[..., Any]:
+    def jac(*args: Any) -> Any:
+        f, x = _single(op, fn, args, argnums)
+        out, f_vjp = vjp(f, x)
+        rows = [f_vjp(api.asvalue(e))[0] for e in _basis(_aval_of(out))]
+        return _stack(rows, tuple(out.shape), tuple(x.shape), x.dtype)
+
+    jac.__name__ = f"jacrev_{getattr(fn, '__name__', 'f')}"
+    return jac
+
+
+def jacfwd(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
+    """The Jacobian of ``fn`` with respect to argument ``argnums``, one forward pass
+    (:func:`jvp`) per input element (as ``jax.jacfwd``, of shape ``out.shape + x.shape``): for
+    functions with few inputs.
+
+    >>> import pypto as pto
+    >>> pto.jacfwd(lambda x: x.sum(keepdims=True) * x[0])(pto.tensor([1.0, 3.0])).numpy()
+    array([[5., 1.]], dtype=float32)
+    """
+    return _jacfwd(fn, argnums, "jacfwd")
+
+
+def _jacfwd(fn: Callable[..., Any], argnums: int, op: str) -> Callable[..., Any]:
+    def jac(*args: Any) -> Any:
+        f, x = _single(op, fn, args, argnums)
+        out, f_jvp = _linearize(op, f, (x,))
+        cols = [f_jvp(api.asvalue(e)) for e in _basis(_aval_of(x))]
+        if not cols:
+            return _stack([], tuple(out.shape), tuple(x.shape), out.dtype)
+        # column j is d out / d x_j: stacked last, then the input's shape restored
+        return api.reshape(_stack_last(cols), (*out.shape, *x.shape))
+
+    jac.__name__ = f"jacfwd_{getattr(fn, '__name__', 'f')}"
+    return jac
+
+
+def hessian(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
+    """The Hessian of a scalar-valued ``fn``: ``jacfwd(jacrev(fn))``, as ``jax.hessian``, of
+    shape ``x.shape + x.shape``.
+
+    >>> import pypto as pto
+    >>> pto.hessian(lambda x: (x ** 3).sum())(pto.tensor([1.0, 2.0])).numpy()
+    array([[ 6.,  0.],
+           [ 0., 12.]], dtype=float32)
+    """
+    h = _jacfwd(_jacrev(fn, argnums, "hessian"), argnums, "hessian")
+    h.__name__ = f"hessian_{getattr(fn, '__name__', 'f')}"
+    return h
+
+
+def _stack(rows: list[Any], out_shape: tuple[int, ...], x_shape: tuple[int, ...], d: Any) -> Any:
+    """Rows (one per output element, each of ``x_shape``) as ``out_shape + x_shape``."""
+    import numpy as np
+
+    if not rows:
+        return api.asvalue(np.zeros((*out_shape, *x_shape), d.np))
+    flat = [api.reshape(r, (1, -1)) for r in rows]
+    return api.reshape(api.concat(flat, 0), (*out_shape, *x_shape))
+
+
+def _stack_last(cols: list[Any]) -> Any:
+    flat = [api.reshape(c, (-1, 1)) for c in cols]
+    return api.concat(flat, 1)

@@ -521,3 +521,72 @@ def test_a_failed_backward_leaves_no_location_behind() -> None:
         pto.jit(pto.grad(lambda x: doubled(x).sum())).lower(X8)
     ops = printed_lines(pto.jit(two_lines).lower(X8).traced, HERE)
     assert ops == [("tanh", T + 1), ("mul", T + 2)]
+
+
+def _close(got, want, what: str) -> None:
+    c = compare(what, got, np.asarray(want), k=16)
+    assert c.ok, str(c)
+
+
+def test_jvp_equals_jax_eagerly_under_jit_and_with_pytrees() -> None:
+    rng = np.random.default_rng(7)
+    x, t = (rng.normal(size=(3, 4)).astype(np.float32) for _ in range(2))
+    w, tw = (rng.normal(size=(4, 2)).astype(np.float32) for _ in range(2))
+
+    def f(lib, p):  # a dict of parameters in, a tuple out
+        h = lib.tanh(p["x"] @ p["w"])
+        return h * 2, (h * h).sum()
+
+    primal, tangent = {"x": x, "w": w}, {"x": t, "w": tw}
+    want_out, want_t = jax.jvp(lambda p: f(jnp, p), (primal,), (tangent,))
+    as_t = {k: pto.tensor(v) for k, v in primal.items()}
+    tan_t = {k: pto.tensor(v) for k, v in tangent.items()}
+    out, tan = pto.jvp(lambda p: f(pto, p), (as_t,), (tan_t,))
+    for i in range(2):
+        _close(out[i], want_out[i], f"jvp out[{i}]")
+        _close(tan[i], want_t[i], f"jvp tangent[{i}]")
+    npu = pto.jit(lambda p, q: pto.jvp(lambda u: f(pto, u), (p,), (q,))[1], machine="tiny")
+    for i, got in enumerate(npu(as_t, tan_t)):
+        _close(got, want_t[i], f"jit jvp tangent[{i}]")
+
+
+@pytest.mark.parametrize("name", ["jacrev", "jacfwd", "hessian"])
+def test_jacobians_and_hessian_equal_jax(name: str) -> None:
+    x = np.random.default_rng(8).normal(size=(2, 3)).astype(np.float32)
+    w = np.random.default_rng(9).normal(size=(3,)).astype(np.float32)
+
+    def f(lib, v, w):
+        y = lib.sin(v) * (v @ w)[:, None]
+        return (y * y).sum() if name == "hessian" else y
+
+    want = getattr(jax, name)(lambda v, w: f(jnp, v, w), argnums=1)(x, w)
+    got = getattr(pto, name)(lambda v, w: f(pto, v, w), argnums=1)(pto.tensor(x), pto.tensor(w))
+    assert got.shape == want.shape
+    _close(got, want, name)
+    jitted = pto.jit(getattr(pto, name)(lambda v, w: f(pto, v, w), argnums=1), machine="tiny")
+    _close(jitted(pto.tensor(x), pto.tensor(w)), want, f"jit {name}")
+
+
+def test_jvp_and_jacobians_refuse_what_they_cannot_differentiate() -> None:
+    x = pto.tensor([1.0, 2.0])
+    with pytest.raises(pto.TraceError, match=r"jvp: .*must be tuples") as e:
+        pto.jvp(pto.sin, x, x)
+    assert "pto.jvp(f, (x,), (t,))" in str(e.value)
+    with pytest.raises(pto.TraceError, match=r"tangent 0 is f32\[3\] but its primal is f32\[2\]"):
+        pto.jvp(pto.sin, (x,), (pto.ones(3),))
+    with pytest.raises(
+        pto.DTypeError, match=r"primal 0 is i32\[2\]: only float inputs have derivatives"
+    ):
+        pto.jvp(pto.sin, (pto.tensor([1, 2]),), (pto.tensor([1, 2]),))
+    _, f_jvp = pto.linearize(lambda a, b: a * b, x, x)
+    _close(f_jvp(pto.ones(2), x), (x + x * x).numpy(), "linearize")  # t_a * b + a * t_b
+    with pytest.raises(pto.TraceError, match=r"linearize: tangents .* do not match"):
+        f_jvp(x)
+    with pytest.raises(pto.TraceError, match="jacrev needs fn to return one tensor"):
+        pto.jacrev(lambda v: (v, v))(x)
+    with pytest.raises(pto.DTypeError, match=r"jacfwd: argument 1 is i32\[2\]: only float"):
+        pto.jacfwd(lambda a, b: a * b, argnums=1)(x, pto.tensor([1, 2]))
+    with pytest.raises(pto.TraceError, match="argument 0 is a dict: hessian takes one tensor"):
+        pto.hessian(lambda p: p["a"].sum())({"a": x})
+    with pytest.raises(pto.TraceError, match="jacrev differentiates with respect to one"):
+        pto.jacrev(lambda a, b: a * b, argnums=(0, 1))(x, x)
