@@ -54,6 +54,7 @@ from pypto.graph.autodiff import (
     value_and_grad,
     vjp,
 )
+from pypto.graph.batching import vmap
 from pypto.graph.custom_vjp import custom_vjp
 from pypto.ops import (
     abs,
@@ -317,6 +318,7 @@ __all__ = [
     "value_and_grad",
     "var",
     "vjp",
+    "vmap",
     "where",
     "zeros",
     "zeros_like",

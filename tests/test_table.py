@@ -193,3 +193,40 @@ def test_docs_ops_md_is_generated_from_the_table() -> None:
     assert text == catalog.markdown(), "docs/ops.md is stale: run `python -m pypto docs`"
     for name in OPS:
         assert f"| `{name}` |" in text
+
+
+def _example(a: np.ndarray, k: int, name: str, i: int) -> np.ndarray:
+    """Example ``k`` of a batch built from the sample operand ``a``: different values."""
+    if a.dtype == np.bool_:
+        return a ^ bool(k % 2)
+    if name == "take" and i == 1:  # indices stay in range
+        return ((a + k) % 6).astype(a.dtype)
+    if np.issubdtype(a.dtype, np.integer):
+        return (a + k).astype(a.dtype)
+    return (a * (1 + 0.5 * k) + 0.25 * k).astype(a.dtype)
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_batch_rule_equals_the_op_per_example(name: str) -> None:
+    """Every primitive's batching rule, with every operand batched and with each operand
+    alone batched, gives the op applied to each example, stacked."""
+    op = OPS[name]
+    arrays, params = SAMPLES[name]
+    size = 3
+    patterns = [[True] * len(arrays)] + [
+        [j == i for j in range(len(arrays))] for i in range(len(arrays)) if len(arrays) > 1
+    ]
+    for batched in patterns:
+        examples = [
+            [_example(a, k, name, i) if b else a for i, (a, b) in enumerate(zip(arrays, batched))]
+            for k in range(size)
+        ]
+        want = np.stack([np.asarray(op.impl(*ex, **params)) for ex in examples])
+        args = [
+            pto.tensor(np.stack([ex[i] for ex in examples]) if b else a)
+            for i, (a, b) in enumerate(zip(arrays, batched))
+        ]
+        out_aval = AVal(want.shape[1:], pto.dtypes.from_numpy(want.dtype))
+        got = op.rules["batch"](args, batched, size, out_aval, **params).numpy()
+        assert got.shape == want.shape and got.dtype == want.dtype, (name, batched)
+        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=f"{name} batched={batched}")

@@ -20,6 +20,7 @@ from pypto import dtypes as dt
 from pypto.core.errors import DTypeError, TraceError, at_location
 from pypto.core.passes import PassManager
 from pypto.graph import interpret, passes, pytree
+from pypto.graph.batching import vmap
 from pypto.graph.ir import Atom, Eqn, Func, Lit, Var
 from pypto.graph.tracer import Spec, trace
 from pypto.ops import api
@@ -451,13 +452,16 @@ def _aval_of(v: Any) -> AVal:
     return AVal(tuple(v.shape), v.dtype)
 
 
-def _basis(aval: AVal) -> Any:
-    """The one-hot arrays of ``aval``'s shape, one per element, in row-major order."""
+def _mapped(fn: Callable[[Any], Any], aval: AVal, like: Any) -> Any:
+    """``fn`` of each one-hot tensor of ``aval`` (row-major), stacked on a new axis 0: one
+    batched pass (``vmap``) over the identity's rows."""
     import numpy as np
 
     n = int(np.prod(aval.shape, dtype=np.int64))
-    eye = np.eye(n, dtype=aval.dtype.np)
-    return [eye[i].reshape(aval.shape) for i in range(n)]
+    if n == 0:  # no rows: vmap needs a batch, the result is empty
+        return api.asvalue(np.zeros((0, *like.shape), like.dtype.np))
+    eye = np.eye(n, dtype=aval.dtype.np).reshape((n, *aval.shape))
+    return vmap(fn)(api.asvalue(eye))
 
 
 def _single(op: str, fn: Callable[..., Any], args: tuple[Any, ...], argnums: int) -> Any:
@@ -490,9 +494,9 @@ def _single(op: str, fn: Callable[..., Any], args: tuple[Any, ...], argnums: int
 
 
 def jacrev(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
-    """The Jacobian of ``fn`` with respect to argument ``argnums``, one reverse pass per
-    output element (as ``jax.jacrev``, of shape ``out.shape + x.shape``; there is no batching
-    transform, so a pass per row: for functions with few outputs).
+    """The Jacobian of ``fn`` with respect to argument ``argnums``, of shape
+    ``out.shape + x.shape``, as ``jax.jacrev``: the VJP mapped (``pto.vmap``) over the rows
+    of the identity, one batched backward pass.
 
     >>> import pypto as pto
     >>> pto.jacrev(lambda x: x * x)(pto.tensor([1.0, 3.0])).numpy()
@@ -506,17 +510,17 @@ def _jacrev(fn: Callable[..., Any], argnums: int, op: str) -> Callable[..., Any]
     def jac(*args: Any) -> Any:
         f, x = _single(op, fn, args, argnums)
         out, f_vjp = vjp(f, x)
-        rows = [f_vjp(api.asvalue(e))[0] for e in _basis(_aval_of(out))]
-        return _stack(rows, tuple(out.shape), tuple(x.shape), x.dtype)
+        rows = _mapped(lambda ct: f_vjp(ct)[0], _aval_of(out), x)  # [out.size, *x.shape]
+        return api.reshape(rows, (*out.shape, *x.shape))
 
     jac.__name__ = f"jacrev_{getattr(fn, '__name__', 'f')}"
     return jac
 
 
 def jacfwd(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
-    """The Jacobian of ``fn`` with respect to argument ``argnums``, one forward pass
-    (:func:`jvp`) per input element (as ``jax.jacfwd``, of shape ``out.shape + x.shape``): for
-    functions with few inputs.
+    """The Jacobian of ``fn`` with respect to argument ``argnums``, of shape
+    ``out.shape + x.shape``, as ``jax.jacfwd``: the linearized ``fn`` (:func:`linearize`)
+    mapped over the columns of the identity.
 
     >>> import pypto as pto
     >>> pto.jacfwd(lambda x: x.sum(keepdims=True) * x[0])(pto.tensor([1.0, 3.0])).numpy()
@@ -529,11 +533,10 @@ def _jacfwd(fn: Callable[..., Any], argnums: int, op: str) -> Callable[..., Any]
     def jac(*args: Any) -> Any:
         f, x = _single(op, fn, args, argnums)
         out, f_jvp = _linearize(op, f, (x,))
-        cols = [f_jvp(api.asvalue(e)) for e in _basis(_aval_of(x))]
-        if not cols:
-            return _stack([], tuple(out.shape), tuple(x.shape), out.dtype)
-        # column j is d out / d x_j: stacked last, then the input's shape restored
-        return api.reshape(_stack_last(cols), (*out.shape, *x.shape))
+        cols = _mapped(f_jvp, _aval_of(x), out)  # [x.size, *out.shape]: column j first
+        n = len(out.shape)
+        cols = api.transpose(cols, (*range(1, n + 1), 0))
+        return api.reshape(cols, (*out.shape, *x.shape))
 
     jac.__name__ = f"jacfwd_{getattr(fn, '__name__', 'f')}"
     return jac
@@ -551,18 +554,3 @@ def hessian(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
     h = _jacfwd(_jacrev(fn, argnums, "hessian"), argnums, "hessian")
     h.__name__ = f"hessian_{getattr(fn, '__name__', 'f')}"
     return h
-
-
-def _stack(rows: list[Any], out_shape: tuple[int, ...], x_shape: tuple[int, ...], d: Any) -> Any:
-    """Rows (one per output element, each of ``x_shape``) as ``out_shape + x_shape``."""
-    import numpy as np
-
-    if not rows:
-        return api.asvalue(np.zeros((*out_shape, *x_shape), d.np))
-    flat = [api.reshape(r, (1, -1)) for r in rows]
-    return api.reshape(api.concat(flat, 0), (*out_shape, *x_shape))
-
-
-def _stack_last(cols: list[Any]) -> Any:
-    flat = [api.reshape(c, (-1, 1)) for c in cols]
-    return api.concat(flat, 1)

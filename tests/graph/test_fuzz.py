@@ -240,6 +240,40 @@ def test_random_programs_agree_eager_interpret_jax(prog: Any) -> None:
         assert c.ok, f"{c}\nprogram: {names}"
 
 
+@settings(max_examples=25, deadline=None)
+@given(programs(), st.data())
+def test_random_programs_vmap_like_a_loop(prog: Any, data: st.DataObject) -> None:
+    """``pto.vmap`` of a random program over a batch of 3 (each input mapped or not, at a
+    drawn axis) equals the program run on each example, stacked: every batching rule the
+    program meets, on the shapes the fuzzer makes."""
+    inputs, _, steps = prog
+    fn = build(steps)
+    mapped = [data.draw(st.booleans(), label=f"map {i}") for i in range(len(inputs))]
+    mapped[0] = True
+    axes = [
+        data.draw(st.integers(0, a.ndim), label="axis") if m else None
+        for a, m in zip(inputs, mapped)
+    ]
+    examples = [
+        [(a * (1 + 0.25 * k)).astype(a.dtype) if m else a for a, m in zip(inputs, mapped)]
+        for k in range(3)
+    ]
+    batched = [
+        pto.tensor(np.stack([ex[i] for ex in examples], ax)) if ax is not None else pto.tensor(a)
+        for i, (a, ax) in enumerate(zip(inputs, axes))
+    ]
+    got = pto.vmap(fn, in_axes=tuple(axes))(*batched)
+    per = [fn(*(pto.tensor(a) for a in ex)) for ex in examples]
+    names = [(UNARY if t == "u" else BINARY)[o][0] for t, o, _, _ in steps]
+    func = trace(fn, [pto.tensor(a) for a in examples[0]])[0]
+    tols = zip(sum_lengths(func), precisions(func), strict=True)
+    for i, (g, (k, p)) in enumerate(zip(got, tols, strict=True)):
+        want = np.stack([np.asarray(r[i]) for r in per])
+        assert g.dtype == per[0][i].dtype and g.shape == want.shape, f"out {i}: {names}"
+        c = compare(f"vmap out[{i}]", g, want, k=k * (len(steps) + 1), scale=1.0, precision=p)
+        assert c.ok, f"{c}\nprogram: {names}, in_axes {axes}"
+
+
 @settings(max_examples=30, deadline=None)
 @given(programs(WIDE))
 def test_random_programs_on_ascend910b_agree_with_eager(prog: Any) -> None:
