@@ -65,9 +65,14 @@ def vmap(fn: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0) -> Calla
     (5, 2)
     """
 
-    def mapped(*args: Any) -> Any:
+    def mapped(*args: Any, **kwargs: Any) -> Any:
         try:
-            return _vmap_call(fn, args, in_axes, out_axes)
+            if not kwargs:
+                return _vmap_call(fn, args, in_axes, out_axes)
+            # keyword arguments are mapped over their axis 0, as in JAX
+            n = len(args)
+            per = _per_arg("vmap", in_axes, n, "in_axes")
+            return _vmap_call(lambda *a: fn(*a[:n], **a[n]), (*args, kwargs), (*per, 0), out_axes)
         except PyptoError as e:
             raise e.stripped() from None
 

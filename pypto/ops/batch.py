@@ -73,10 +73,11 @@ for _name, _op in OPS.items():
 def _reduce(name: str) -> Callable[..., V]:
     def rule(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
         (x,) = args
+        nd = max(len(x.shape) - 1, 1)  # the example's axes, shifted past the batch
         if "axes" in params:
-            params = {**params, "axes": tuple(a + 1 for a in params["axes"])}
+            params = {**params, "axes": tuple(a % nd + 1 for a in params["axes"])}
         else:
-            params = {**params, "axis": params["axis"] + 1}
+            params = {**params, "axis": params["axis"] % nd + 1}
         return _bind(name, [x], **params)
 
     return rule
@@ -121,7 +122,8 @@ def broadcast_to(args: list[V], batched: list[bool], size: int, out: AVal, **par
 
 @register_rule("batch", "transpose")
 def transpose(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
-    return _bind("transpose", args, perm=(0, *(p + 1 for p in params["perm"])))
+    nd = len(out.shape)
+    return _bind("transpose", args, perm=(0, *(p % nd + 1 for p in params["perm"])))
 
 
 @register_rule("batch", "slice")
@@ -137,14 +139,14 @@ def pad(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any)
 @register_rule("batch", "concat")
 def concat(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
     parts = [a if b else broadcast_batch(a, size) for a, b in zip(args, batched, strict=True)]
-    return _bind("concat", parts, axis=params["axis"] + 1)
+    return _bind("concat", parts, axis=params["axis"] % len(out.shape) + 1)
 
 
 @register_rule("batch", "take")
 def take(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
     if batched[1]:  # each example gathers with its own indices
         return per_example("take", args, batched, size, out, **params)
-    return _bind("take", args, axis=params["axis"] + 1)
+    return _bind("take", args, axis=params["axis"] % (len(args[0].shape) - 1) + 1)
 
 
 def per_example(

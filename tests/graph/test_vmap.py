@@ -70,6 +70,11 @@ def test_pytrees_nested_vmap_and_unmapped_outputs() -> None:
     close(got, X[0] @ (X[1].T @ X[1]), "nested")
 
 
+def test_keyword_arguments_are_mapped_over_axis_0() -> None:
+    got = pto.vmap(lambda x, *, w: w @ x, in_axes=(None,))(pto.tensor(X[0, 0]), w=pto.tensor(X))
+    close(got, jax.vmap(lambda x, *, w: w @ x, in_axes=(None,))(X[0, 0], w=X), "kwargs")
+
+
 def test_per_example_gradients_and_gradient_of_a_vmap() -> None:
     def loss(lib: Any, w: Any, x: Any) -> Any:
         return (lib.tanh(x @ w) ** 2).mean()
