@@ -464,39 +464,40 @@ def _mapped(fn: Callable[[Any], Any], aval: AVal, like: Any) -> Any:
     return vmap(fn)(api.asvalue(eye))
 
 
-def _single(op: str, fn: Callable[..., Any], args: tuple[Any, ...], argnums: int) -> Any:
-    """``fn`` as a function of argument ``argnums`` alone, and that argument (a float
-    tensor)."""
-    if not isinstance(argnums, int):
-        raise TraceError(
-            f"argnums={argnums!r}: {op} differentiates with respect to one argument",
-            op=op,
-            hint="one call per argument, e.g. argnums=0 and argnums=1",
-        )
-    (i,) = _argnums(argnums, len(args), op)
-    if isinstance(args[i], list | tuple | dict):
-        raise TraceError(
-            f"argument {i} is a {type(args[i]).__name__}: {op} takes one tensor there",
-            op=op,
-            hint="pass the tensor itself, or use pto.vjp / pto.jvp, which take pytrees",
-        )
-    (x,), _ = _float_leaves(op, "argument", (args[i],), i)
+def _select(
+    op: str, fn: Callable[..., Any], args: tuple[Any, ...], argnums: int | Sequence[int]
+) -> Any:
+    """``fn`` as a function of the ``argnums`` arguments alone, those arguments (float
+    tensors), and whether ``argnums`` was one int."""
+    single = isinstance(argnums, int)
+    nums = _argnums(argnums, len(args), op)
+    xs = []
+    for i in nums:
+        if isinstance(args[i], list | tuple | dict):
+            raise TraceError(
+                f"argument {i} is a {type(args[i]).__name__}: {op} takes one tensor there",
+                op=op,
+                hint="pass the tensor itself, or use pto.vjp / pto.jvp, which take pytrees",
+            )
+        (x,), _ = _float_leaves(op, "argument", (args[i],), i)
+        xs.append(x)
 
-    def f(v: Any) -> Any:
+    def f(*vs: Any) -> Any:
         full = list(args)
-        full[i] = v
+        for i, v in zip(nums, vs, strict=True):
+            full[i] = v
         out = fn(*full)
         if not isinstance(out, Value):
             raise TraceError(f"{op} needs fn to return one tensor, got {type(out).__name__}", op=op)
         return out
 
-    return f, x
+    return f, xs, single
 
 
-def jacrev(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
-    """The Jacobian of ``fn`` with respect to argument ``argnums``, of shape
-    ``out.shape + x.shape``, as ``jax.jacrev``: the VJP mapped (``pto.vmap``) over the rows
-    of the identity, one batched backward pass.
+def jacrev(fn: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """The Jacobian of ``fn`` with respect to argument ``argnums`` (a tuple of them for a
+    tuple), of shape ``out.shape + x.shape``, as ``jax.jacrev``: the VJP mapped
+    (``pto.vmap``) over the rows of the identity, one batched backward pass.
 
     >>> import pypto as pto
     >>> pto.jacrev(lambda x: x * x)(pto.tensor([1.0, 3.0])).numpy()
@@ -506,21 +507,28 @@ def jacrev(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
     return _jacrev(fn, argnums, "jacrev")
 
 
-def _jacrev(fn: Callable[..., Any], argnums: int, op: str) -> Callable[..., Any]:
+def _jacrev(fn: Callable[..., Any], argnums: int | Sequence[int], op: str) -> Callable[..., Any]:
     def jac(*args: Any) -> Any:
-        f, x = _single(op, fn, args, argnums)
-        out, f_vjp = vjp(f, x)
-        rows = _mapped(lambda ct: f_vjp(ct)[0], _aval_of(out), x)  # [out.size, *x.shape]
-        return api.reshape(rows, (*out.shape, *x.shape))
+        f, xs, single = _select(op, fn, args, argnums)
+        out, f_vjp = vjp(f, *xs)
+        jacs = []
+        for i, x in enumerate(xs):  # [out.size, *x.shape] for each argument
+
+            def row(ct: Any, i: int = i) -> Any:
+                return f_vjp(ct)[i]
+
+            rows = _mapped(row, _aval_of(out), x)
+            jacs.append(api.reshape(rows, (*out.shape, *x.shape)))
+        return jacs[0] if single else tuple(jacs)
 
     jac.__name__ = f"jacrev_{getattr(fn, '__name__', 'f')}"
     return jac
 
 
-def jacfwd(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
-    """The Jacobian of ``fn`` with respect to argument ``argnums``, of shape
-    ``out.shape + x.shape``, as ``jax.jacfwd``: the linearized ``fn`` (:func:`linearize`)
-    mapped over the columns of the identity.
+def jacfwd(fn: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+    """The Jacobian of ``fn`` with respect to argument ``argnums`` (a tuple of them for a
+    tuple), of shape ``out.shape + x.shape``, as ``jax.jacfwd``: the linearized ``fn``
+    (:func:`linearize`) mapped over the columns of the identity.
 
     >>> import pypto as pto
     >>> pto.jacfwd(lambda x: x.sum(keepdims=True) * x[0])(pto.tensor([1.0, 3.0])).numpy()
@@ -529,14 +537,22 @@ def jacfwd(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
     return _jacfwd(fn, argnums, "jacfwd")
 
 
-def _jacfwd(fn: Callable[..., Any], argnums: int, op: str) -> Callable[..., Any]:
+def _jacfwd(fn: Callable[..., Any], argnums: int | Sequence[int], op: str) -> Callable[..., Any]:
     def jac(*args: Any) -> Any:
-        f, x = _single(op, fn, args, argnums)
-        out, f_jvp = _linearize(op, f, (x,))
-        cols = _mapped(f_jvp, _aval_of(x), out)  # [x.size, *out.shape]: column j first
+        f, xs, single = _select(op, fn, args, argnums)
+        out, f_jvp = _linearize(op, f, tuple(xs))
+        zeros = [api.asvalue(_zeros(_aval_of(x))) for x in xs]
         n = len(out.shape)
-        cols = api.transpose(cols, (*range(1, n + 1), 0))
-        return api.reshape(cols, (*out.shape, *x.shape))
+        jacs = []
+        for i, x in enumerate(xs):  # the other arguments' tangents are zero
+
+            def along(t: Any, i: int = i) -> Any:
+                return f_jvp(*(t if j == i else z for j, z in enumerate(zeros)))
+
+            cols = _mapped(along, _aval_of(x), out)  # [x.size, *out.shape]: column j first
+            cols = api.transpose(cols, (*range(1, n + 1), 0))
+            jacs.append(api.reshape(cols, (*out.shape, *x.shape)))
+        return jacs[0] if single else tuple(jacs)
 
     jac.__name__ = f"jacfwd_{getattr(fn, '__name__', 'f')}"
     return jac
@@ -551,6 +567,12 @@ def hessian(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
     array([[ 6.,  0.],
            [ 0., 12.]], dtype=float32)
     """
+    if not isinstance(argnums, int):
+        raise TraceError(
+            f"argnums={argnums!r}: hessian differentiates with respect to one argument",
+            op="hessian",
+            hint="one call per argument, or pto.jacfwd(pto.jacrev(f, argnums), argnums)",
+        )
     h = _jacfwd(_jacrev(fn, argnums, "hessian"), argnums, "hessian")
     h.__name__ = f"hessian_{getattr(fn, '__name__', 'f')}"
     return h

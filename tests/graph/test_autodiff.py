@@ -588,5 +588,22 @@ def test_jvp_and_jacobians_refuse_what_they_cannot_differentiate() -> None:
         pto.jacfwd(lambda a, b: a * b, argnums=1)(x, pto.tensor([1, 2]))
     with pytest.raises(pto.TraceError, match="argument 0 is a dict: hessian takes one tensor"):
         pto.hessian(lambda p: p["a"].sum())({"a": x})
-    with pytest.raises(pto.TraceError, match="jacrev differentiates with respect to one"):
-        pto.jacrev(lambda a, b: a * b, argnums=(0, 1))(x, x)
+    with pytest.raises(pto.TraceError, match="hessian differentiates with respect to one"):
+        pto.hessian(lambda a, b: (a * b).sum(), argnums=(0, 1))(x, x)
+
+
+@pytest.mark.parametrize("name", ["jacrev", "jacfwd"])
+def test_jacobians_with_respect_to_several_arguments(name: str) -> None:
+    a = (np.random.default_rng(12).normal(size=(2, 3)) * 0.5).astype(np.float32)
+    b = (np.random.default_rng(13).normal(size=(3,)) * 0.5).astype(np.float32)
+
+    def f(lib, u, v):
+        return lib.tanh(u @ v) * u[:, 0]
+
+    want = getattr(jax, name)(lambda u, v: f(jnp, u, v), argnums=(1, 0))(a, b)
+    got = getattr(pto, name)(lambda u, v: f(pto, u, v), argnums=(1, 0))(
+        pto.tensor(a), pto.tensor(b)
+    )
+    assert isinstance(got, tuple) and len(got) == 2
+    for i in range(2):
+        _close(got[i], want[i], f"{name}[{i}]")
