@@ -379,8 +379,7 @@ def _float_leaves(op: str, what: str, tree: Any, first: int = 0) -> tuple[list[A
         v = api.asvalue(leaf, op)
         if not v.dtype.is_floating:  # type: ignore[attr-defined]
             raise DTypeError(
-                f"{what} {first + i} is {AVal(tuple(v.shape), v.dtype)}: only float inputs "  # type: ignore[attr-defined]
-                "have derivatives",
+                f"{what} {first + i} is {api._aval(v)}: only float inputs have derivatives",
                 op=op,
                 hint="close over integer inputs (a lambda), or cast them with .astype",
             )
@@ -428,7 +427,7 @@ def _linearize(op: str, fn: Callable[..., Any], primals: tuple[Any, ...]) -> Any
     vals, tree = _float_leaves(op, "primal", primals)
     out, f_vjp = vjp(fn, *pytree.unflatten(tree, vals))
     o_leaves, o_tree = pytree.flatten(out)
-    zero = pytree.unflatten(o_tree, [api.asvalue(_zeros(_aval_of(o))) for o in o_leaves])
+    zero = pytree.unflatten(o_tree, [_zeros(api._aval(o)) for o in o_leaves])
     _, transpose = vjp(f_vjp, zero)
 
     def f_jvp(*tangents: Any) -> Any:
@@ -438,7 +437,7 @@ def _linearize(op: str, fn: Callable[..., Any], primals: tuple[Any, ...]) -> Any
         for i, (p, t) in enumerate(zip(vals, t_vals, strict=True)):
             if tuple(p.shape) != tuple(t.shape) or p.dtype is not t.dtype:
                 raise TraceError(
-                    f"tangent {i} is {_aval_of(t)} but its primal is {_aval_of(p)}",
+                    f"tangent {i} is {api._aval(t)} but its primal is {api._aval(p)}",
                     op=op,
                     hint="a tangent has its primal's shape and dtype",
                 )
@@ -446,10 +445,6 @@ def _linearize(op: str, fn: Callable[..., Any], primals: tuple[Any, ...]) -> Any
         return t_out
 
     return out, f_jvp
-
-
-def _aval_of(v: Any) -> AVal:
-    return AVal(tuple(v.shape), v.dtype)
 
 
 def _mapped(fn: Callable[[Any], Any], aval: AVal, like: Any) -> Any:
@@ -517,7 +512,7 @@ def _jacrev(fn: Callable[..., Any], argnums: int | Sequence[int], op: str) -> Ca
             def row(ct: Any, i: int = i) -> Any:
                 return f_vjp(ct)[i]
 
-            rows = _mapped(row, _aval_of(out), x)
+            rows = _mapped(row, api._aval(out), x)
             jacs.append(api.reshape(rows, (*out.shape, *x.shape)))
         return jacs[0] if single else tuple(jacs)
 
@@ -541,7 +536,7 @@ def _jacfwd(fn: Callable[..., Any], argnums: int | Sequence[int], op: str) -> Ca
     def jac(*args: Any) -> Any:
         f, xs, single = _select(op, fn, args, argnums)
         out, f_jvp = _linearize(op, f, tuple(xs))
-        zeros = [api.asvalue(_zeros(_aval_of(x))) for x in xs]
+        zeros = [_zeros(api._aval(x)) for x in xs]
         n = len(out.shape)
         jacs = []
         for i, x in enumerate(xs):  # the other arguments' tangents are zero
@@ -549,7 +544,7 @@ def _jacfwd(fn: Callable[..., Any], argnums: int | Sequence[int], op: str) -> Ca
             def along(t: Any, i: int = i) -> Any:
                 return f_jvp(*(t if j == i else z for j, z in enumerate(zeros)))
 
-            cols = _mapped(along, _aval_of(x), out)  # [x.size, *out.shape]: column j first
+            cols = _mapped(along, api._aval(x), out)  # [x.size, *out.shape]: column j first
             cols = api.transpose(cols, (*range(1, n + 1), 0))
             jacs.append(api.reshape(cols, (*out.shape, *x.shape)))
         return jacs[0] if single else tuple(jacs)

@@ -1227,7 +1227,7 @@ def expm1(x: Any) -> Any:
     lu = api.log(u)
     # u == 1: x itself; u - 1 == -1 (x below -17, where u may be subnormal and its log
     # inexact): -1; u == inf: inf
-    plain = logical_or(api.equal(um1, 0.0), api.equal(lu, 0.0))
+    plain = api.equal(um1, 0.0)
     edge = logical_or(plain, logical_or(api.equal(um1, -1.0), api.equal(u, math.inf)))
     kahan = api.mul(um1, api.div(v, api.where(edge, 1.0, lu)))  # x / log(u) ~ 1: no overflow
     value = api.where(plain, v, api.where(edge, um1, kahan))
