@@ -788,6 +788,7 @@ class Builder:
     tcmp = _method("TCMP")
     tcmps = _method("TCMPS")
     tsel = _method("TSEL")
+    tgather = _method("TGATHER")
     tcvt = _method("TCVT")
     texpands = _method("TEXPANDS")
     trowsum = _method("TROWSUM")

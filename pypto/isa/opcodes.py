@@ -131,6 +131,12 @@ def _specs() -> dict[str, OpSpec]:
         OpSpec("TCMPS", "TTFC", "vector", "bool tile ← a <cond> scalar"),
         OpSpec("TSEL", "TTTT", "vector", "dst ← mask ? a : b"),
         OpSpec(
+            "TGATHER",
+            "TTT",
+            "vector",
+            "dst[i, j] ← src[idx[i, j]]: idx holds int32 element indices into src (row-major)",
+        ),
+        OpSpec(
             "TCVT", "TT", "vector", "convert dtype (round to nearest even; float→int truncates)"
         ),
         OpSpec("TEXPANDS", "TF", "vector", "fill a tile with a scalar"),

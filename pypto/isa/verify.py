@@ -243,6 +243,21 @@ def _verify_vector(c: _Ctx, ins: Instr) -> None:
             if t.dtype is not dst.dtype:
                 raise c.fail(f"TSEL {name} is {t.dtype.short}, dst is {dst.dtype.short}")
             _bcast(c, dst, t, f"TSEL {name}")
+    elif op == "TGATHER":
+        src, idx = tiles[1:]
+        if idx.dtype is not dt.int32:
+            raise c.fail(f"TGATHER indices must be i32, got {idx.dtype.short}")
+        if idx.shape != dst.shape:
+            raise c.fail(
+                f"TGATHER: the index tile {list(idx.shape)} must have the shape of dst "
+                f"{list(dst.shape)}"
+            )
+        if src.dtype is not dst.dtype or dst.dtype.itemsize not in (2, 4):
+            raise c.fail(
+                f"TGATHER moves 2- or 4-byte elements of one dtype: src is {src.dtype.short}, "
+                f"dst is {dst.dtype.short}",
+                hint="convert 1-byte tiles with TCVT first",
+            )
     elif op == "TCVT":
         if dst.shape != tiles[1].shape:
             raise c.fail(f"TCVT: shapes {list(dst.shape)} and {list(tiles[1].shape)} differ")

@@ -160,6 +160,13 @@ def _duration(ins: Instr, m: Machine, p: Pipe) -> float:
     if p is Pipe.MTE3:
         return m.local_latency + tiles[1].nbytes / m.l1_ub
     # vector unit
+    if op == "TGATHER":
+        # pto-isa's A2/A3 TGATHER: a vmuls turning the indices into byte offsets, then the
+        # vgather, each a pass at the vector width
+        vb = m.vector_bytes
+        return (
+            2 * m.vector_latency + math.ceil(tiles[2].nbytes / vb) + math.ceil(tiles[0].nbytes / vb)
+        )
     width = max(t.nbytes for t in tiles)
     factor = 1.0
     if op in _TRANSCENDENTAL:

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from pypto import dtypes as dt
+from pypto.core.errors import SimulationError
 from pypto.isa.ir import Cond, Expr, GmRef, Instr, Space, Tile
 from pypto.isa.opcodes import BINARY, REDUCTIONS, TILE_SCALAR, UNARY
 from pypto.npu.compile import Compiled
@@ -396,7 +397,7 @@ def _build_exec(
                 tags[a] = (t[0], t[1] + r, t[2] + c, R, C, d_nb, npd)
 
         return extract_tagged
-    return _vector_exec(ins, tiles, views)
+    return _vector_exec(ins, tiles, views, cp.where(sid))
 
 
 def _operand(
@@ -422,7 +423,7 @@ def _operand(
     return operand
 
 
-def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any]) -> Exec:
+def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any], where: str) -> Exec:
     op = ins.op
     vd = views[0]
     dd = tiles[0].dtype.np
@@ -487,6 +488,22 @@ def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any]) -> Exec:
             vd(core, item)[...] = np.where(vm(core, item), va(core, item), vb(core, item))
 
         return sel
+    if op == "TGATHER":
+        vs, vi = views[1:]
+        n = tiles[1].rows * tiles[1].cols
+
+        def gather(core: Any, item: tuple[Any, ...]) -> None:
+            idx = vi(core, item)
+            if idx.size and (idx.min() < 0 or idx.max() >= n):
+                bad = idx[(idx < 0) | (idx >= n)].flat[0]
+                raise SimulationError(
+                    f"{core.describe()}, pipe V, {where}: index {bad} is outside the "
+                    f"{n} elements of the source tile",
+                    op="TGATHER",
+                )
+            np.take(vs(core, item).reshape(-1), idx, out=vd(core, item))
+
+        return gather
     if op == "TEXPANDS":
         raw = ins.args[1]
         assert isinstance(raw, float)

@@ -86,6 +86,7 @@ __all__ = [
     "exp",
     "extract",
     "full",
+    "gather",
     "gelu",
     "kernel",
     "load",
@@ -570,6 +571,8 @@ def _compute(opcode: str, d: dt.DType, shape: tuple[int, int], vals: list[Any]) 
         return _CMP_FN[vals[2]](_wide(x), _wide(s) if x.dtype.kind == "f" else vals[1])
     if opcode == "TSEL":
         return np.where(vals[0], vals[1], vals[2])
+    if opcode == "TGATHER":
+        return vals[0].reshape(-1)[vals[1]]
     if opcode == "TCVT" or opcode == "TMOV":
         return to_dtype(vals[0], dd)
     if opcode == "TEXPANDS":
@@ -978,6 +981,47 @@ def extract(
         if r < 0 or c < 0 or r + shp[0] > t.shape[0] or c + shp[1] > t.shape[1]:
             raise m.fail(TileError, f"sub-tile {list(shp)} at ({r}, {c}) of a {list(t.shape)} tile")
     return m.op("TEXTRACT", shp, t.dtype, sp, (t, start[0], start[1]))
+
+
+def gather(t: Tile, idx: Tile) -> Tile:
+    """``t``'s elements at the int32 indices ``idx`` (a tile of any shape, indices counted
+    row-major over ``t``): the result has ``idx``'s shape and ``t``'s dtype (``TGATHER`` on the
+    vector cores; 2- and 4-byte dtypes).
+
+    >>> import numpy as np
+    >>> import pypto as pto
+    >>> from pypto.tile import language as pl
+    >>> @pl.kernel(grid=(1,), out=pl.ShapeDtype((2, 4), pto.float32))
+    ... def rev(x, i, y):
+    ...     pl.store(y, (0, 0), pl.gather(pl.load(x, (0, 0), (2, 4)), pl.load(i, (0, 0), (2, 4))))
+    >>> x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    >>> i = np.array([[3, 2, 1, 0], [7, 6, 5, 4]], np.int32)
+    >>> rev(x, i).numpy()
+    array([[3., 2., 1., 0.],
+           [7., 6., 5., 4.]], dtype=float32)
+    """
+    m = _mode("gather")
+    x = m.to_vector(t)
+    ix = m.to_vector(idx)
+    if ix.dtype is not dt.int32:
+        raise m.fail(DTypeError, f"gather indices must be an i32 tile, got {ix.dtype.short}")
+    if x.dtype.itemsize not in (2, 4):
+        raise m.fail(
+            DTypeError,
+            f"gather of a {x.dtype.short} tile: TGATHER moves 2- or 4-byte elements",
+            "convert the tile with .astype(pto.float16) or .astype(pto.int32) first",
+        )
+    if isinstance(m, _Interp):
+        assert ix.value is not None
+        n = x.shape[0] * x.shape[1]
+        bad = ix.value[(ix.value < 0) | (ix.value >= n)]
+        if bad.size:
+            raise m.fail(
+                TileError,
+                f"gather index {int(bad.flat[0])} is outside the {n} elements of a "
+                f"{list(x.shape)} tile",
+            )
+    return m.op("TGATHER", ix.shape, x.dtype, Space.UB, (x, ix))
 
 
 def matmul(a: Tile, b: Tile, acc: Tile | None = None, out: Tile | None = None) -> Tile:

@@ -14,8 +14,12 @@ source axis undriven, concat and pad offset (and, for interior padding, step) th
 * ``transpose`` — the last axes trade places: a ``[b, a]`` window, ``TTRANS`` to ``[a, b]``;
 * ``stepped`` — a positive step on the source's last axis: the ``[rows, step*cols]`` window
   seen as ``[rows*cols, step]`` gives up its first column with one ``TEXTRACT``;
-* ``element`` — anything else (reversed last axes, interior padding of the last axis): one
-  element per DMA. Correct, and slow: only the unusual cases land here.
+* ``gather`` — a negative step on the source's last axis (``x[..., ::-1]``, ``flip``): the
+  window from the tile's last element to its first, loaded forwards, and one ``TGATHER`` with
+  a constant index tile that puts its columns in order;
+* ``element`` — anything else (interior padding of the last axis, a reversed last axis whose
+  window the source's layout cannot hold): one element per DMA. Correct, and slow: only the
+  unusual cases land here.
 
 Buffers are read and written through their 2-D views; a layout op's output is laid out as
 ``[prod(shape[:-1]), shape[-1]]`` of the (merged) shape the kernel sees, and a source whose view
@@ -190,6 +194,8 @@ def _plan(dst: Access, src: Access, extents: tuple[int, ...]) -> _Plan:
         return _Plan("element")  # the other plans read and write the natural views
     if sd == dc and sstep >= 2 and src.row_step(dc) == 0:
         return _Plan("stepped", dc, row_dim((1,), dc))
+    if sd == dc and sstep < 0 and src.row_step(dc) == 0:
+        return _Plan("gather", dc, row_dim((1,), dc))
     if (
         sd is not None
         and sd != dc
@@ -248,6 +254,40 @@ class _Emit:
             return None
         shape, r, c = w
         return TStore(acc.buf, r, c, TileVar(tile.name, tile.space, tile.dtype, shape), self.loc)
+
+    def _gather(
+        self, src: Access, out: TileVar, idx: list[Expr], tr: int, tc: int, pre: list[Stmt]
+    ) -> list[Stmt]:
+        """A negative step on the source's last axis: the ``[tr, W]`` window from the tile's
+        last element to its first, loaded forwards, then one ``TGATHER`` with a constant index
+        tile (``r·W + W-1 - c·|step|``) puts its columns in order. [] when the window is not
+        one rectangle of the source's layout."""
+        step = -src.last()[1]
+        W = step * (tc - 1) + 1
+        d = out.dtype
+        # TGATHER moves 2- and 4-byte elements: bools and int8 travel as float16 (exact)
+        work = dt.float16 if d.itemsize == 1 else d
+        x = TileVar("x", Space.UB, d, (tr, W))
+        ld = self._load(src, x, src.row(idx), src.col(idx) - step * (tc - 1))
+        if ld is None:
+            return []
+        order = np.arange(tr)[:, None] * W + (W - 1) - np.arange(tc)[None, :] * step
+        ix = TileVar("ix", Space.UB, dt.int32, (tr, tc))
+        pre.append(
+            TLoad(ix, self.lw.const_buffer("rev", order.astype(np.int32)), Expr(), Expr(), self.loc)
+        )
+        body: list[Stmt] = [ld]
+        if work is not d:
+            xw = TileVar("xw", Space.UB, work, (tr, W))
+            yw = TileVar("yw", Space.UB, work, (tr, tc))
+            body += [
+                TOp("TCVT", xw, (x,), self.loc),
+                TOp("TGATHER", yw, (xw, ix), self.loc),
+                TOp("TCVT", out, (yw,), self.loc),
+            ]
+        else:
+            body.append(TOp("TGATHER", out, (x, ix), self.loc))
+        return body
 
     def kernel(
         self,
@@ -309,6 +349,10 @@ class _Emit:
                 ]
             else:
                 body.append(TOp("TROWEXPAND", out, (x,), self.loc))
+        elif plan.mode == "gather":
+            body += self._gather(src, out, idx, tr, tc, pre)
+            if not body:
+                return False
         else:
             assert plan.mode == "stepped"
             step = src.last()[1]
@@ -415,6 +459,16 @@ def copy(
             )
             if dr is not None:
                 tiles[dr] = _pick(extents[dr], max(1, cap // (tc * step)))
+    elif plan.mode == "gather":
+        dc, dr = plan.dc, plan.dr
+        assert dc is not None
+        step = -src.last()[1]
+        tb, wb = tile_bytes(lw.machine), max(isz, 2)
+        # the [tr, step·(tc-1)+1] window and the i32 [tr, tc] index tile: each one copy tile
+        tc = tiles[dc] = _pick(extents[dc], max(1, min(tb // (step * wb), tb // 4)))
+        if dr is not None:
+            w = step * (tc - 1) + 1
+            tiles[dr] = _pick(extents[dr], max(1, min(tb // (w * wb), tb // (tc * 4))))
     if plan.mode in ("straight", "rowexpand"):
         assert plan.dc is not None
         tiles[plan.dc] = _pick(extents[plan.dc], cap)
@@ -685,12 +739,14 @@ for _name in (*UNARY_OPS, *BINARY_OPS, *COMPARE_OPS, "where", "cast"):
 def _take(lw: Lowering, e: Eqn) -> None:
     """``take`` without data-dependent addresses: the ISA's DMA windows are affine in scalar
     registers and the scalar unit cannot read GM, so an index cannot become an address.
-    Instead every output tile selects: with ``x`` viewed ``[P, N, Q]`` (``N`` the taken axis)
-    and the indices as a ``[tk, 1]`` column, a ``[tk, N]`` mask ``index == n`` is built once
-    (``TCMP`` against an iota row) and, for each ``n``, ``TSEL`` puts row ``n`` of ``x`` where
-    the mask's column ``n`` is set. Exact for every dtype, and ``N`` times the work of a gather:
-    fine for small tables, wasteful for an embedding lookup (a scalar load from GM would make
-    it a row DMA per index)."""
+    Instead, with ``x`` viewed ``[P, N, Q]`` (``N`` the taken axis) and the indices as a
+    ``[tk, 1]`` column, each output tile ``[tk, tq]`` reads the ``[N, tq]`` column block of
+    ``x`` in chunks of ``nc`` rows: one ``TGATHER`` per chunk picks element ``(i - c, col)``
+    of chunk ``c`` for every index ``i``, and a ``TSEL`` keeps the rows whose index falls in
+    the chunk (a block that fits UB is one chunk, without the select). Exact for every dtype;
+    it reads the column block once per tile of indices, which is fine for small tables and
+    wasteful for an embedding lookup (a scalar load of the index would make it a row DMA per
+    index)."""
     x, ix = e.inputs
     assert isinstance(x, Var) and isinstance(ix, Var)
     shape = x.aval.shape
@@ -698,8 +754,8 @@ def _take(lw: Lowering, e: Eqn) -> None:
     P, N, Q = math.prod(shape[:a]), shape[a], math.prod(shape[a + 1 :])
     K = ix.aval.size
     d = x.aval.dtype
-    # the vector unit selects numbers, not bools: bools travel as int8
-    work = dt.int8 if d is dt.bool_ else d
+    # TGATHER moves 2- and 4-byte elements: bools and int8 travel as float16 (exact)
+    work = dt.float16 if d.itemsize == 1 else d
     loc = e.loc
     xbuf = lw.buffer(x)
     ibuf = lw.buffer(ix)
@@ -707,28 +763,23 @@ def _take(lw: Lowering, e: Eqn) -> None:
         ibuf = relayout(lw, ibuf, (K, 1), loc)
     out = lw.buffer(e.out)
     lw.view(out, (P * K, Q))
-    isz = max(work.itemsize, 4)
+    wsz = max(work.itemsize, d.itemsize)
     tb = tile_bytes(lw.machine)
-    tq = _pick(Q, tb // isz // 8)
-    tk = _pick(K, max(1, min(tb // max(N, 1), tb // (tq * isz))))
-    grid = [(r, n) for r, n in (("p", P), ("k", K // tk), ("q", Q // tq)) if n > 1]
+    # the i32 [tk, tq] index tile and an [nc, tq] chunk each take one copy tile
+    tq = _pick(Q, tb // 4 // 8)
+    tk = _pick(K, max(1, tb // (tq * 4)))
     if K % tk or Q % tq:
         tk, tq = (tk if K % tk == 0 else 1), (tq if Q % tq == 0 else 1)
-        grid = [(r, n) for r, n in (("p", P), ("k", K // tk), ("q", Q // tq)) if n > 1]
+    nc = min(N, max(1, tb // (tq * wsz)))
+    grid = [(r, n) for r, n in (("p", P), ("k", K // tk), ("q", Q // tq)) if n > 1]
     reg = {r: Expr.reg(r) for r, _ in grid}
     p, k, q = (reg.get(r, Expr()) for r in ("p", "k", "q"))
-    iota = lw.const_buffer("iota", np.arange(N, dtype=np.int32))
-    it = TileVar("iota", Space.UB, dt.int32, (1, N))
+    cols = TileVar("cols", Space.UB, dt.int32, (1, tq))
     raw = TileVar("idx", Space.UB, ix.aval.dtype, (tk, 1))
     idx = TileVar("idx32", Space.UB, dt.int32, (tk, 1))
     neg = TileVar("neg", Space.UB, dt.bool_, (tk, 1))
     wrap = TileVar("wrap", Space.UB, dt.int32, (tk, 1))
-    fixed = TileVar("fixed", Space.UB, dt.int32, (tk, 1))
-    mask = TileVar("mask", Space.UB, dt.bool_, (tk, N))
-    acc = TileVar("acc", Space.UB, work, (tk, tq))
-    row = TileVar("row", Space.UB, d, (1, tq))
-    roww = TileVar("roww", Space.UB, work, (1, tq))
-    hit = TileVar("hit", Space.UB, dt.bool_, (tk, 1))
+    local = TileVar("local", Space.UB, dt.int32, (tk, 1))
     body: list[Stmt] = [TLoad(raw, ibuf, k * tk, Expr(), loc)]
     if ix.aval.dtype is not dt.int32:
         body.append(TOp("TCVT", idx, (raw,), loc))
@@ -739,38 +790,83 @@ def _take(lw: Lowering, e: Eqn) -> None:
     body += [
         TOp("TCMPS", neg, (idx, 0.0, Cond.LT), loc),
         TOp("TADDS", wrap, (idx, float(N)), loc),
-        TOp("TSEL", fixed, (neg, wrap, idx), loc),
-        TOp("TMAXS", fixed, (fixed, 0.0), loc),
-        TOp("TMINS", fixed, (fixed, float(N - 1)), loc),
-        TOp("TCMP", mask, (fixed, it, Cond.EQ), loc),
-        TOp("TEXPANDS", acc, (0.0,), loc),
+        TOp("TSEL", local, (neg, wrap, idx), loc),
+        TOp("TMAXS", local, (local, 0.0), loc),
+        TOp("TMINS", local, (local, float(N - 1)), loc),
     ]
-    # row n of x's [P*N, Q] view, through a window of x's own layout where whole rows are one
-    w = window(lw.view(xbuf, (P * N, Q)), Q, (1, tq), p * N + Expr.reg("n"), q * tq)
-    if w is None:
-        xbuf = relayout(lw, xbuf, (P * N, Q), loc)
-        w = (1, tq), p * N + Expr.reg("n"), q * tq
-    pick: list[Stmt] = [TLoad(TileVar(row.name, Space.UB, d, w[0]), xbuf, w[1], w[2], loc)]
-    if work is not d:
-        pick.append(TOp("TCVT", roww, (row,), loc))
+    xv = lw.view(xbuf, (P * N, Q))
+
+    def chunk(rows: int, row: Expr, last: bool) -> list[Stmt]:
+        """Gather from the ``[rows, tq]`` chunk of ``x`` at ``row``; ``local`` holds the
+        indices relative to the chunk's first row (a later chunk's are ``rows`` less)."""
+        nonlocal xbuf, xv
+        blk = TileVar("blk", Space.UB, d, (rows, tq))
+        w = window(xv, Q, (rows, tq), row, q * tq)
+        if w is None:
+            xbuf = relayout(lw, xbuf, (P * N, Q), loc)
+            xv = (P * N, Q)
+            w = (rows, tq), row, q * tq
+        st: list[Stmt] = [TLoad(TileVar(blk.name, Space.UB, d, w[0]), xbuf, w[1], w[2], loc)]
+        if work is not d:
+            wide = TileVar("blkw", Space.UB, work, (rows, tq))
+            st.append(TOp("TCVT", wide, (blk,), loc))
+            blk = wide
+        whole = rows == N
+        pos = local
+        if not whole:
+            pos = TileVar("pos", Space.UB, dt.int32, (tk, 1))
+            st += [
+                TOp("TMAXS", pos, (local, 0.0), loc),
+                TOp("TMINS", pos, (pos, float(rows - 1)), loc),
+            ]
+        flat = TileVar("flat", Space.UB, dt.int32, (tk, 1))
+        at = TileVar("at", Space.UB, dt.int32, (tk, tq))
+        got = TileVar("acc" if whole else "got", Space.UB, work, (tk, tq))
+        st += [
+            TOp("TMULS", flat, (pos, float(tq)), loc),
+            TOp("TADD", at, (flat, cols), loc),
+            TOp("TGATHER", got, (blk, at), loc),
+        ]
+        if not whole:
+            hit = TileVar("hit", Space.UB, dt.bool_, (tk, 1))
+            acc = TileVar("acc", Space.UB, work, (tk, tq))
+            st += [
+                TOp("TCMP", hit, (pos, local, Cond.EQ), loc),
+                TOp("TSEL", acc, (hit, got, acc), loc),
+            ]
+            if not last:
+                st.append(TOp("TADDS", local, (local, float(-rows)), loc))
+        return st
+
+    if nc >= N:
+        body += chunk(N, p * N, True)
     else:
-        roww = row
-    pick += [
-        TOp("TEXTRACT", hit, (mask, Expr(), Expr.reg("n")), loc),
-        TOp("TSEL", acc, (hit, roww, acc), loc),
-    ]
-    body.append(For("n", Expr(), Expr.of(N), 1, tuple(pick)))
-    res = acc
+        body.append(TOp("TEXPANDS", TileVar("acc", Space.UB, work, (tk, tq)), (0.0,), loc))
+        tail = N % nc
+        body.append(
+            For(
+                "c",
+                Expr(),
+                Expr.of(N // nc),
+                1,
+                tuple(chunk(nc, p * N + Expr.reg("c") * nc, False)),
+            )
+        )
+        if tail:
+            body += chunk(tail, p * N + (N - tail), True)
+    res = TileVar("acc", Space.UB, work, (tk, tq))
     if work is not d:
-        res = TileVar("y", Space.UB, d, (tk, tq))
-        body.append(TOp("TCVT", res, (acc,), loc))
+        y = TileVar("y", Space.UB, d, (tk, tq))
+        body.append(TOp("TCVT", y, (res,), loc))
+        res = y
     body.append(TStore(out, p * K + k * tk, q * tq, res, loc))
+    colbuf = lw.const_buffer("cols", np.arange(tq, dtype=np.int32))
     lw.add_kernel(
         Kernel(
             lw.fresh("take"),
             "layout",
             tuple(grid) or (("p", 1),),
-            (Section("aiv", tuple(body), (TLoad(it, iota, Expr(), Expr(), loc),)),),
+            (Section("aiv", tuple(body), (TLoad(cols, colbuf, Expr(), Expr(), loc),)),),
             (("rows", tk), ("cols", tq)),
             loc=loc,
         )

@@ -73,7 +73,7 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     ("cumsum", lambda x: pto.cumsum(x, -1) * (1.0 / x.shape[-1]) if x.ndim else x),
     ("logsumexp", lambda x: pto.logsumexp(x, -1, keepdims=True) * 0.25 if x.ndim else x),
     ("tril", lambda x: pto.tril(x, -1) + pto.triu(pto.tanh(x)) if x.ndim > 1 else x),
-    ("flip-sign", lambda x: pto.flip(x, 0) * pto.sign(x) if x.ndim else x),
+    ("flip-sign", lambda x: pto.flip(x) * pto.sign(x) if x.ndim else x),
     ("einsum", lambda x: _einsum(x)),
     # accurate near zero (stop-gradient corrections inside), and a mask from a NaN test
     ("expm1∘tanh", lambda x: pto.expm1(pto.tanh(x))),

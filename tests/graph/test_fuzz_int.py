@@ -45,8 +45,7 @@ UNARY: dict[str, Callable[[Any], Any]] = {
     "cumsum": lambda x: pto.cumsum(x, -1) if x.ndim else x,
     "sign": lambda x: pto.sign(x) * x - pto.square(x),
     "tri": lambda x: pto.tril(x) - pto.triu(x, 1) if x.ndim > 1 else x,
-    # (the leading axis: reversing the last one is a copy per element, which "rev" covers)
-    "flip": lambda x: pto.flip(x, 0) + pto.swapaxes(x, 0, -1).T if x.ndim else x,
+    "flip": lambda x: pto.flip(x) + pto.swapaxes(x, 0, -1).T if x.ndim else x,
 }
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "add": pto.add,

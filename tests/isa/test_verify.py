@@ -72,6 +72,22 @@ def core(kind: str, *lines: str) -> str:
         ),
         (core("aiv", "TTRANS UB[0]:f32[8,4], UB[0x100]:f32[8,4]"), "writes its transpose"),
         (
+            core("aiv", "TGATHER UB[0]:f16[8,8], UB[0x100]:f16[8,8], UB[0x200]:f32[8,8]"),
+            "TGATHER indices must be i32, got f32",
+        ),
+        (
+            core("aiv", "TGATHER UB[0]:f16[8,8], UB[0x100]:f16[8,8], UB[0x200]:i32[8,4]"),
+            "index tile [8, 4] must have the shape of dst [8, 8]",
+        ),
+        (
+            core("aiv", "TGATHER UB[0]:i8[8,32], UB[0x100]:i8[8,32], UB[0x200]:i32[8,32]"),
+            "2- or 4-byte elements of one dtype: src is i8",
+        ),
+        (
+            core("aiv", "TGATHER UB[0]:f16[8,8], UB[0x100]:f32[8,8], UB[0x200]:i32[8,8]"),
+            "src is f32, dst is f16",
+        ),
+        (
             core("aic", "TTRANS L1[0]:f16[32,16], L1[0x400]:f16[16,32]"),
             "TTRANS from L1 writes L0A or L0B, not L1",
         ),

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pypto import dtypes as dt
+from pypto.core.errors import SimulationError
 
 RNG = np.random.default_rng(5)
 F32 = np.float32
@@ -178,6 +179,31 @@ def test_compare_and_select(sim, cond: str) -> None:
     )
     for g, hm, ha, hb in zip(got, halves(m), halves(a), halves(b)):
         np.testing.assert_array_equal(g, np.where(hm, ha, hb))
+
+
+@pytest.mark.parametrize("dtype", [F32, np.float16, BF16, np.int32])
+def test_gather(sim, dtype) -> None:
+    # each core's source tile is 8x64: indices run over its 512 elements, row-major
+    x = (
+        sample(dtype, (16, 64))
+        if dtype is not np.int32
+        else RNG.integers(-1000, 1000, (16, 64)).astype(dtype)
+    )
+    idx = RNG.integers(0, 512, (16, 32)).astype(np.int32)
+    got = run_vector(sim, "TGATHER {o}, {i0}, {i1}", [(x, False), (idx, False)], dtype, 8, 32)
+    for g, hx, hi in zip(got, halves(x), halves(idx)):
+        np.testing.assert_array_equal(g, hx.reshape(-1)[hi])
+
+
+def test_gather_index_outside_the_source_tile(sim) -> None:
+    x = sample(F32, (16, 64))
+    idx = np.zeros((16, 32), np.int32)
+    idx[11, 5] = 512  # core aiv1's row 3: one past its 8x64 tile
+    with pytest.raises(SimulationError) as ei:
+        run_vector(sim, "TGATHER {o}, {i0}, {i1}", [(x, False), (idx, False)], F32, 8, 32)
+    msg = str(ei.value)
+    assert "index 512 is outside the 512 elements of the source tile" in msg
+    assert "pipe V" in msg and "TGATHER" in msg and "aiv1" in msg
 
 
 @pytest.mark.parametrize(

@@ -359,3 +359,42 @@ def test_index_arithmetic_is_affine_or_by_a_positive_integer() -> None:
             tl.store(o, (i * i, 0), tl.load(x, (i, 0), (1, 8)))
 
         pto.jit(square, machine="tiny")(np.zeros((2, 8), np.float32))
+
+
+# ---------------------------------------------------------------- gather
+def _rows_by_index(x: tl.Ref, ix: tl.Ref, o: tl.Ref) -> None:
+    # row ix[r] of an [8, 16] block, for each r: element indices ix[r] * 16 + column
+    cols = tl.load(ix, (0, 0), (4, 16))
+    picked = tl.gather(tl.load(x, (0, 0), (8, 16)), cols)  # gather of the rows
+    tl.store(o, (0, 0), picked)
+
+
+rows_by_index = pto.kernel(
+    _rows_by_index, grid=(1,), out=lambda x, ix: pto.ShapeDtype((4, 16), x.dtype)
+)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int32])
+def test_gather_picks_elements_by_index_in_interpret_mode_and_on_the_npu(dtype: Any) -> None:
+    x = (RNG.standard_normal((8, 16)) * 100).astype(dtype)
+    rows = np.array([7, 0, 3, 3])
+    ix = (rows[:, None] * 16 + np.arange(16)[::-1]).astype(np.int32)  # each row reversed
+    want = x[rows][:, ::-1]
+    np.testing.assert_array_equal(rows_by_index(x, ix).numpy(), want)
+    np.testing.assert_array_equal(pto.jit(rows_by_index, machine="tiny")(x, ix).numpy(), want)
+
+
+def test_gather_index_and_dtype_errors_name_the_line() -> None:
+    x = np.zeros((8, 16), np.float32)
+    ix = np.full((4, 16), 128, np.int32)
+    with pytest.raises(pto.TileError) as e:
+        rows_by_index(x, ix)
+    assert "gather index 128 is outside the 128 elements of a [8, 16] tile" in str(e.value)
+    assert f"{HERE}:{line_of(_rows_by_index, 'gather of the rows')}" in str(e.value)
+    with pytest.raises(pto.SimulationError, match="index 128 is outside the 128 elements") as e2:
+        pto.jit(rows_by_index, machine="tiny")(x, ix)
+    assert "TGATHER" in str(e2.value) and "pipe V" in str(e2.value)
+    with pytest.raises(pto.DTypeError, match="TGATHER moves 2- or 4-byte elements"):
+        rows_by_index(x.astype(np.int8), np.zeros((4, 16), np.int32))
+    with pytest.raises(pto.DTypeError, match="gather indices must be an i32 tile, got f32"):
+        rows_by_index(x, np.zeros((4, 16), np.float32))
