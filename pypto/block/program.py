@@ -519,7 +519,7 @@ class _Range:
         self.core.items.append(lp)
 
 
-_TILE_READ_ONLY = ("TSTORE",)
+_TILE_READ_ONLY = ("TSTORE", "SLD")  # their tiles are read, not written
 
 
 def _regs(ins: Instr) -> set[str]:
@@ -751,6 +751,7 @@ class Builder:
     smod = _method("SMOD")
     smin = _method("SMIN")
     smax = _method("SMAX")
+    sld = _method("SLD")
     tload = _method("TLOAD")
     tstore = _method("TSTORE")
     tmov = _method("TMOV")

@@ -61,7 +61,7 @@ def _instr(s: Stmt) -> Instr:
     if isinstance(s, TOp):
         return Instr(s.op, (T(s.dst), *(T(a) if isinstance(a, TileVar) else a for a in s.args)))
     assert isinstance(s, SOp)
-    return Instr(s.op, (Reg(s.dst), *s.args))
+    return Instr(s.op, (Reg(s.dst), *(T(a) if isinstance(a, TileVar) else a for a in s.args)))
 
 
 def _tiles(s: Stmt) -> tuple[list[TileVar], list[TileVar]]:
@@ -76,6 +76,8 @@ def _tiles(s: Stmt) -> tuple[list[TileVar], list[TileVar]]:
         if s.op == "TMATMUL_ACC":
             reads.append(s.dst)
         return reads, [s.dst]
+    if isinstance(s, SOp):
+        return list(s.tiles), []  # SLD reads a tile on the scalar unit
     return [], []
 
 
@@ -269,7 +271,8 @@ class _Emitter:
             ins = Instr(s.op, (self.tile(s.dst), *args), loc)
         else:
             assert isinstance(s, SOp)
-            ins = Instr(s.op, (Reg(s.dst), *s.args))
+            sargs = tuple(self.tile(a) if isinstance(a, TileVar) else a for a in s.args)
+            ins = Instr(s.op, (Reg(s.dst), *sargs))
         return BInstr(ins, r, w)
 
     def stmts(self, stmts: tuple[Stmt, ...], path: tuple[str, ...]) -> list[BItem]:
@@ -321,7 +324,7 @@ def _reads_next(sec: Section) -> bool:
         if isinstance(s, For):
             return [*s.start.regs, *s.stop.regs]
         if isinstance(s, SOp):
-            return [r for a in s.args for r in a.regs]
+            return [r for a in s.exprs for r in a.regs]
         if isinstance(s, TLoad | TStore):
             return [*s.row.regs, *s.col.regs]
         return [r for a in s.args if isinstance(a, Expr) for r in a.regs]

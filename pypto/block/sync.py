@@ -21,6 +21,11 @@ read, write after write). Per straight-line region:
 
 Flags are counting semaphores, so every set is matched by exactly one wait.
 
+**The scalar unit** reads tiles too (``SLD``, an index that becomes an address). A pipe that
+writes such a tile sets a flag the scalar unit waits on before its read (``MTE2 → S``); the
+other way needs no flag, since the scalar unit finishes the read before it issues anything
+that comes after it.
+
 **Event ids.** Flags are grouped into *units* that share an id by construction: the pairs of
 one region between two pipes whose set-to-wait spans overlap (made in the order of their
 sources and of their destinations, so they pair up first in, first out as made), or one
@@ -200,7 +205,7 @@ def _region(items: list[BItem], bufs: dict[str, Buf], ids: _Ids, depth: int) -> 
         need: dict[tuple[Pipe, Pipe], int] = {}
         for key, q, w in accs:
             for p, (i, pw) in state.get(key, {}).items():
-                if p is not q and (w or pw) and i < j:
+                if p is not q and p is not Pipe.S and (w or pw) and i < j:
                     need[(p, q)] = max(need.get((p, q), -1), i)
         for (p, q), i in sorted(need.items(), key=lambda x: (x[1], x[0])):
             if synced.get((p, q), -1) >= i:
@@ -273,7 +278,7 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
         tokens = b.slots if b is not None and b.parity == loop.parity else 1
         for p, (i, pw) in ends.items():
             for q, (j, qw) in begins.items():
-                if p is q:
+                if p is q or p is Pipe.S:
                     continue
                 if pw or qw:
                     # covered inside the iteration: p touches the tile before q's first access

@@ -52,7 +52,8 @@ class SourceLoc:
 
 
 def _is_internal(filename: str) -> bool:
-    return filename.startswith(_SKIP_PREFIXES) or filename.startswith("<frozen")
+    # "<pto frontend ...>": the simulator's generated front ends (pypto.npu.compile)
+    return filename.startswith(_SKIP_PREFIXES) or filename.startswith(("<frozen", "<pto "))
 
 
 def user_location(depth: int = 1) -> SourceLoc | None:

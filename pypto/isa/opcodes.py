@@ -97,6 +97,13 @@ BRANCHES: dict[str, str] = {
 def _specs() -> dict[str, OpSpec]:
     out: list[OpSpec] = [
         OpSpec("SMOV", "RE", "scalar", "register ← expression"),
+        OpSpec(
+            "SLD",
+            "RTE",
+            "scalar",
+            "register ← int32 element e (row-major) of a UB tile; the tile's writer must "
+            "SET_FLAG to S and the scalar unit WAIT_FLAG before it",
+        ),
         *(OpSpec(k, "REE", "scalar", f"register ← a {v} b") for k, v in SCALAR_BINARY.items()),
         OpSpec("JMP", "L", "branch", "jump to a label"),
         *(OpSpec(k, "EEL", "branch", f"jump to a label if a {v} b") for k, v in BRANCHES.items()),

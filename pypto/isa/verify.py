@@ -415,8 +415,8 @@ def _verify_sync(c: _Ctx, ins: Instr) -> None:
                 raise c.fail(
                     f"the {c.kind} core has no {q} pipe", hint="its pipes: " + ", ".join(pipes)
                 )
-        if src is dst or Pipe.S in (src, dst):
-            raise c.fail(f"{op} orders two different non-scalar pipes, got {src} → {dst}")
+        if src is dst:
+            raise c.fail(f"{op} orders two different pipes, got {src} → {dst}")
         n = m.event_ids if m else None
         if ev.is_const and ev.const < 0:
             raise c.fail(f"event id {ev.const} is negative")
@@ -456,6 +456,17 @@ def _check_instr(c: _Ctx, ins: Instr) -> OpSpec:
         assert isinstance(d, Expr)
         if d.is_const and d.const == 0:
             raise c.fail(f"{ins.op} by zero")
+    elif ins.op == "SLD":
+        t, e = ins.args[1], ins.args[2]
+        assert isinstance(t, Tile) and isinstance(e, Expr)
+        _check_tile(c, t, "operand 1")
+        if t.space is not Space.UB or t.dtype is not dt.int32:
+            raise c.fail(
+                f"SLD reads an i32 tile in UB, not {t.dtype.short} in {t.space}",
+                hint="convert the indices with TCVT first",
+            )
+        if e.is_const and not 0 <= e.const < t.rows * t.cols:
+            raise c.fail(f"SLD element {e.const} is outside the {t.rows * t.cols} of its tile")
     if spec.group == "vector":
         _verify_vector(c, ins)
     elif spec.group == "move":

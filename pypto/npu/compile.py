@@ -11,7 +11,10 @@ everything static is computed here once:
   ``(sid, issue_cycle, *operand_values)`` to its pipe's queue and, if that queue was empty,
   yields the pipe number (a flag instruction queues its flag key instead of its id).
   Dynamic addresses are bounds- and alignment-checked in the generated code. A barrier yields
-  ``(sid, issue_cycle)`` instead and is resumed with ``send(release_cycle)``.
+  ``(sid, issue_cycle)`` instead and is resumed with ``send(release_cycle)``; so does a
+  ``WAIT_FLAG`` whose destination is the scalar unit, as ``(sid, issue_cycle, flag_key)``.
+  The scalar unit's own ``SET_FLAG`` calls ``sflag(sid, cycle, flag_key)`` and ``SLD`` calls
+  ``peek(sid, cycle, ub_byte_address)`` for the int32 it loads.
 """
 
 from __future__ import annotations
@@ -181,6 +184,8 @@ def _kind(ins: Instr) -> int:
     group = OPCODES[op].group
     if group in ("scalar", "branch", "loop") or op in ("PIPE_BARRIER", "BARRIER"):
         return K_FRONT
+    if op in ("SET_FLAG", "WAIT_FLAG") and pipe_of(ins) is Pipe.S:
+        return K_FRONT  # the scalar unit's own flags: the front end sets and waits on them
     if op == "SET_FLAG":
         return K_SET
     if op == "WAIT_FLAG":
@@ -248,7 +253,7 @@ class _Gen:
                 for r in names:
                     if r not in regs and r not in ("blk", "nblk", "sub"):
                         regs.append(r)
-        self.w(0, "def frontend(r_blk, r_nblk, r_sub, q, fault):")
+        self.w(0, "def frontend(r_blk, r_nblk, r_sub, q, fault, peek, sflag):")
         for p in range(1, NPIPES):
             self.w(1, f"Q{p} = q[{p}]")
             self.w(1, f"q{p} = Q{p}.append")
@@ -388,6 +393,9 @@ class _Gen:
         spec = OPCODES[op]
         w = self.w
         self.pending += self.issue
+        if op == "SLD":
+            self.sld(sid, ins, d)
+            return
         if spec.group == "scalar":
             dst = ins.args[0]
             assert isinstance(dst, Reg)
@@ -432,6 +440,14 @@ class _Gen:
                 if vals[0].lstrip("-").isdigit()
                 else (f"{base} + {vals[0]}")
             )
+        if op in ("SET_FLAG", "WAIT_FLAG") and pipe_of(ins) is Pipe.S:
+            if op == "SET_FLAG":  # S → a pipe: the front end sets it as it issues
+                w(d, f"sflag({sid}, t, {vals[0]})")
+            else:  # a pipe → S: the front end stops until the flag is set
+                w(d, "_t0 = t")
+                w(d, f"t = yield ({sid}, t, {vals[0]})")
+                w(d, "stall += t - _t0")
+            return
         p = PIPE_NO[pipe_of(ins)]
         tup = f"({sid}, t, {', '.join(vals)})" if vals else f"({sid}, t)"
         # Yield only when the queue was empty: only then can a pipe be waiting for it.
@@ -440,6 +456,19 @@ class _Gen:
         w(d, "else:")
         w(d + 1, f"q{p}({tup})")
         w(d + 1, f"yield {p}")
+
+    def sld(self, sid: int, ins: Instr, d: int) -> None:
+        """``SLD``: the front end reads one int32 of a UB tile (``peek``: the buffer in full
+        mode, 0 in timing-only mode) at its issue cycle."""
+        dst, tile, e = ins.args
+        assert isinstance(dst, Reg) and isinstance(tile, Tile) and isinstance(e, Expr)
+        self.flush(d)
+        self.w(d, f"_v0 = {self.py(tile.addr)}")
+        self.check(sid, ins, 0, "addr", tile, "_v0", d)
+        n = tile.rows * tile.cols
+        self.w(d, f"_v1 = {self.py(e)}")
+        self.w(d, f"if _v1 < 0 or _v1 >= {n}: fault({sid}, 'sld', 1, _v1)")
+        self.w(d, f"r_{dst.name} = peek({sid}, t, _v0 + _v1 * 4)")
 
     def check(self, sid: int, ins: Instr, slot: int, what: str, arg: Any, v: str, d: int) -> None:
         m = self.m

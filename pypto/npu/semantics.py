@@ -274,8 +274,10 @@ def _build_exec(
     ins = cp.instrs[sid]
     op = ins.op
     ts = _tile_slots(ins)
-    if not ts:
-        return None  # scalar, branch and synchronisation instructions touch no memory
+    if not ts or op == "SLD":
+        # scalar, branch and synchronisation instructions touch no memory; SLD's read is the
+        # front end's own (``peek`` in the simulator)
+        return None
     if op in ("TLOAD", "TSTORE"):
         info = cp.dma[sid]
         assert info is not None
@@ -544,7 +546,7 @@ def build_access(cp: Compiled, sid: int) -> Access | None:
     ins = cp.instrs[sid]
     op = ins.op
     ts = _tile_slots(ins)
-    if not ts:
+    if not ts or op == "SLD":  # SLD's read is checked by the front end (``peek``)
         return None
     Range = tuple[int, int, int, int, int, bool]
     simple: list[tuple[int, int, int, bool]] = []

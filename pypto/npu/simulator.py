@@ -206,6 +206,8 @@ class _Engine:
                 c.sub,
                 self.queues[c.idx * NPIPES : (c.idx + 1) * NPIPES],
                 self._fault_fn(c),
+                self._peek_fn(c),
+                self._sflag_fn(c),
             )
             for gp in c.pipes:
                 self.state[gp] = _READY
@@ -277,11 +279,80 @@ class _Engine:
                 msg = f"flag id {value} is out of range"
             elif what == "div0":
                 msg = "division by zero"
+            elif what == "sld":
+                t = _tile_at_slot(ins, 0)
+                msg = f"SLD element {value} is outside the {t.rows * t.cols} of its tile"
             else:
                 msg = f"LOOP step {value} must be positive"
             raise SimulationError(f"{head}: {msg}", op=ins.op)
 
         return fault
+
+    # --- the scalar unit's loads and flags ---
+    def _peek_fn(self, core: _Core) -> Any:
+        """``SLD``: the int32 at a UB byte address, read when the front end issues it (0 in
+        timing-only mode, which keeps no buffers); race detection sees a read on pipe S."""
+        gs = core.idx * NPIPES
+        ub = SPACE_NO[Space.UB]
+        key = core.idx * 8 + ub
+
+        def peek(sid: int, t: float, addr: int) -> int:
+            core.count[sid] += 1
+            if self.races:
+                self._check_races(gs, (sid, t), t, [(key, addr, addr + 4, 0, 1, False)])
+            if self.tracing:
+                self.tr.append((gs, (sid, t), t, t + self.m.issue_cycles))
+            if not self.numerics:
+                return 0
+            return int(core.mem[ub][addr : addr + 4].view(np.int32)[0])
+
+        return peek
+
+    def _sflag_fn(self, core: _Core) -> Any:
+        """``SET_FLAG S, <pipe>``: set by the front end at its issue cycle."""
+        gs = core.idx * NPIPES
+
+        def sflag(sid: int, t: float, key: int) -> None:
+            core.count[sid] += 1
+            snap = None
+            if self.races:
+                vc = self.vc[gs]
+                snap = dict(vc)
+                vc[gs] += 1
+            rec = (t + 1 + self.flag_latency, snap, gs, sid, t)
+            core.flags.setdefault(key, deque()).append(rec)
+            if self.tracing:
+                self.tr.append((gs, (sid, t, key), t, t + 1))
+            w = core.fwait.pop(key, None)
+            if w is not None:
+                self.state[w] = _READY
+                self.ready.append(w)
+
+        return sflag
+
+    def _fe_take(self, core: _Core, sid: int, t: float, rec: tuple[Any, ...]) -> float:
+        """The front end's ``WAIT_FLAG <pipe>, S`` takes flag record ``rec``: the cycle it
+        goes on from."""
+        gs = core.idx * NPIPES
+        end = max(t, rec[0]) + 1
+        core.count[sid] += 1
+        if self.races:
+            _join(self.vc[gs], rec[1])
+        if self.tracing:
+            self.tr.append((gs, (sid, t), t, end))
+            self.flows.append((rec[2], rec[3], rec[4], gs, sid, end - 1))
+        return end
+
+    def _fe_wake(self, core: _Core, key: int) -> None:
+        """The flag the blocked front end waits for was set: resume it."""
+        rec = core.flags[key].popleft()
+        core.resume = self._fe_take(core, core.block_sid, core.block_t, rec)
+        core.fe = _RUNNING
+        state = self.state
+        for gp in core.pipes:
+            if state[gp] == _IDLE:
+                state[gp] = _READY
+                self.ready.append(gp)
 
     # --- the event loop ---
     def finish_counts(self) -> None:
@@ -363,6 +434,16 @@ class _Engine:
                 core.fe_t, core.stall = stop.value
                 return False
             if type(r) is tuple:
+                if len(r) == 3:  # WAIT_FLAG <pipe>, S
+                    sid, t, key = r
+                    dq = core.flags.get(key)
+                    if dq:
+                        core.resume = self._fe_take(core, sid, t, dq.popleft())
+                        continue
+                    core.fwait[key] = -1
+                    core.fe = _FE_BLOCKED
+                    core.block_sid, core.block_t = sid, t
+                    return False
                 core.fe = _FE_BLOCKED
                 core.block_sid, core.block_t = r
                 return False
@@ -453,8 +534,11 @@ class _Engine:
                         dq.append(rec)
                     w = core.fwait.pop(key, None)
                     if w is not None:
-                        self.state[w] = _READY
-                        self.ready.append(w)
+                        if w < 0:
+                            self._fe_wake(core, key)
+                        else:
+                            self.state[w] = _READY
+                            self.ready.append(w)
                 else:
                     xkey = (core.idx, self._peer(core, sid).idx, item[2])
                     self.xflags.setdefault(xkey, deque()).append(
@@ -570,11 +654,13 @@ class _Engine:
         state = self.state
         if any(state[gp] != _IDLE for gp in core.pipes):
             return
-        t = max([core.block_t, *(self.free[gp] for gp in core.pipes)])
         op = self.cp.instrs[core.block_sid].op
+        if op == "WAIT_FLAG":
+            return  # the scalar unit waits for a flag, not for its pipes to drain
+        t = max([core.block_t, *(self.free[gp] for gp in core.pipes)])
         if op == "PIPE_BARRIER":
             if self.races:
-                self._join_all(core.pipes)
+                self._join_all(sorted({*core.pipes, core.idx * NPIPES}))
             self._release(core, t)
             return
         self.arrived[core.idx] = t
@@ -582,7 +668,9 @@ class _Engine:
             at = max(self.arrived.values()) + self.m.barrier_latency
             self.arrived = {}
             if self.races:
-                self._join_all([gp for c in self.cores for gp in c.pipes])
+                self._join_all(
+                    sorted({gp for c in self.cores for gp in (*c.pipes, c.idx * NPIPES)})
+                )
             for c in self.cores:
                 self._release(c, at)
 
@@ -645,7 +733,14 @@ class _Engine:
                 keep = []
                 for e in shadow.get(slot, ()):
                     if e[0] < r1 and r0 < e[1] and e[2] < c1 and c0 < e[3]:
-                        if e[4] != gp and (w or e[6]) and vc.get(e[4], -1) < e[5]:
+                        if (
+                            e[4] != gp
+                            and (w or e[6])
+                            and vc.get(e[4], -1) < e[5]
+                            # an SLD completes as the scalar unit issues it: whatever the
+                            # core issues after it is ordered after it
+                            and not (e[4] == gp - gp % NPIPES and item[1] > e[7][1])
+                        ):
                             raise self._race(key, (r0, r1, c0, c1), (gp, item, w, start), e)
                         if (r0 <= e[0] and e[1] <= r1 and c0 <= e[2] and e[3] <= c1) and (
                             w or (not e[6] and e[4] == gp)
@@ -777,6 +872,13 @@ class _Engine:
                     stuck.append(
                         f"{c.describe()} waits at {cp.where(c.block_sid)}: "
                         f"{len(self.arrived)} of {len(self.cores)} cores arrived"
+                    )
+                elif op == "WAIT_FLAG":
+                    ins = cp.instrs[c.block_sid]
+                    key = next(k for k, w in c.fwait.items() if w < 0)
+                    stuck.append(
+                        f"{c.describe()} pipe S at {cp.where(c.block_sid)} waits for SET_FLAG "
+                        f"{ins.args[0]}, {ins.args[1]}, {key % FLAG_SPACE} that never happens"
                     )
                 else:
                     stuck.append(f"{c.describe()} waits at {cp.where(c.block_sid)}")

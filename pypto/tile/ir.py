@@ -135,14 +135,24 @@ class TOp:
 
 @dataclass(frozen=True, slots=True)
 class SOp:
-    """A scalar register op: ``%dst = op args`` (``SMOV``, ``SADD``, ``SDIV``, ``SMOD`` ...)."""
+    """A scalar register op: ``%dst = op args`` (``SMOV``, ``SADD``, ``SDIV``, ``SMOD`` ...);
+    ``SLD`` reads element ``args[1]`` of the int32 tile ``args[0]``."""
 
     op: str
     dst: str
-    args: tuple[Expr, ...]
+    args: tuple[Expr | TileVar, ...]
+
+    @property
+    def exprs(self) -> tuple[Expr, ...]:
+        return tuple(a for a in self.args if isinstance(a, Expr))
+
+    @property
+    def tiles(self) -> tuple[TileVar, ...]:
+        return tuple(a for a in self.args if isinstance(a, TileVar))
 
     def text(self) -> str:
-        return f"%{self.dst} = {self.op.lower()} " + ", ".join(map(str, self.args))
+        args = (a.ref if isinstance(a, TileVar) else str(a) for a in self.args)
+        return f"%{self.dst} = {self.op.lower()} " + ", ".join(args)
 
 
 @dataclass(frozen=True, slots=True)
@@ -413,8 +423,10 @@ def _verify_stmts(
             regs.add(s.reg)
             _verify_stmts(f, k, sec, s.body, regs, spaces)
         elif isinstance(s, SOp):
-            for a in s.args:
-                expr(a)
+            for e in s.exprs:
+                expr(e)
+            for t in s.tiles:
+                tile(t)
             regs.add(s.dst)
         elif isinstance(s, TLoad | TStore):
             t = s.dst if isinstance(s, TLoad) else s.src

@@ -1461,7 +1461,7 @@ def _flops(stmts: Sequence[Any], grid: tuple[int, ...]) -> int:
                 total += 2 * a.shape[0] * a.shape[1] * b.shape[1]
             elif isinstance(s, SOp):
                 try:
-                    x, y = (e.eval(env) for e in s.args)
+                    x, y = (e.eval(env) for e in s.exprs)
                     env[s.dst] = x // y if s.op == "SDIV" else x % y
                 except (KeyError, ValueError, ZeroDivisionError):
                     pass
@@ -1661,7 +1661,7 @@ def _prune(stmts: tuple[Stmt, ...]) -> tuple[Stmt, ...]:
         if isinstance(s, TOp):
             return [r for a in s.args if isinstance(a, Expr) for r in a.regs]
         if isinstance(s, SOp):
-            return [r for a in s.args for r in a.regs]
+            return [r for a in s.exprs for r in a.regs]
         assert isinstance(s, For)
         return [*s.start.regs, *s.stop.regs]
 

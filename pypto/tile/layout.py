@@ -39,7 +39,7 @@ from pypto.graph.ir import Eqn, Lit, Var
 from pypto.isa.ir import Cond, Expr, Space
 from pypto.npu.machine import Machine
 from pypto.ops.table import AVal, register_rule
-from pypto.tile.ir import For, Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore
+from pypto.tile.ir import For, Kernel, Section, SOp, Stmt, TileVar, TLoad, TOp, TStore
 from pypto.tile.lower import (
     KernelRule,
     Lowering,
@@ -737,16 +737,110 @@ for _name in (*UNARY_OPS, *BINARY_OPS, *COMPARE_OPS, "where", "cast"):
 
 # ---------------------------------------------------------------- take
 def _take(lw: Lowering, e: Eqn) -> None:
-    """``take`` without data-dependent addresses: the ISA's DMA windows are affine in scalar
-    registers and the scalar unit cannot read GM, so an index cannot become an address.
-    Instead, with ``x`` viewed ``[P, N, Q]`` (``N`` the taken axis) and the indices as a
-    ``[tk, 1]`` column, each output tile ``[tk, tq]`` reads the ``[N, tq]`` column block of
-    ``x`` in chunks of ``nc`` rows: one ``TGATHER`` per chunk picks element ``(i - c, col)``
-    of chunk ``c`` for every index ``i``, and a ``TSEL`` keeps the rows whose index falls in
-    the chunk (a block that fits UB is one chunk, without the select). Exact for every dtype;
-    it reads the column block once per tile of indices, which is fine for small tables and
-    wasteful for an embedding lookup (a scalar load of the index would make it a row DMA per
-    index)."""
+    """``take`` of ``x`` viewed ``[P, N, Q]`` (``N`` the taken axis) at ``K`` indices, in the
+    cheaper of two ways (estimated from the machine's DMA start-up and per-core read rate):
+
+    * **rows by scalar loads** (:func:`_take_rows`): the scalar unit loads each index from UB
+      (``SLD``) and one DMA moves that row of ``x`` from GM and another stores it: an
+      embedding lookup, whatever the size of the table;
+    * **gather in UB** (:func:`_take_gather`): each output tile reads the column block of
+      ``x`` in chunks that fit UB and picks its rows with ``TGATHER``: a small table read
+      once per tile of indices instead of a transfer per index.
+
+    Negative indices count from the end, as in numpy; indices still outside the axis (known
+    only as the kernel runs: eager mode refuses them) clamp to it, as JAX's gathers do."""
+    x, ix = e.inputs
+    assert isinstance(x, Var) and isinstance(ix, Var)
+    shape = x.aval.shape
+    a = e.kwargs["axis"] % len(shape)
+    # (both ways scale with the leading axes' product alike)
+    N, Q = shape[a], math.prod(shape[a + 1 :])
+    K = ix.aval.size
+    m = lw.machine
+    isz = x.aval.dtype.itemsize
+    row_bytes = Q * isz
+    # per index: one row in, one row out (MTE2 and MTE3 overlap); per chunk of the gather: a
+    # transfer of the chunk and about ten vector instructions, for every tile of indices
+    tb = tile_bytes(m)
+    nc = max(1, tb // max(1, min(Q, tb // 32) * max(isz, 2)))
+    chunks = -(-N // nc)
+    tiles = -(-K // max(1, tb // 4 // max(1, min(Q, tb // 32))))
+    rows = K * (m.dma_latency + row_bytes / m.l2_read)
+    gather = tiles * (chunks * (m.dma_latency + 10 * m.vector_latency) + N * row_bytes / m.l2_read)
+    if rows < gather:
+        _take_rows(lw, e)
+    else:
+        _take_gather(lw, e)
+
+
+def _take_rows(lw: Lowering, e: Eqn) -> None:
+    """``take`` as a row DMA per index: ``[tk, 1]`` indices go to UB, and for each one the
+    scalar unit reads it (``SLD``), wraps and clamps it, and the row (``[1, tq]`` columns of
+    it) moves GM → UB → GM."""
+    x, ix = e.inputs
+    assert isinstance(x, Var) and isinstance(ix, Var)
+    shape = x.aval.shape
+    a = e.kwargs["axis"] % len(shape)
+    P, N, Q = math.prod(shape[:a]), shape[a], math.prod(shape[a + 1 :])
+    K = ix.aval.size
+    d = x.aval.dtype
+    loc = e.loc
+    xbuf = lw.buffer(x)
+    ibuf = lw.buffer(ix)
+    if lw.view(ibuf, (K, 1)) != (K, 1):
+        ibuf = relayout(lw, ibuf, (K, 1), loc)
+    out = lw.buffer(e.out)
+    lw.view(out, (P * K, Q))
+    tq = _pick(Q, tile_bytes(lw.machine) // d.itemsize)
+    # enough grid points for every vector core, at most 64 indices per load of them
+    tk = _pick(K, max(1, min(64, -(-K // lw.workers()))))
+    if K % tk or Q % tq:
+        tk, tq = (tk if K % tk == 0 else 1), (tq if Q % tq == 0 else 1)
+    grid = [(r, n) for r, n in (("p", P), ("k", K // tk), ("q", Q // tq)) if n > 1]
+    reg = {r: Expr.reg(r) for r, _ in grid}
+    p, k, q = (reg.get(r, Expr()) for r in ("p", "k", "q"))
+    raw = TileVar("idx", Space.UB, ix.aval.dtype, (tk, 1))
+    idx = TileVar("idx32", Space.UB, dt.int32, (tk, 1))
+    body: list[Stmt] = [TLoad(raw, ibuf, k * tk, Expr(), loc)]
+    if ix.aval.dtype is not dt.int32:
+        body.append(TOp("TCVT", idx, (raw,), loc))
+    else:
+        idx = raw
+    i, j = Expr.reg("ix"), Expr.reg("j")
+    row = TileVar("row", Space.UB, d, (1, tq))
+    xv = lw.view(xbuf, (P * N, Q))
+    w = window(xv, Q, (1, tq), p * N + i, q * tq)
+    if w is None:
+        xbuf = relayout(lw, xbuf, (P * N, Q), loc)
+        w = (1, tq), p * N + i, q * tq
+    per_index: list[Stmt] = [
+        SOp("SLD", "ix", (idx, j)),
+        # [-N, N) wraps as numpy's negative indices do; beyond that clamps, as JAX does
+        SOp("SMAX", "ix", (i, Expr.of(-N))),
+        SOp("SMIN", "ix", (i, Expr.of(N - 1))),
+        SOp("SMOD", "ix", (i, Expr.of(N))),
+        TLoad(TileVar(row.name, Space.UB, d, w[0]), xbuf, w[1], w[2], loc),
+        TStore(out, p * K + k * tk + j, q * tq, row, loc),
+    ]
+    body.append(For("j", Expr(), Expr.of(tk), 1, tuple(per_index)))
+    lw.add_kernel(
+        Kernel(
+            lw.fresh("take"),
+            "layout",
+            tuple(grid) or (("p", 1),),
+            (Section("aiv", tuple(body)),),
+            (("rows", tk), ("cols", tq)),
+            loc=loc,
+        )
+    )
+
+
+def _take_gather(lw: Lowering, e: Eqn) -> None:
+    """``take`` by ``TGATHER``: each output tile ``[tk, tq]`` reads the ``[N, tq]`` column
+    block of ``x`` in chunks of ``nc`` rows; one ``TGATHER`` per chunk picks element
+    ``(i - c, col)`` of chunk ``c`` for every index ``i``, and a ``TSEL`` keeps the rows whose
+    index falls in the chunk (a block that fits UB is one chunk, without the select). Exact
+    for every dtype."""
     x, ix = e.inputs
     assert isinstance(x, Var) and isinstance(ix, Var)
     shape = x.aval.shape

@@ -1169,6 +1169,8 @@ def tiles_of(s: Stmt) -> list[TileVar]:
         return [s.dst, *(a for a in s.args if isinstance(a, TileVar))]
     if isinstance(s, For):
         return [t for x in s.body for t in tiles_of(x)]
+    if isinstance(s, SOp):
+        return list(s.tiles)
     return []
 
 
@@ -1187,6 +1189,8 @@ def _renamed(s: Stmt, names: dict[str, str]) -> Stmt:
         return TOp(s.op, t(s.dst), args, s.loc)
     if isinstance(s, For):
         return For(s.reg, s.start, s.stop, s.step, tuple(_renamed(x, names) for x in s.body))
+    if isinstance(s, SOp) and s.tiles:
+        return SOp(s.op, s.dst, tuple(t(a) if isinstance(a, TileVar) else a for a in s.args))
     return s
 
 

@@ -94,6 +94,8 @@ def _stmts(
             continue
         if isinstance(s, SOp):
             target.node(name, s.text(), shape="plaintext", fontsize="8", fontcolor="#666666")
+            for t in s.tiles:  # SLD: the scalar unit reads an index tile
+                _use(g, defs, t, name)
             continue
         loc = f"\n{s.loc}" if s.loc else ""
         if isinstance(s, TLoad):

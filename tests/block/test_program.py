@@ -405,3 +405,33 @@ def test_inout_tensors_and_timing_only_runs() -> None:
     np.testing.assert_array_equal(np.asarray(accumulate(x, y)), x + y)
     prof = accumulate.profile(numerics=False)
     assert prof.outputs is None and prof.cycles > 0
+
+
+def test_a_block_program_addresses_rows_by_scalar_loads() -> None:
+    """``b.sld``: the vector core reads each id from UB into a register that addresses the
+    row to copy (an embedding lookup written by hand)."""
+
+    @program(In((500, 64), f32), In((16, 1), dt.int32), Out((16, 64), f32), grid=1)
+    def lookup(b, table, ids, y):
+        ix = b.aiv.buffer("UB", (8, 1), dt.int32)
+        row = b.aiv.buffer("UB", (1, 64), f32)
+        with b.aiv:
+            r = b.reg()
+            b.tload(ix, ids[b.sub * 8, 0])
+            b.set_flag("MTE2", "S", 0)
+            b.wait_flag("MTE2", "S", 0)
+            with b.range(0, 8, 1) as i:
+                b.sld(r, ix, i)
+                b.tload(row, table[r, 0])
+                b.set_flag("MTE2", "MTE3", 0)
+                b.wait_flag("MTE2", "MTE3", 0)
+                b.tstore(y[b.sub * 8 + i, 0], row)
+                b.set_flag("MTE3", "MTE2", 0)
+                b.wait_flag("MTE3", "MTE2", 0)
+
+    table = RNG.standard_normal((500, 64)).astype(np.float32)
+    ids = RNG.integers(0, 500, (16, 1)).astype(np.int32)
+    prof = lookup.profile(table, ids)
+    check_invariants(prof)
+    np.testing.assert_array_equal(np.asarray(prof.outputs[0]), table[ids[:, 0]])
+    assert "SLD %" in str(lookup.isa)

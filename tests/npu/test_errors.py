@@ -380,3 +380,72 @@ def test_races_on_windows_across_the_blocks_race_detection_keeps_gm_by() -> None
     msg = str(e.value)
     assert "data race on GM tensor part rows 22..26, columns 800..864" in msg, msg
     assert "TSTORE (aiv1, pipe MTE3" in msg and "TLOAD (aiv0, pipe MTE2" in msg, msg
+
+
+# ---------------------------------------------------------------- the scalar unit's loads
+def embedding_inputs(n: int = 1000) -> dict[str, np.ndarray]:
+    return {
+        "table": RNG.standard_normal((n, 128)).astype(np.float16),
+        "ids": RNG.integers(0, n, (128, 1)).astype(np.int32),
+    }
+
+
+def test_a_scalar_load_without_its_flag_races_with_the_load_it_reads() -> None:
+    src = without(text("embedding"), "WAIT_FLAG MTE2, S, 0")
+    with pytest.raises(SimulationError) as e:
+        simulate(src, "tiny", embedding_inputs())
+    msg = str(e.value)
+    assert "data race on UB of aiv" in msg and "bytes [0x0, 0x4)" in msg
+    assert "TLOAD (aiv0, pipe MTE2, aiv #" in msg and "SLD (aiv0, pipe S, aiv #" in msg
+    assert "SET_FLAG MTE2, S after the TLOAD" in str(e.value.hint)
+    assert "WAIT_FLAG MTE2, S before the SLD" in str(e.value.hint)
+
+
+def test_a_load_issued_after_a_scalar_load_needs_no_flag(sim) -> None:
+    """The scalar unit finishes an SLD before it issues anything else, so the next block's ids
+    may overwrite the tile without a S -> MTE2 flag (embedding.pto keeps one anyway)."""
+    src = "".join(
+        ln for ln in text("embedding").splitlines(keepends=True) if "FLAG S, MTE2" not in ln
+    )
+    assert "S, MTE2" not in src
+    inputs = embedding_inputs()
+    prof = sim(src, "tiny", inputs)
+    np.testing.assert_array_equal(prof.outputs["y"], inputs["table"][inputs["ids"][:, 0]])
+
+
+def test_a_scalar_wait_that_is_never_satisfied_is_a_deadlock() -> None:
+    src = without(text("embedding"), "SET_FLAG MTE2, S, 0")
+    with pytest.raises(SimulationError, match="deadlock") as e:
+        simulate(src, "tiny", embedding_inputs())
+    assert (
+        "aiv0 (vector core 0 of cluster 0) pipe S at aiv #9 `WAIT_FLAG MTE2, S, 0` waits for "
+        "SET_FLAG MTE2, S, 0 that never happens"
+    ) in str(e.value)
+
+
+def test_a_loaded_index_outside_the_table_and_an_element_outside_the_tile() -> None:
+    inputs = embedding_inputs()
+    inputs["ids"][37] = 1000
+    with pytest.raises(SimulationError) as e:
+        simulate(text("embedding"), "tiny", inputs)
+    assert "`TLOAD UB[%a+0x100]:f16[1,128], table[%row, 0]`" in str(e.value)
+    assert "GM window rows 1000..1001 are outside table (1000 rows)" in str(e.value)
+    assert "test_errors.py:" in str(e.value)  # the user's line, not the generated front end's
+    src = text("embedding").replace(
+        "SLD %row, UB[0x0]:i32[16,1], %i", "SLD %row, UB[0x0]:i32[16,1], %i+1"
+    )
+    with pytest.raises(SimulationError, match="SLD element 16 is outside the 16 of its tile"):
+        simulate(src, "tiny", embedding_inputs())
+
+
+@pytest.mark.parametrize(
+    ("line", "needle"),
+    [
+        ("SLD %r, UB[0x0]:f32[16,1], 0", "SLD reads an i32 tile in UB, not f32 in UB"),
+        ("SLD %r, UB[0x0]:i32[16,1], 16", "SLD element 16 is outside the 16 of its tile"),
+        ("WAIT_FLAG S, S, 0", "orders two different pipes, got S → S"),
+    ],
+)
+def test_scalar_load_and_flag_rules(line: str, needle: str) -> None:
+    with pytest.raises(pto.PyptoError, match=re.escape(needle)):
+        parse(one(f"  {line}\n")).verify(machine("tiny"))

@@ -263,6 +263,29 @@ def test_take(dtype: str, machine: str) -> None:
             assert_same(lambda x, i, a=a: pto.take(x, i, axis=a), x, i8, machine=machine)
 
 
+@pytest.mark.parametrize("machine", ["tiny", "ascend910b"])
+def test_an_embedding_lookup_is_a_row_dma_per_index(machine: str) -> None:
+    """A large table: the scalar unit loads each index (SLD) and one DMA moves its row, so
+    the run reads the rows it takes, not the table; small tables gather in UB instead."""
+    table = sample((32000, 256), pto.float16)
+    ids = np.random.default_rng(4).integers(-32000, 32000, 200).astype(np.int32)
+    ids[:3] = [0, 31999, -32000]
+    f = pto.jit(lambda t, i: pto.take(t, i, axis=0), machine=machine)
+    assert "SLD %ix" in str(f.lower(table, ids).isa)
+    prof = f.profile(table, ids)
+    np.testing.assert_array_equal(np.asarray(prof.outputs[0]), table.numpy()[ids])
+    assert [e.op for e in prof.events].count("SLD") == 200
+    assert prof.gm_read_bytes <= 200 * 512 + 200 * 4 * 8  # rows and index tiles, not the table
+    # along a middle axis, with int8 indices (converted for the scalar unit)
+    x = sample((3, 9000, 16), pto.float32)
+    i8 = pto.tensor(np.array([5, -1, 100, 0, -128], np.int8))
+    g = pto.jit(lambda x, i: pto.take(x, i, axis=1), machine=machine)
+    assert "SLD %ix" in str(g.lower(x, i8).isa)
+    assert_same(lambda x, i: pto.take(x, i, axis=1), x, i8, machine=machine)
+    small = pto.jit(lambda t, i: pto.take(t, i, axis=0), machine=machine)
+    assert "TGATHER" in str(small.lower(table[:64], ids % 64).isa)
+
+
 @pytest.mark.parametrize("shape", [(32, 16, 2, 32), (3, 7, 3, 40), (4, 6, 2, 1024)], ids=str)
 def test_take_of_rows_that_span_several_rows_of_the_operands_layout(
     shape: tuple[int, ...],
