@@ -117,8 +117,9 @@ class Profile:
     Times are in cycles of the machine's clock; ``seconds`` converts. ``utilization`` is the
     busy fraction of each pipe kind over the cores that have it; ``busy`` is per core and pipe.
     ``events`` are the per-instruction trace (register arithmetic is neither counted nor
-    traced; pipe S shows barrier waits, the scalar unit's flags and its ``SLD`` loads). ``occupancy`` gives, per core and buffer, the bytes
-    holding data between their first write and last access, over time.
+    traced; pipe S shows barrier waits, the scalar unit's flags and its ``SLD`` loads).
+    ``occupancy`` gives, per core and buffer, the bytes holding data between their first
+    write and last access, over time.
     """
 
     program: str
