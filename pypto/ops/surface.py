@@ -180,6 +180,7 @@ class TensorSurface(Value):
     clip = composite.clip
     squeeze = composite.squeeze
     cumsum = composite.cumsum
+    prod = composite.prod
     swapaxes = composite.swapaxes
 
     def flatten(self) -> Any:

@@ -72,6 +72,8 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     # numpy's helpers: a scan (scaled back by its length), a shifted log-sum, triangles, flips
     ("cumsum", lambda x: pto.cumsum(x, -1) * (1.0 / x.shape[-1]) if x.ndim else x),
     ("logsumexp", lambda x: pto.logsumexp(x, -1, keepdims=True) * 0.25 if x.ndim else x),
+    # a product of factors near 1 (finite over any length here), down the leading axis
+    ("prod", lambda x: pto.prod(pto.tanh(x) * 0.05 + 1.0, 0) if x.ndim > 1 else x),
     ("tril", lambda x: pto.tril(x, -1) + pto.triu(pto.tanh(x)) if x.ndim > 1 else x),
     ("flip-sign", lambda x: pto.flip(x) * pto.sign(x) if x.ndim else x),
     ("einsum", lambda x: _einsum(x)),

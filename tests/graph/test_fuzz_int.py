@@ -1,7 +1,7 @@
 """Differential fuzzing of integer and boolean programs: wrapping arithmetic, comparisons and
 selects, clips, integer powers, casts between int32, int8, bool and float, int32-accumulating
 sums, extremes, argmax and argmin, any and all, logical operators, gathers by integer arrays,
-the rounding ops (identities on integers), scans, signs, triangles and flips, mixed with
+the rounding ops (identities on integers), scans, products, signs, triangles and flips, mixed with
 layout steps. Integers are exact, so eager mode, the interpreter, the simulated NPU (tiny and
 ascend910b) and JAX must agree bit for bit (docs/numerics.md: integer semantics are JAX's)."""
 
@@ -43,6 +43,7 @@ UNARY: dict[str, Callable[[Any], Any]] = {
     "gather-1": lambda x: x[..., np.array([-1, 0])] if x.ndim else x,
     "round": lambda x: pto.round(x) + pto.floor(x) - pto.ceil(x),
     "cumsum": lambda x: pto.cumsum(x, -1) if x.ndim else x,
+    "prod": lambda x: pto.prod(x, -1, keepdims=True) if x.ndim else x,  # wraps in int32
     "sign": lambda x: pto.sign(x) * x - pto.square(x),
     "tri": lambda x: pto.tril(x) - pto.triu(x, 1) if x.ndim > 1 else x,
     "flip": lambda x: pto.flip(x) + pto.swapaxes(x, 0, -1).T if x.ndim else x,

@@ -916,6 +916,25 @@ def _cumsum(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, jitted(ref(name), ("axis",))(a, axis=axis), n, what=f"cumsum axis={axis}")
 
 
+@case("prod", dtypes=DTYPES, group="heavy")
+def _prod(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    # values near 1 keep long float products finite; integers over a wide range wrap in int32
+    a = values(data, dtype, shape, 0.5, 1.5, ints=(-300, 300), specials=(np.nan, np.inf, 0.0))
+    if dtype.is_floating and data.draw(st.booleans(), label="negate some"):
+        a = np.where(np.arange(a.size).reshape(a.shape) % 3 == 0, -a, a).astype(a.dtype)
+    (x,) = operands(data, [a])
+    axis = _axes(data, len(shape))
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    if isinstance(x, pto.Tensor) and data.draw(st.booleans(), label="method"):
+        out = x.prod(axis, keepdims)
+    else:
+        out = pto.prod(x, axis=axis, keepdims=keepdims)
+    n = math.prod(shape[i] for i in _norm_axes(axis, len(shape)))
+    expected = jitted(ref(name), ("axis", "keepdims"))(a, axis=axis, keepdims=keepdims)
+    assert_matches(out, expected, n + 1, what=f"prod axis={axis}")
+
+
 @case("logsumexp", dtypes=DTYPES, group="heavy")
 def _logsumexp(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(), label="shape")

@@ -542,6 +542,10 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("outer", [normal((3,), 122), normal((2, 2), 123)], {}, 1),
     ("diagonal", [normal((3, 4, 5), 124)], {"offset": 1, "axis1": 2, "axis2": 0}, 1),
     ("trace", [normal((4, 3), 125)], {"offset": -1}, 3),
+    ("prod", [normal((3, 5), 126)], {"axis": -1, "keepdims": False}, 5),
+    ("prod", [normal((3, 4, 2), 127)], {"axis": (0, 2), "keepdims": True}, 6),
+    ("prod", [np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5]], f32)], {"axis": 1}, 3),  # zeros
+    ("prod", [normal((2, 7), 128, bf16)], {"axis": None}, 14),
 ]
 
 
