@@ -55,6 +55,7 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
     "slice": ((np.ones((5, 6), f32),), {"index": ((4, None, -2), (1, 5, 3))}),
     "take": ((np.ones((5, 6), f32), np.array([[0, -1], [2, 3]], np.int32)), {"axis": 1}),
     "pad": ((np.ones((2, 3), f32),), {"config": ((1, 0, 0), (0, 2, 1))}),
+    "scan_add": ((np.ones((2, 3, 5), np.int32),), {}),
     "custom_vjp_call": ((np.ones((2, 3), f32), np.ones((3, 4), f32)), {"fn": _dense.name}),
     "kernel_call": (
         (np.ones((16, 32), np.float16), np.ones(32, np.float16), np.ones((32, 32), np.float16)),
@@ -74,6 +75,7 @@ def test_table_is_complete() -> None:
 VIA_SYNTAX = {
     "slice": "x[start:stop:step]",
     "pad": "internal: the VJP of slice",
+    "scan_add": "internal: cumsum's running sums along the last axis",
     "custom_vjp_call": "a traced call of a pto.custom_vjp function",
     "kernel_call": "calling a @pto.kernel function",
 }

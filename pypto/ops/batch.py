@@ -87,6 +87,12 @@ for _name in ("sum", "max", "min", "argmax"):
     register_rule("batch", _name)(_reduce(_name))
 
 
+@register_rule("batch", "scan_add")
+def _scan_add(args: list[V], batched: list[bool], size: int, out: AVal) -> V:
+    # along the last axis, which the batch axis in front leaves where it is
+    return _bind("scan_add", args)
+
+
 @register_rule("batch", "matmul")
 def matmul(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
     # numpy's matmul broadcasts batch axes from the right: a batched vector becomes a one-row

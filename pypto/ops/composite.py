@@ -22,7 +22,7 @@ from pypto import dtypes as dt
 from pypto.core import dispatch
 from pypto.core.errors import DTypeError, ShapeError
 from pypto.ops import api, rules
-from pypto.ops.table import Op, register
+from pypto.ops.table import OPS, Op, register
 
 
 def _composite(name: str, doc: str, jax_impl: Callable[..., Any], **kw: Any) -> Any:
@@ -876,9 +876,10 @@ def cumsum(x: Any, axis: int | None = None) -> Any:
     (bools in int32; integers wrap, as in JAX; float16 and bfloat16 are summed in float32 and
     rounded once).
 
-    Computed as a scan of ⌈log₂ n⌉ steps, each adding the running sums shifted by a power of
-    two (``x[i] + x[i - 2^j]``): elementwise work the vector cores do in place of a serial
-    loop, exact for integers; float sums are added in a different order than a serial loop.
+    The axis is moved last and summed by ``scan_add`` (float32 or int32; int8 wraps the same
+    way when summed in int32 and converted back). Compiled, a kernel scans rows in UB in
+    ⌈log₂ w⌉ shifted adds per chunk of ``w`` columns, carrying each chunk's last sums into the
+    next: float sums are added in a different order than a serial loop.
 
     >>> import pypto as pto
     >>> pto.cumsum(pto.tensor([1, 2, 3, 4])).numpy()
@@ -890,20 +891,18 @@ def cumsum(x: Any, axis: int | None = None) -> Any:
     else:
         a = _axis("cumsum", v, axis)
     d = v.dtype  # type: ignore[attr-defined]
-    if d is dt.bool_:
-        v = api.cast(v, dt.int32)
-    elif d in (dt.float16, dt.bfloat16):  # summed in float32 and rounded once, as in sum
-        v = api.cast(v, dt.float32)
-    n = v.shape[a]  # type: ignore[attr-defined]
-    lead = (slice(None),) * a
-    step = 1
-    while step < n:
-        # the first `step` sums are done; each later one adds the sum `step` before it
-        done = api.getitem(v, (*lead, slice(0, step)))
-        later = api.getitem(v, (*lead, slice(step, n)))
-        v = api.concat([done, api.add(later, api.getitem(v, (*lead, slice(0, n - step))))], a)
-        step *= 2
-    return api.cast(v, d) if d in (dt.float16, dt.bfloat16) else v
+    work = dt.float32 if d.is_floating else dt.int32
+    out_d = dt.int32 if d is dt.bool_ else d
+    if work is not d:
+        v = api.cast(v, work)
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    perm = (*(i for i in range(nd) if i != a), a)
+    if a != nd - 1:
+        v = api.transpose(v, perm)
+    v = dispatch.bind(OPS["scan_add"], (v,), {})
+    if a != nd - 1:
+        v = api.transpose(v, tuple(perm.index(i) for i in range(nd)))
+    return api.cast(v, out_d) if out_d is not work else v
 
 
 def _prod_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:

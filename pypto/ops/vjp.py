@@ -34,6 +34,7 @@ import numpy as np
 from pypto import dtypes as dt
 from pypto.core import dispatch
 from pypto.ops import api, layout
+from pypto.ops.reduce import SCAN_ADD
 from pypto.ops.table import register_rule, require_rule
 
 # Rules are named after their ops (so abs, max, ... are shadowed here: use builtins.abs).
@@ -259,6 +260,15 @@ def cast(ct: V, x: V, *, out: V, dtype: dt.DType) -> Cts:
 def sum(ct: V, x: V, *, out: V, axes: tuple[int, ...], keepdims: bool) -> Cts:
     """Every summed element gets the cotangent of its sum."""
     return (api.broadcast_to(_keepdims(ct, x.shape, axes), x.shape),)
+
+
+@register_rule("vjp", "scan_add")
+@_floats_only
+def scan_add(ct: V, x: V, *, out: V) -> Cts:
+    """Element i reaches every running sum from i on: the running sums of the cotangent taken
+    from the end."""
+    rev = (Ellipsis, slice(None, None, -1))
+    return (api.getitem(dispatch.bind(SCAN_ADD, (api.getitem(ct, rev),), {}), rev),)
 
 
 def _extreme(ct: V, x: V, out: V, axes: tuple[int, ...]) -> Cts:

@@ -898,6 +898,16 @@ def _triangle(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, jitted(ref(name), ("k",))(a, k=k), what=f"{name} k={k}")
 
 
+@case("scan_add", dtypes=(pto.float32, pto.int32), group="heavy")
+def _scan_add(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    # an internal primitive (cumsum's core): bound directly; integers wrap over their range
+    a = values(data, dtype, shape, ints=(-(2**31), 2**31 - 1), specials=(np.nan, np.inf))
+    x = as_input(data, a, allow_numpy=False)
+    out = dispatch.bind(OPS[name], (x,), {})
+    assert_matches(out, jitted(ref(name))(a), shape[-1], what="scan_add")
+
+
 @case("cumsum", dtypes=DTYPES, group="heavy")
 def _cumsum(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(), label="shape")

@@ -280,6 +280,7 @@ CASES: dict[str, list[Case]] = {
         ([normal((4, 7), 72)], _spec((4, 7), (slice(1, 3), slice(None, None, 2))), 1),
         ([normal((4, 7), 73)], _spec((4, 7), (slice(3, 1), slice(6, 0, -4))), 1),
     ],
+    "scan_add": [([normal((3, 7), 129)], {}, 7), ([normal((2, 1, 40), 130)], {}, 40)],
     "pad": [
         ([normal((2, 3), 74)], {"config": ((1, 0, 0), (2, 1, 2))}, 1),
         ([normal((3, 0, 2), 75)], {"config": ((0, 0, 1), (1, 2, 3), (0, 0, 0))}, 1),

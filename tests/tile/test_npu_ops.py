@@ -146,6 +146,9 @@ CASES: dict[str, Case] = {
     "tril": (lambda x: pto.tril(x, 1) + 1, [(X, "n")], F + I),
     "triu": (lambda x: pto.triu(x.reshape(2, 3, 40), -1) * 2, [(X, "n")], F + I),
     "cumsum": (lambda x: (pto.cumsum(x, 1), x.cumsum(0) * 2), [(X, "n")], F + I),
+    # cumsum's core, along the middle axis (moved last by transposes around the scan kernel)
+    "scan_add": (lambda x: pto.cumsum(x.reshape(2, 3, 40), 1) + 1, [(X, "n")], F + I),
+    "prod": (lambda x: (pto.prod(x, 1), x.prod(0) * 2, pto.prod(x[:, :3])), [(X, "n")], F + I),
     "one_hot": (lambda i: pto.one_hot(i, 8) * 2, [((5, 3), "x")], (pto.int32,)),
     "log1p": (lambda x: (pto.log1p(x * 1e-4), pto.log1p(pto.abs(x) * 3)), [(X, "n")], F),
     "expm1": (lambda x: (pto.expm1(x * 1e-4), pto.expm1(x * 3)), [(X, "n")], F),
