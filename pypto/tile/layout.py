@@ -736,6 +736,69 @@ for _name in (*UNARY_OPS, *BINARY_OPS, *COMPARE_OPS, "where", "cast"):
 
 
 # ---------------------------------------------------------------- take
+@dataclass
+class _TakeIO:
+    """What both ways of lowering ``take`` start from: ``x`` viewed ``[P, N, Q]`` (``N`` the
+    taken axis), ``K`` indices as a ``[K, 1]`` column, the output viewed ``[P*K, Q]``."""
+
+    P: int
+    N: int
+    Q: int
+    K: int
+    dtype: dt.DType
+    index_dtype: dt.DType
+    xbuf: str
+    ibuf: str
+    out: str
+    loc: SourceLoc | None
+
+    @staticmethod
+    def of(lw: Lowering, e: Eqn) -> _TakeIO:
+        x, ix = e.inputs
+        assert isinstance(x, Var) and isinstance(ix, Var)
+        shape = x.aval.shape
+        a = e.kwargs["axis"] % len(shape)
+        K = ix.aval.size
+        ibuf = lw.buffer(ix)
+        if lw.view(ibuf, (K, 1)) != (K, 1):
+            ibuf = relayout(lw, ibuf, (K, 1), e.loc)
+        P, Q = math.prod(shape[:a]), math.prod(shape[a + 1 :])
+        out = lw.buffer(e.out)
+        lw.view(out, (P * K, Q))
+        return _TakeIO(
+            P, shape[a], Q, K, x.aval.dtype, ix.aval.dtype, lw.buffer(x), ibuf, out, e.loc
+        )
+
+    def grid(self, tk: int, tq: int) -> tuple[int, int, list[tuple[str, int]], list[Expr]]:
+        """Tiles of ``tk`` indices and ``tq`` columns (1 where they would not divide), the
+        grid over them and its registers ``p``, ``k``, ``q`` (0 where the grid has no dim)."""
+        K, Q = self.K, self.Q
+        if K % tk or Q % tq:
+            tk, tq = (tk if K % tk == 0 else 1), (tq if Q % tq == 0 else 1)
+        grid = [(r, n) for r, n in (("p", self.P), ("k", K // tk), ("q", Q // tq)) if n > 1]
+        reg = {r: Expr.reg(r) for r, _ in grid}
+        return tk, tq, grid, [reg.get(r, Expr()) for r in ("p", "k", "q")]
+
+    def indices(self, tk: int, k: Expr) -> tuple[list[Stmt], TileVar]:
+        """The statements loading grid point ``k``'s ``[tk, 1]`` indices as int32."""
+        raw = TileVar("idx", Space.UB, self.index_dtype, (tk, 1))
+        body: list[Stmt] = [TLoad(raw, self.ibuf, k * tk, Expr(), self.loc)]
+        if self.index_dtype is dt.int32:
+            return body, raw
+        idx = TileVar("idx32", Space.UB, dt.int32, (tk, 1))
+        return [*body, TOp("TCVT", idx, (raw,), self.loc)], idx
+
+    def table(self, lw: Lowering, shape: tuple[int, int], row: Expr, col: Expr) -> TLoad:
+        """A load of ``shape`` at (row, col) of ``x``'s ``[P*N, Q]`` view (``x`` first copied
+        into that layout when its own does not hold the window as one rectangle)."""
+        view = (self.P * self.N, self.Q)
+        w = window(lw.view(self.xbuf, view), self.Q, shape, row, col)
+        if w is None:
+            self.xbuf = relayout(lw, self.xbuf, view, self.loc)
+            w = shape, row, col
+        return TLoad(TileVar("", Space.UB, self.dtype, w[0]), self.xbuf, w[1], w[2], self.loc)
+
+
 def _take(lw: Lowering, e: Eqn) -> None:
     """``take`` of ``x`` viewed ``[P, N, Q]`` (``N`` the taken axis) at ``K`` indices, in the
     cheaper of two ways (estimated from the machine's DMA start-up and per-core read rate):
@@ -749,15 +812,11 @@ def _take(lw: Lowering, e: Eqn) -> None:
 
     Negative indices count from the end, as in numpy; indices still outside the axis (known
     only as the kernel runs: eager mode refuses them) clamp to it, as JAX's gathers do."""
-    x, ix = e.inputs
-    assert isinstance(x, Var) and isinstance(ix, Var)
-    shape = x.aval.shape
-    a = e.kwargs["axis"] % len(shape)
+    io = _TakeIO.of(lw, e)
     # (both ways scale with the leading axes' product alike)
-    N, Q = shape[a], math.prod(shape[a + 1 :])
-    K = ix.aval.size
+    N, Q, K = io.N, io.Q, io.K
     m = lw.machine
-    isz = x.aval.dtype.itemsize
+    isz = io.dtype.itemsize
     row_bytes = Q * isz
     # per index: one row in, one row out (MTE2 and MTE3 overlap); per chunk of the gather: a
     # transfer of the chunk and about ten vector instructions, for every tile of indices
@@ -768,59 +827,33 @@ def _take(lw: Lowering, e: Eqn) -> None:
     rows = K * (m.dma_latency + row_bytes / m.l2_read)
     gather = tiles * (chunks * (m.dma_latency + 10 * m.vector_latency) + N * row_bytes / m.l2_read)
     if rows < gather:
-        _take_rows(lw, e)
+        _take_rows(lw, io)
     else:
-        _take_gather(lw, e)
+        _take_gather(lw, io)
 
 
-def _take_rows(lw: Lowering, e: Eqn) -> None:
+def _take_rows(lw: Lowering, io: _TakeIO) -> None:
     """``take`` as a row DMA per index: ``[tk, 1]`` indices go to UB, and for each one the
     scalar unit reads it (``SLD``), wraps and clamps it, and the row (``[1, tq]`` columns of
     it) moves GM → UB → GM."""
-    x, ix = e.inputs
-    assert isinstance(x, Var) and isinstance(ix, Var)
-    shape = x.aval.shape
-    a = e.kwargs["axis"] % len(shape)
-    P, N, Q = math.prod(shape[:a]), shape[a], math.prod(shape[a + 1 :])
-    K = ix.aval.size
-    d = x.aval.dtype
-    loc = e.loc
-    xbuf = lw.buffer(x)
-    ibuf = lw.buffer(ix)
-    if lw.view(ibuf, (K, 1)) != (K, 1):
-        ibuf = relayout(lw, ibuf, (K, 1), loc)
-    out = lw.buffer(e.out)
-    lw.view(out, (P * K, Q))
-    tq = _pick(Q, tile_bytes(lw.machine) // d.itemsize)
+    N, K = io.N, io.K
     # enough grid points for every vector core, at most 64 indices per load of them
-    tk = _pick(K, max(1, min(64, -(-K // lw.workers()))))
-    if K % tk or Q % tq:
-        tk, tq = (tk if K % tk == 0 else 1), (tq if Q % tq == 0 else 1)
-    grid = [(r, n) for r, n in (("p", P), ("k", K // tk), ("q", Q // tq)) if n > 1]
-    reg = {r: Expr.reg(r) for r, _ in grid}
-    p, k, q = (reg.get(r, Expr()) for r in ("p", "k", "q"))
-    raw = TileVar("idx", Space.UB, ix.aval.dtype, (tk, 1))
-    idx = TileVar("idx32", Space.UB, dt.int32, (tk, 1))
-    body: list[Stmt] = [TLoad(raw, ibuf, k * tk, Expr(), loc)]
-    if ix.aval.dtype is not dt.int32:
-        body.append(TOp("TCVT", idx, (raw,), loc))
-    else:
-        idx = raw
+    tk, tq, grid, (p, k, q) = io.grid(
+        _pick(K, max(1, min(64, -(-K // lw.workers())))),
+        _pick(io.Q, tile_bytes(lw.machine) // io.dtype.itemsize),
+    )
+    body, idx = io.indices(tk, k)
     i, j = Expr.reg("ix"), Expr.reg("j")
-    row = TileVar("row", Space.UB, d, (1, tq))
-    xv = lw.view(xbuf, (P * N, Q))
-    w = window(xv, Q, (1, tq), p * N + i, q * tq)
-    if w is None:
-        xbuf = relayout(lw, xbuf, (P * N, Q), loc)
-        w = (1, tq), p * N + i, q * tq
+    load = io.table(lw, (1, tq), p * N + i, q * tq)
+    row = TileVar("row", Space.UB, io.dtype, (1, tq))
     per_index: list[Stmt] = [
         SOp("SLD", "ix", (idx, j)),
         # [-N, N) wraps as numpy's negative indices do; beyond that clamps, as JAX does
         SOp("SMAX", "ix", (i, Expr.of(-N))),
         SOp("SMIN", "ix", (i, Expr.of(N - 1))),
         SOp("SMOD", "ix", (i, Expr.of(N))),
-        TLoad(TileVar(row.name, Space.UB, d, w[0]), xbuf, w[1], w[2], loc),
-        TStore(out, p * K + k * tk + j, q * tq, row, loc),
+        replace(load, dst=replace(load.dst, name=row.name)),
+        TStore(io.out, p * K + k * tk + j, q * tq, row, io.loc),
     ]
     body.append(For("j", Expr(), Expr.of(tk), 1, tuple(per_index)))
     lw.add_kernel(
@@ -830,55 +863,31 @@ def _take_rows(lw: Lowering, e: Eqn) -> None:
             tuple(grid) or (("p", 1),),
             (Section("aiv", tuple(body)),),
             (("rows", tk), ("cols", tq)),
-            loc=loc,
+            loc=io.loc,
         )
     )
 
 
-def _take_gather(lw: Lowering, e: Eqn) -> None:
+def _take_gather(lw: Lowering, io: _TakeIO) -> None:
     """``take`` by ``TGATHER``: each output tile ``[tk, tq]`` reads the ``[N, tq]`` column
     block of ``x`` in chunks of ``nc`` rows; one ``TGATHER`` per chunk picks element
     ``(i - c, col)`` of chunk ``c`` for every index ``i``, and a ``TSEL`` keeps the rows whose
     index falls in the chunk (a block that fits UB is one chunk, without the select). Exact
     for every dtype."""
-    x, ix = e.inputs
-    assert isinstance(x, Var) and isinstance(ix, Var)
-    shape = x.aval.shape
-    a = e.kwargs["axis"] % len(shape)
-    P, N, Q = math.prod(shape[:a]), shape[a], math.prod(shape[a + 1 :])
-    K = ix.aval.size
-    d = x.aval.dtype
+    N, K, d, loc = io.N, io.K, io.dtype, io.loc
     # TGATHER moves 2- and 4-byte elements: bools and int8 travel as float16 (exact)
     work = dt.float16 if d.itemsize == 1 else d
-    loc = e.loc
-    xbuf = lw.buffer(x)
-    ibuf = lw.buffer(ix)
-    if lw.view(ibuf, (K, 1)) != (K, 1):
-        ibuf = relayout(lw, ibuf, (K, 1), loc)
-    out = lw.buffer(e.out)
-    lw.view(out, (P * K, Q))
     wsz = max(work.itemsize, d.itemsize)
     tb = tile_bytes(lw.machine)
     # the i32 [tk, tq] index tile and an [nc, tq] chunk each take one copy tile
-    tq = _pick(Q, tb // 4 // 8)
-    tk = _pick(K, max(1, tb // (tq * 4)))
-    if K % tk or Q % tq:
-        tk, tq = (tk if K % tk == 0 else 1), (tq if Q % tq == 0 else 1)
+    tq0 = _pick(io.Q, tb // 4 // 8)
+    tk, tq, grid, (p, k, q) = io.grid(_pick(K, max(1, tb // (tq0 * 4))), tq0)
     nc = min(N, max(1, tb // (tq * wsz)))
-    grid = [(r, n) for r, n in (("p", P), ("k", K // tk), ("q", Q // tq)) if n > 1]
-    reg = {r: Expr.reg(r) for r, _ in grid}
-    p, k, q = (reg.get(r, Expr()) for r in ("p", "k", "q"))
     cols = TileVar("cols", Space.UB, dt.int32, (1, tq))
-    raw = TileVar("idx", Space.UB, ix.aval.dtype, (tk, 1))
-    idx = TileVar("idx32", Space.UB, dt.int32, (tk, 1))
     neg = TileVar("neg", Space.UB, dt.bool_, (tk, 1))
     wrap = TileVar("wrap", Space.UB, dt.int32, (tk, 1))
     local = TileVar("local", Space.UB, dt.int32, (tk, 1))
-    body: list[Stmt] = [TLoad(raw, ibuf, k * tk, Expr(), loc)]
-    if ix.aval.dtype is not dt.int32:
-        body.append(TOp("TCVT", idx, (raw,), loc))
-    else:
-        idx = raw
+    body, idx = io.indices(tk, k)
     # negative indices count from the end, as in numpy; indices still outside the axis (known
     # only as the kernel runs: eager mode refuses them) clamp to it, as JAX's gathers do
     body += [
@@ -888,19 +897,13 @@ def _take_gather(lw: Lowering, e: Eqn) -> None:
         TOp("TMAXS", local, (local, 0.0), loc),
         TOp("TMINS", local, (local, float(N - 1)), loc),
     ]
-    xv = lw.view(xbuf, (P * N, Q))
 
     def chunk(rows: int, row: Expr, last: bool) -> list[Stmt]:
         """Gather from the ``[rows, tq]`` chunk of ``x`` at ``row``; ``local`` holds the
         indices relative to the chunk's first row (a later chunk's are ``rows`` less)."""
-        nonlocal xbuf, xv
         blk = TileVar("blk", Space.UB, d, (rows, tq))
-        w = window(xv, Q, (rows, tq), row, q * tq)
-        if w is None:
-            xbuf = relayout(lw, xbuf, (P * N, Q), loc)
-            xv = (P * N, Q)
-            w = (rows, tq), row, q * tq
-        st: list[Stmt] = [TLoad(TileVar(blk.name, Space.UB, d, w[0]), xbuf, w[1], w[2], loc)]
+        load = io.table(lw, (rows, tq), row, q * tq)
+        st: list[Stmt] = [replace(load, dst=replace(load.dst, name=blk.name))]
         if work is not d:
             wide = TileVar("blkw", Space.UB, work, (rows, tq))
             st.append(TOp("TCVT", wide, (blk,), loc))
@@ -953,7 +956,7 @@ def _take_gather(lw: Lowering, e: Eqn) -> None:
         y = TileVar("y", Space.UB, d, (tk, tq))
         body.append(TOp("TCVT", y, (res,), loc))
         res = y
-    body.append(TStore(out, p * K + k * tk, q * tq, res, loc))
+    body.append(TStore(io.out, p * K + k * tk, q * tq, res, loc))
     colbuf = lw.const_buffer("cols", np.arange(tq, dtype=np.int32))
     lw.add_kernel(
         Kernel(
