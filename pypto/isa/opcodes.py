@@ -64,6 +64,7 @@ BINARY: dict[str, str] = {
     "TMAX": "maximum",
     "TMIN": "minimum",
     "TPOW": "power",
+    "TFMOD": "fmod (the sign of a; an integer a % 0 is 0)",
 }
 TILE_SCALAR: dict[str, str] = {k + "S": v + " a scalar" for k, v in BINARY.items()}
 REDUCTIONS: dict[str, tuple[str, int]] = {

@@ -56,7 +56,7 @@ FLAG_SPACE = 64
 """Flag keys: (source pipe * NPIPES + destination pipe) * FLAG_SPACE + event id."""
 
 _TRANSCENDENTAL = {"TEXP", "TLOG", "TTANH", "TSIGMOID", "TSIN", "TCOS", "TGELU", "TPOW", "TPOWS"}
-_DIVLIKE = {"TDIV", "TDIVS", "TRECIP", "TSQRT", "TRSQRT"}
+_DIVLIKE = {"TDIV", "TDIVS", "TRECIP", "TSQRT", "TRSQRT", "TFMOD", "TFMODS"}
 
 
 @dataclass(frozen=True, slots=True)

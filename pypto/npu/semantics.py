@@ -88,6 +88,17 @@ _UNARY_FN: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "TCOS": np.cos,
     "TGELU": _gelu,
 }
+
+
+def fmod_values(x: np.ndarray, y: Any) -> np.ndarray:
+    """C's fmod; pto-isa leaves an integer divisor of 0 to the target: 0 here, as
+    ``jnp.fmod`` gives."""
+    if x.dtype.kind == "i":
+        y = np.asarray(y)
+        return np.fmod(x, np.where(y == 0, np.ones((), y.dtype), y))
+    return np.fmod(x, y)
+
+
 _BINARY_FN: dict[str, Callable[[np.ndarray, Any], np.ndarray]] = {
     "TADD": np.add,
     "TSUB": np.subtract,
@@ -96,6 +107,7 @@ _BINARY_FN: dict[str, Callable[[np.ndarray, Any], np.ndarray]] = {
     "TMAX": np.maximum,
     "TMIN": np.minimum,
     "TPOW": float_power,
+    "TFMOD": fmod_values,
 }
 _CMP_FN: dict[Cond, Callable[[Any, Any], np.ndarray]] = {
     Cond.EQ: np.equal,

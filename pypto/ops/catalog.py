@@ -28,6 +28,8 @@ def markdown() -> str:
         "The operators `&`, `|`, `^` and `~` are `logical_and`, `logical_or`, `logical_xor`",
         "and `logical_not` on bool tensors; on numbers, where numpy's are bitwise, they are",
         "refused (the functions take nonzero as True, as numpy's and JAX's do).",
+        "`//` and `%` are `floor_divide` and `remainder` (JAX's integer results for a zero",
+        "divisor: `x // 0` is -1 or -2, `x % 0` is 0; `fmod` keeps the sign of the dividend).",
         "",
         "`x[key]`: basic indexing (ints, slices with any step, None, `...`) is `slice` then",
         "`reshape`; one integer array among those entries (a list, a numpy array or a tensor)",

@@ -905,6 +905,90 @@ def cumsum(x: Any, axis: int | None = None) -> Any:
     return api.cast(v, out_d) if out_d is not work else v
 
 
+def _int_div(x: Any, y: Any) -> Any:
+    """``x / y`` truncated toward zero, exactly, for int32 ``x`` and ``y`` — as XLA divides
+    (``x / 0`` is -1, ``-2³¹ / -1`` wraps to -2³¹) — with no integer division: ``x - fmod(x,
+    y)`` is a multiple of ``y`` no larger than ``x``; its quotient in float32 is off by at most
+    a few hundred, and the error times ``y`` fits int32 (float32 is off only when the quotient
+    is large, so ``y`` is small), so a second float32 quotient of that error corrects it."""
+    f32 = dt.float32
+    zero = api.equal(y, 0)
+    y1 = api.where(zero, 1, y)
+    n = api.sub(x, api.fmod(x, y1))
+    yf = api.cast(y1, f32)
+    q = api.cast(round(api.div(api.cast(n, f32), yf)), dt.int32)  # saturates past int32
+    e = api.sub(n, api.mul(q, y1))  # wraps; the true value fits
+    q = api.add(q, api.cast(round(api.div(api.cast(e, f32), yf)), dt.int32))
+    return api.where(zero, -1, q)
+
+
+def _floor_divide_jax(x: Any, y: Any) -> Any:
+    return jnp.floor_divide(x, y)
+
+
+@_composite("floor_divide", "x // y, rounded toward -inf (numpy's and JAX's)", _floor_divide_jax)
+def floor_divide(x: Any, y: Any) -> Any:
+    """``x // y``, elementwise: the quotient rounded toward minus infinity, as numpy's and
+    JAX's (integers as JAX divides: ``x // 0`` is -1 or -2, ``-2³¹ // -1`` wraps); the
+    operator ``//``. Floats are divided as CPython does, ``(x - fmod(x, y)) / y`` corrected
+    and rounded, so ``floor_divide(x, y) * y + remainder(x, y)`` gives ``x`` back.
+
+    >>> import pypto as pto
+    >>> (pto.tensor([7, -7, 7, -7]) // pto.tensor([2, 2, -2, -2])).numpy()
+    array([ 3, -4, -4,  3], dtype=int32)
+    >>> pto.floor_divide(pto.tensor([7.5, -7.5]), 2.0).numpy()
+    array([ 3., -4.], dtype=float32)
+    """
+    a, b = api.promote("floor_divide", (x, y))
+    d = a.dtype  # type: ignore[attr-defined]
+    if d is dt.bool_:
+        raise DTypeError(
+            f"floor_divide of bool tensors {rules.show((api._aval(a), api._aval(b)))}",
+            op="floor_divide",
+            hint="cast to an integer dtype first",
+        )
+    if d.is_floating:  # in the dtype itself, step by step as JAX does
+        mod = api.fmod(a, b)
+        div = api.div(api.where(api.equal(b, 0), a, api.sub(a, mod)), b)
+        fix = logical_and(api.not_equal(mod, 0), api.not_equal(sign(b), sign(mod)))
+        return round(api.where(fix, api.sub(div, 1.0), div))
+    a32, b32 = api.cast(a, dt.int32), api.cast(b, dt.int32)
+    q = _int_div(a32, b32)
+    rem = api.where(api.equal(b32, 0), a32, api.fmod(a32, b32))  # XLA's x % 0 is x
+    fix = logical_and(api.not_equal(sign(a32), sign(b32)), api.not_equal(rem, 0))
+    return api.cast(api.where(fix, api.sub(q, 1), q), d)
+
+
+def _remainder_jax(x: Any, y: Any) -> Any:
+    return jnp.remainder(x, y)
+
+
+@_composite("remainder", "x % y, the sign of y (numpy's and JAX's)", _remainder_jax)
+def remainder(x: Any, y: Any) -> Any:
+    """``x % y``, elementwise, with the sign of ``y`` (Python's, numpy's and JAX's; an
+    integer ``x % 0`` is 0, as in JAX); the operator ``%``. ``fmod`` keeps the sign of ``x``.
+
+    >>> import pypto as pto
+    >>> (pto.tensor([7, -7, 7, -7]) % pto.tensor([3, 3, -3, -3])).numpy()
+    array([ 1,  2, -2, -1], dtype=int32)
+    >>> pto.remainder(pto.tensor([-7.5, 7.5]), 2.0).numpy()
+    array([0.5, 1.5], dtype=float32)
+    """
+    a, b = api.promote("remainder", (x, y))
+    d = a.dtype  # type: ignore[attr-defined]
+    if d is dt.bool_:
+        raise DTypeError(
+            f"remainder of bool tensors {rules.show((api._aval(a), api._aval(b)))}",
+            op="remainder",
+            hint="cast to an integer dtype first",
+        )
+    if not d.is_floating:
+        b = api.where(api.equal(b, 0), 1, b)
+    mod = api.fmod(a, b)
+    plus = logical_and(api.not_equal(api.less(mod, 0), api.less(b, 0)), api.not_equal(mod, 0))
+    return api.where(plus, api.add(mod, b), mod)
+
+
 def _prod_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     return jnp.prod(x, axis=axis, keepdims=keepdims)
 

@@ -200,6 +200,25 @@ POW = _elementwise(
     "pow", _pow, jnp.power, "x ** y", allowed=NUMERIC, why=_NOBOOL.format("pow"), factor=8
 )
 
+
+def _fmod(x: np.ndarray, y: np.ndarray | float) -> np.ndarray:
+    y = np.asarray(y, x.dtype)  # the eager fast path passes a weak Python scalar as is
+    if x.dtype.kind == "i":
+        # an integer divisor of 0 counts as 1 (the remainder is 0), as jnp.fmod does
+        return np.fmod(x, np.where(y == 0, np.ones((), x.dtype), y))
+    return in_f32(np.fmod)(x, y)
+
+
+FMOD = _elementwise(
+    "fmod",
+    _fmod,
+    jnp.fmod,
+    "remainder of truncated division, the sign of x (C's fmod; an integer x % 0 is 0)",
+    allowed=NUMERIC,
+    why=_NOBOOL.format("fmod"),
+    factor=2,
+)
+
 _CMP_DOC = "elementwise comparison giving bool"
 EQUAL = _elementwise(
     "equal", np.equal, jnp.equal, _CMP_DOC, out_dtype=dt.bool_, differentiable=False

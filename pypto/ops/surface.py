@@ -112,6 +112,10 @@ class TensorSurface(Value):
     __rtruediv__ = _reflected(api.div)
     __pow__ = api.pow
     __rpow__ = _reflected(api.pow)
+    __floordiv__ = composite.floor_divide
+    __rfloordiv__ = _reflected(composite.floor_divide)
+    __mod__ = composite.remainder
+    __rmod__ = _reflected(composite.remainder)
     __matmul__ = api.matmul
     __rmatmul__ = _reflected(api.matmul)
     __neg__ = api.neg

@@ -235,6 +235,18 @@ def pow(ct: V, x: V, y: V, *, out: V) -> Cts:
     return (unbroadcast(gx, x.shape), unbroadcast(gy, y.shape))
 
 
+@register_rule("vjp", "fmod")
+@_floats_only
+def fmod(ct: V, x: V, y: V, *, out: V) -> Cts:
+    """d fmod(x, y) = (1, -trunc(x / y)), as JAX's rem."""
+    from pypto.ops import composite
+
+    q = api.div(x, y)
+    trunc = api.mul(composite.sign(q), composite.floor(api.abs(q)))
+    gy = api.neg(api.mul(ct, trunc))
+    return (unbroadcast(ct, x.shape), unbroadcast(gy, y.shape))
+
+
 @register_rule("vjp", "where")
 @_floats_only
 def where(ct: V, cond: V, x: V, y: V, *, out: V) -> Cts:

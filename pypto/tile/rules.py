@@ -37,6 +37,7 @@ BINARY_OPS = {
     "maximum": "TMAX",
     "minimum": "TMIN",
     "pow": "TPOW",
+    "fmod": "TFMOD",
 }
 COMMUTES = ("add", "mul", "maximum", "minimum")
 # On bool tensors add is "or" and mul is "and": max and min of 0/1 integers.

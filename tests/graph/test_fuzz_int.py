@@ -1,9 +1,10 @@
 """Differential fuzzing of integer and boolean programs: wrapping arithmetic, comparisons and
 selects, clips, integer powers, casts between int32, int8, bool and float, int32-accumulating
 sums, extremes, argmax and argmin, any and all, logical operators, gathers by integer arrays,
-the rounding ops (identities on integers), scans, products, signs, triangles and flips, mixed with
-layout steps. Integers are exact, so eager mode, the interpreter, the simulated NPU (tiny and
-ascend910b) and JAX must agree bit for bit (docs/numerics.md: integer semantics are JAX's)."""
+the rounding ops (identities on integers), scans, products, divisions, signs, triangles and
+flips, mixed with layout steps. Integers are exact, so eager mode, the interpreter, the
+simulated NPU (tiny and ascend910b) and JAX must agree bit for bit (docs/numerics.md: integer
+semantics are JAX's)."""
 
 from __future__ import annotations
 
@@ -57,6 +58,9 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "where": lambda x, y: pto.where(x > y, x, y),
     "eq-select": lambda x, y: pto.where(pto.equal(x, y) | (x < 0), y - x, x),
     "logical": lambda x, y: pto.where(~((x > 0) & (y > 0)) ^ (x == y), x, y),
+    # divisions over the whole range: JAX's x // 0, x % 0 and -2**31 // -1 included
+    "floordiv": lambda x, y: x // y,
+    "mod": lambda x, y: x % y + pto.fmod(y, x),
 }
 
 

@@ -124,6 +124,7 @@ BINARY = {
     "TDIV": np.divide,
     "TMAX": np.maximum,
     "TMIN": np.minimum,
+    "TFMOD": np.fmod,
 }
 
 
@@ -314,3 +315,13 @@ def test_cube_matmul_and_fixpipe_cast(sim, dtype, acc, out) -> None:
     prof = sim(prog, "tiny", {"a": a, "b": b})
     want = (2 * (a.astype(acc) @ b.astype(acc))).astype(out)
     np.testing.assert_array_equal(prof.outputs["c"], want)
+
+
+def test_integer_fmod_keeps_the_dividends_sign_and_takes_zero_divisors_as_one(sim) -> None:
+    a = RNG.integers(-(2**31), 2**31 - 1, (16, 64), endpoint=True).astype(np.int32)
+    b = RNG.integers(-9, 10, (16, 64)).astype(np.int32)  # zeros included
+    b[0, :2] = [-1, 2**31 - 1]
+    a[0, 0] = -(2**31)  # -2**31 fmod -1 is 0, with no overflow
+    got = run_vector(sim, "TFMOD {o}, {i0}, {i1}", [(a, False), (b, False)], np.int32, 8, 64)
+    for g, ha, hb in zip(got, halves(a), halves(b)):
+        np.testing.assert_array_equal(g, np.fmod(ha, np.where(hb == 0, 1, hb)))

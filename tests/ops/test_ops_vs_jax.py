@@ -37,6 +37,7 @@ from jaxref import (
     jax_layout,
     jitted,
     operands,
+    rng,
     shapes,
     values,
 )
@@ -227,6 +228,43 @@ for _name, _dts in {
     **{c: DTYPES for c in _CMP},
 }.items():
     case(_name, dtypes=_dts, group="elementwise")(_binary)
+
+
+_EDGES = np.array([0, 1, -1, 2**31 - 1, -(2**31), 7, -7])
+
+
+def _divisible(data: Draw, dtype: pto.DType, shape: tuple[int, ...]) -> np.ndarray:
+    """Operands of a division: integers over the whole range with zeros, -1 and the extremes
+    sprinkled in (x // 0, -2³¹ // -1); floats with signed zeros, infinities and NaN."""
+    if not dtype.is_integer:
+        return values(data, dtype, shape, -50.0, 50.0, specials=SPECIALS)
+    a = values(data, dtype, shape, ints=(-(2**31), 2**31 - 1))
+    if data.draw(st.booleans(), label="small"):
+        a = values(data, dtype, shape, ints=(-12, 12))
+    g = rng(data)
+    edges = _EDGES.astype(np.int64).clip(np.iinfo(dtype.np).min, np.iinfo(dtype.np).max)
+    pick = g.choice(edges, size=shape).astype(dtype.np)
+    return np.where(g.random(shape) < 0.3, pick, a).astype(dtype.np)
+
+
+@case("fmod", "remainder", "floor_divide", dtypes=NUMERIC, group="elementwise")
+def _division(data: Draw, dtype: pto.DType, name: str) -> None:
+    sx, sy = data.draw(broadcast_shapes(2), label="shapes")
+    a, b = _divisible(data, dtype, sx), _divisible(data, dtype, sy)
+    op = {"remainder": lambda x, y: x % y, "floor_divide": lambda x, y: x // y}.get(name)
+    if data.draw(st.booleans(), label="scalar divisor"):
+        s = data.draw(st.sampled_from([3, -2, 0, 1] + ([2.5, -0.75] if dtype in FLOATS else [])))
+        x, y = as_input(data, a, allow_numpy=False), s
+        expected = jitted(lambda u: ref(name)(u, s))(a)
+    else:
+        x, y = operands(data, [a, b])
+        expected = jitted(ref(name))(a, b)
+    tensors = isinstance(x, pto.Tensor) or isinstance(y, pto.Tensor)
+    if op is not None and tensors and data.draw(st.booleans(), label="operator"):
+        out = op(x, y)
+    else:
+        out = getattr(pto, name)(x, y)
+    assert_matches(out, expected, what=f"{name}({type(x).__name__}, {type(y).__name__})")
 
 
 @case("where", dtypes=DTYPES, group="elementwise")

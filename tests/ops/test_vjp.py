@@ -230,6 +230,7 @@ CASES: dict[str, list[Case]] = {
     "div": [([normal((3,), 17), uniform((2, 3), 18, 0.5, 2.0)], {}, 2)],
     "maximum": [([ties((3, 4), 19), ties((4,), 20)], {}, 3)],
     "minimum": [([ties((3, 4), 21), ties((3, 1), 22)], {}, 4)],
+    "fmod": [([uniform((2, 3), 25, -6.0, 6.0), uniform((3,), 26, 0.7, 2.5)], {}, 2)],
     "pow": [
         ([uniform((2, 3), 23, 0.5, 2.0), uniform((3,), 24, -1.5, 2.5)], {}, 2),
         # x == 0: the exponent's cotangent is 0 there, and 0^(y-1) is 0 or inf for the base.
@@ -543,6 +544,8 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("outer", [normal((3,), 122), normal((2, 2), 123)], {}, 1),
     ("diagonal", [normal((3, 4, 5), 124)], {"offset": 1, "axis1": 2, "axis2": 0}, 1),
     ("trace", [normal((4, 3), 125)], {"offset": -1}, 3),
+    ("remainder", [normal((3, 4), 131) * 5, -uniform((4,), 132, 0.7, 2.5)], {}, 2),
+    ("floor_divide", [normal((3, 4), 133) * 5, uniform((4,), 134, 0.7, 2.5)], {}, 2),
     ("prod", [normal((3, 5), 126)], {"axis": -1, "keepdims": False}, 5),
     ("prod", [normal((3, 4, 2), 127)], {"axis": (0, 2), "keepdims": True}, 6),
     ("prod", [np.array([[2.0, 0.0, 3.0], [0.0, 0.0, 1.5]], f32)], {"axis": 1}, 3),  # zeros

@@ -148,6 +148,10 @@ CASES: dict[str, Case] = {
     "cumsum": (lambda x: (pto.cumsum(x, 1), x.cumsum(0) * 2), [(X, "n")], F + I),
     # cumsum's core, along the middle axis (moved last by transposes around the scan kernel)
     "scan_add": (lambda x: pto.cumsum(x.reshape(2, 3, 40), 1) + 1, [(X, "n")], F + I),
+    # x in -4..4 and y in 0.25..2 ("p"); integers: y in -4..4 with its zeros (x % 0 is 0)
+    "fmod": (lambda x, y: pto.fmod(x, y) + pto.fmod(x, 3), [(X, "n"), (ROW, "p")], F + I),
+    "remainder": (lambda x, y: (x % y, x % -3), [(X, "n"), (ROW, "p")], F + I),
+    "floor_divide": (lambda x, y: (x // y, x // -3), [(X, "n"), (COL, "p")], F + I),
     "prod": (lambda x: (pto.prod(x, 1), x.prod(0) * 2, pto.prod(x[:, :3])), [(X, "n")], F + I),
     "one_hot": (lambda i: pto.one_hot(i, 8) * 2, [((5, 3), "x")], (pto.int32,)),
     "log1p": (lambda x: (pto.log1p(x * 1e-4), pto.log1p(pto.abs(x) * 3)), [(X, "n")], F),
