@@ -37,6 +37,11 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
         for n in ("add", "sub", "mul", "maximum", "minimum", "pow")
     },
     "div": ((np.ones((2, 3), f32), np.arange(1, 4, dtype=f32)), {}),
+    **{
+        n: ((np.arange(6, dtype=np.int32).reshape(2, 3) - 3, np.array([2, 33, -1], np.int32)), {})
+        for n in ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
+    },
+    "bitwise_not": ((np.arange(-3, 3, dtype=np.int8),), {}),
     "fmod": ((np.arange(6, dtype=np.int32).reshape(2, 3) - 3, np.array([2, 0, -4], np.int32)), {}),
     **{
         n: ((np.ones((2, 1), f32), np.arange(3, dtype=f32)), {})

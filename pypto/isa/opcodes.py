@@ -55,6 +55,7 @@ UNARY: dict[str, str] = {
     "TSIN": "sin",
     "TCOS": "cos",
     "TGELU": "gelu (tanh approximation)",
+    "TNOT": "bitwise not (integers)",
 }
 BINARY: dict[str, str] = {
     "TADD": "add",
@@ -65,6 +66,11 @@ BINARY: dict[str, str] = {
     "TMIN": "minimum",
     "TPOW": "power",
     "TFMOD": "fmod (the sign of a; an integer a % 0 is 0)",
+    "TAND": "bitwise and (integers)",
+    "TOR": "bitwise or (integers)",
+    "TXOR": "bitwise xor (integers)",
+    "TSHL": "shift left (integers; 0 past the width)",
+    "TSHR": "arithmetic shift right (integers; the sign past the width)",
 }
 TILE_SCALAR: dict[str, str] = {k + "S": v + " a scalar" for k, v in BINARY.items()}
 REDUCTIONS: dict[str, tuple[str, int]] = {

@@ -48,7 +48,9 @@ if TYPE_CHECKING:
 __all__ = ["cast_ok", "verify", "verify_instr"]
 
 _FLOATS = (dt.float32, dt.float16, dt.bfloat16)
-_INT_OK_UNARY = ("TABS", "TNEG", "TRELU")
+_INT_OK_UNARY = ("TABS", "TNEG", "TRELU", "TNOT")
+_BITS = ("TAND", "TOR", "TXOR", "TSHL", "TSHR", "TNOT")
+"""bitwise opcodes (and their tile-scalar forms): integer tiles only"""
 _FIX_CASTS: dict[dt.DType, tuple[dt.DType, ...]] = {
     dt.float32: (dt.float32, dt.float16, dt.bfloat16),
     dt.int32: (dt.int32,),
@@ -206,6 +208,8 @@ def _verify_vector(c: _Ctx, ins: Instr) -> None:
     dst = tiles[0]
     if op in UNARY:
         _same(c, dst, tiles[1], op)
+        if op == "TNOT" and not dst.dtype.is_integer:
+            raise c.fail(f"TNOT needs an integer dtype, got {dst.dtype.short}")
         if dst.dtype not in _FLOATS and not (op in _INT_OK_UNARY and dst.dtype.is_integer):
             raise c.fail(f"{op} needs a float dtype, got {dst.dtype.short}")
     elif op in BINARY or op in TILE_SCALAR:
@@ -220,6 +224,8 @@ def _verify_vector(c: _Ctx, ins: Instr) -> None:
             raise c.fail(f"{op} does not take bool tiles")
         if op in ("TDIV", "TDIVS") and dst.dtype not in _FLOATS:
             raise c.fail(f"{op} needs a float dtype, got {dst.dtype.short}")
+        if op.rstrip("S") in _BITS and not dst.dtype.is_integer:
+            raise c.fail(f"{op} works on integer tiles, got {dst.dtype.short}")
     elif op in ("TCMP", "TCMPS"):
         if dst.dtype is not dt.bool_:
             raise c.fail(f"{op} writes a bool tile, got {dst.dtype.short}")

@@ -40,7 +40,7 @@ from pypto.core.errors import SimulationError
 from pypto.isa.ir import Cond, Expr, GmRef, Instr, Space, Tile
 from pypto.isa.opcodes import BINARY, REDUCTIONS, TILE_SCALAR, UNARY
 from pypto.npu.compile import Compiled
-from pypto.ops.elementwise import float_power
+from pypto.ops.elementwise import bit_shift, float_power
 
 __all__ = ["SPACE_NO", "Widened", "build_access", "build_exec", "flush_l0c", "to_dtype", "untag"]
 
@@ -87,6 +87,7 @@ _UNARY_FN: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "TSIN": np.sin,
     "TCOS": np.cos,
     "TGELU": _gelu,
+    "TNOT": np.invert,
 }
 
 
@@ -108,6 +109,11 @@ _BINARY_FN: dict[str, Callable[[np.ndarray, Any], np.ndarray]] = {
     "TMIN": np.minimum,
     "TPOW": float_power,
     "TFMOD": fmod_values,
+    "TAND": np.bitwise_and,
+    "TOR": np.bitwise_or,
+    "TXOR": np.bitwise_xor,
+    "TSHL": bit_shift(True),
+    "TSHR": bit_shift(False),
 }
 _CMP_FN: dict[Cond, Callable[[Any, Any], np.ndarray]] = {
     Cond.EQ: np.equal,

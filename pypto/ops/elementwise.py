@@ -219,6 +219,79 @@ FMOD = _elementwise(
     factor=2,
 )
 
+_BITS = "{} works on the bits of integers (bool tensors: use the logical functions, as & | ^ ~ do)"
+
+
+def bit_shift(left: bool) -> Callable[..., np.ndarray]:
+    """A shift with JAX's (XLA's) meaning for every amount: beyond the width, or negative, a
+    left shift gives 0 and a right shift (arithmetic) the sign."""
+
+    def impl(x: np.ndarray, s: np.ndarray | int) -> np.ndarray:
+        s = np.asarray(s, x.dtype)
+        bits = 8 * x.dtype.itemsize
+        out = (np.left_shift if left else np.right_shift)(x, np.clip(s, 0, bits - 1))
+        fill = np.zeros((), x.dtype) if left else np.where(x < 0, -1, 0).astype(x.dtype)
+        return np.where((s < 0) | (s >= bits), fill, out).astype(x.dtype)
+
+    impl.__name__ = "left_shift" if left else "right_shift"
+    return impl
+
+
+BITWISE_AND = _elementwise(
+    "bitwise_and",
+    np.bitwise_and,
+    jnp.bitwise_and,
+    "x & y, bit by bit (integers)",
+    allowed=INTS,
+    why=_BITS.format("bitwise_and"),
+    differentiable=False,
+)
+BITWISE_OR = _elementwise(
+    "bitwise_or",
+    np.bitwise_or,
+    jnp.bitwise_or,
+    "x | y, bit by bit (integers)",
+    allowed=INTS,
+    why=_BITS.format("bitwise_or"),
+    differentiable=False,
+)
+BITWISE_XOR = _elementwise(
+    "bitwise_xor",
+    np.bitwise_xor,
+    jnp.bitwise_xor,
+    "x ^ y, bit by bit (integers)",
+    allowed=INTS,
+    why=_BITS.format("bitwise_xor"),
+    differentiable=False,
+)
+BITWISE_NOT = _elementwise(
+    "bitwise_not",
+    np.invert,
+    jnp.invert,
+    "~x, every bit flipped (integers)",
+    allowed=INTS,
+    why=_BITS.format("bitwise_not"),
+    differentiable=False,
+)
+LEFT_SHIFT = _elementwise(
+    "left_shift",
+    bit_shift(True),
+    jnp.left_shift,
+    "x << s (0 for an amount outside 0 .. bits-1, as in JAX)",
+    allowed=INTS,
+    why=_BITS.format("left_shift"),
+    differentiable=False,
+)
+RIGHT_SHIFT = _elementwise(
+    "right_shift",
+    bit_shift(False),
+    jnp.right_shift,
+    "x >> s, arithmetic (the sign for an amount outside 0 .. bits-1, as in JAX)",
+    allowed=INTS,
+    why=_BITS.format("right_shift"),
+    differentiable=False,
+)
+
 _CMP_DOC = "elementwise comparison giving bool"
 EQUAL = _elementwise(
     "equal", np.equal, jnp.equal, _CMP_DOC, out_dtype=dt.bool_, differentiable=False

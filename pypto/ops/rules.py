@@ -100,10 +100,9 @@ def same_dtype(op: str, *avals: AVal) -> dt.DType:
 def check_dtype(op: str, avals: Sequence[AVal], allowed: tuple[dt.DType, ...], why: str) -> None:
     for a in avals:
         if a.dtype not in allowed:
+            to = "pto.int32" if all(d.is_integer for d in allowed) else "pto.float32"
             raise DTypeError(
-                f"{why}; got {show(avals)}",
-                op=op,
-                hint="cast first, e.g. x.astype(pto.float32)",
+                f"{why}; got {show(avals)}", op=op, hint=f"cast first, e.g. x.astype({to})"
             )
 
 

@@ -38,25 +38,27 @@ def _dims(args: tuple[Any, ...]) -> Any:
     return args
 
 
-def _logical(sym: str, fn: Any, reflected: bool = False) -> Any:
-    """The operator ``sym`` as ``fn`` (logical_and, ...) on bool operands. On integers numpy's
-    ``&`` is bitwise, which pypto has not: refused rather than given another meaning."""
+def _logical(sym: str, fn: Any, bitwise: Any, reflected: bool = False) -> Any:
+    """The operator ``sym``: ``fn`` (logical_and, ...) when every operand is bool, else
+    ``bitwise`` (bitwise_and, ...), as numpy's operator is on integers; floats are refused
+    by the bitwise function, with a message that names the operator's two meanings."""
 
     def method(self: Any, *other: Any) -> Any:
         args = (*other, self) if reflected else (self, *other)
         try:
             vals = [api.asvalue(a, fn.__name__) for a in args]
-            if any(v.dtype is not dt.bool_ for v in vals):  # type: ignore[attr-defined]
+            if all(v.dtype is dt.bool_ for v in vals):  # type: ignore[attr-defined]
+                return fn(*vals)
+            if any(v.dtype.is_floating for v in vals):  # type: ignore[attr-defined]
                 shown = " and ".join(str(api._aval(v)) for v in vals)
+                mask = f"(x > 0) {sym} (y > 0)" if sym != "~" else "~(x > 0)"
                 raise DTypeError(
-                    f"{sym} of {shown}: {sym} is the logical operator on bool tensors; "
-                    "bitwise integer operations are not supported",
-                    op=fn.__name__,
-                    hint=f"for a mask, compare first, e.g. (x > 0) {sym} (y > 0)"
-                    if sym != "~"
-                    else "for a mask, compare first, e.g. ~(x > 0)",
+                    f"{sym} of {shown}: {sym} is logical on bool tensors and bitwise on "
+                    "integers; a float has no bits to combine",
+                    op=bitwise.__name__,
+                    hint=f"for a mask, compare first, e.g. {mask}; for bits, cast to an integer",
                 )
-            return fn(*vals)
+            return bitwise(*args)  # the originals: a Python int stays weak
         except PyptoError as e:
             raise e.stripped() from None
 
@@ -124,13 +126,17 @@ class TensorSurface(Value):
     def __pos__(self) -> Any:
         return self
 
-    __and__ = _logical("&", composite.logical_and)
-    __rand__ = _logical("&", composite.logical_and, reflected=True)
-    __or__ = _logical("|", composite.logical_or)
-    __ror__ = _logical("|", composite.logical_or, reflected=True)
-    __xor__ = _logical("^", composite.logical_xor)
-    __rxor__ = _logical("^", composite.logical_xor, reflected=True)
-    __invert__ = _logical("~", composite.logical_not)
+    __and__ = _logical("&", composite.logical_and, api.bitwise_and)
+    __rand__ = _logical("&", composite.logical_and, api.bitwise_and, reflected=True)
+    __or__ = _logical("|", composite.logical_or, api.bitwise_or)
+    __ror__ = _logical("|", composite.logical_or, api.bitwise_or, reflected=True)
+    __xor__ = _logical("^", composite.logical_xor, api.bitwise_xor)
+    __rxor__ = _logical("^", composite.logical_xor, api.bitwise_xor, reflected=True)
+    __invert__ = _logical("~", composite.logical_not, api.bitwise_not)
+    __lshift__ = api.left_shift
+    __rlshift__ = _reflected(api.left_shift)
+    __rshift__ = api.right_shift
+    __rrshift__ = _reflected(api.right_shift)
 
     __eq__ = api.equal
     __ne__ = api.not_equal

@@ -28,6 +28,7 @@ UNARY_OPS = {
     "cos": "TCOS",
     "neg": "TNEG",
     "abs": "TABS",
+    "bitwise_not": "TNOT",
 }
 BINARY_OPS = {
     "add": "TADD",
@@ -38,6 +39,11 @@ BINARY_OPS = {
     "minimum": "TMIN",
     "pow": "TPOW",
     "fmod": "TFMOD",
+    "bitwise_and": "TAND",
+    "bitwise_or": "TOR",
+    "bitwise_xor": "TXOR",
+    "left_shift": "TSHL",
+    "right_shift": "TSHR",
 }
 COMMUTES = ("add", "mul", "maximum", "minimum")
 # On bool tensors add is "or" and mul is "and": max and min of 0/1 integers.

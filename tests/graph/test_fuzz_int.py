@@ -1,10 +1,10 @@
 """Differential fuzzing of integer and boolean programs: wrapping arithmetic, comparisons and
 selects, clips, integer powers, casts between int32, int8, bool and float, int32-accumulating
 sums, extremes, argmax and argmin, any and all, logical operators, gathers by integer arrays,
-the rounding ops (identities on integers), scans, products, divisions, signs, triangles and
-flips, mixed with layout steps. Integers are exact, so eager mode, the interpreter, the
-simulated NPU (tiny and ascend910b) and JAX must agree bit for bit (docs/numerics.md: integer
-semantics are JAX's)."""
+the rounding ops (identities on integers), scans, products, divisions, bit operations, signs,
+triangles and flips, mixed with layout steps. Integers are exact, so eager mode, the
+interpreter, the simulated NPU (tiny and ascend910b) and JAX must agree bit for bit
+(docs/numerics.md: integer semantics are JAX's)."""
 
 from __future__ import annotations
 
@@ -61,6 +61,7 @@ BINARY: dict[str, Callable[[Any, Any], Any]] = {
     # divisions over the whole range: JAX's x // 0, x % 0 and -2**31 // -1 included
     "floordiv": lambda x, y: x // y,
     "mod": lambda x, y: x % y + pto.fmod(y, x),
+    "bits": lambda x, y: (x & y) ^ (~x | (y << 3)) ^ (x >> (y & 7)),
 }
 
 

@@ -72,6 +72,12 @@ def core(kind: str, *lines: str) -> str:
         ),
         (core("aiv", "TTRANS UB[0]:f32[8,4], UB[0x100]:f32[8,4]"), "writes its transpose"),
         (
+            core("aiv", "TAND UB[0]:f32[8,8], UB[0x100]:f32[8,8], UB[0x200]:f32[8,8]"),
+            "TAND works on integer tiles, got f32",
+        ),
+        (core("aiv", "TSHLS UB[0]:f16[8,8], UB[0x100]:f16[8,8], 2.0"), "TSHLS works on integer"),
+        (core("aiv", "TNOT UB[0]:f32[8,8], UB[0x100]:f32[8,8]"), "TNOT needs an integer dtype"),
+        (
             core("aiv", "TGATHER UB[0]:f16[8,8], UB[0x100]:f16[8,8], UB[0x200]:f32[8,8]"),
             "TGATHER indices must be i32, got f32",
         ),

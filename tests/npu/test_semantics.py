@@ -325,3 +325,33 @@ def test_integer_fmod_keeps_the_dividends_sign_and_takes_zero_divisors_as_one(si
     got = run_vector(sim, "TFMOD {o}, {i0}, {i1}", [(a, False), (b, False)], np.int32, 8, 64)
     for g, ha, hb in zip(got, halves(a), halves(b)):
         np.testing.assert_array_equal(g, np.fmod(ha, np.where(hb == 0, 1, hb)))
+
+
+@pytest.mark.parametrize(
+    ("op", "fn"),
+    [
+        ("TAND", np.bitwise_and),
+        ("TOR", np.bitwise_or),
+        ("TXOR", np.bitwise_xor),
+        ("TSHL", lambda a, s: np.where((s < 0) | (s > 31), 0, a << np.clip(s, 0, 31))),
+        (
+            "TSHR",
+            lambda a, s: np.where(
+                (s < 0) | (s > 31), np.where(a < 0, -1, 0), a >> np.clip(s, 0, 31)
+            ),
+        ),
+    ],
+)
+def test_bitwise(sim, op: str, fn) -> None:
+    a = RNG.integers(-(2**31), 2**31 - 1, (16, 64), endpoint=True).astype(np.int32)
+    b = (
+        RNG.integers(-2, 40, (16, 64)).astype(np.int32)
+        if op.startswith("TSH")
+        else RNG.integers(-(2**31), 2**31 - 1, (16, 64), endpoint=True).astype(np.int32)
+    )
+    got = run_vector(sim, f"{op} {{o}}, {{i0}}, {{i1}}", [(a, False), (b, False)], np.int32, 8, 64)
+    for g, ha, hb in zip(got, halves(a), halves(b)):
+        np.testing.assert_array_equal(g, fn(ha, hb).astype(np.int32))
+    got = run_vector(sim, "TNOT {o}, {i0}", [(a, False)], np.int32, 8, 64)
+    for g, ha in zip(got, halves(a)):
+        np.testing.assert_array_equal(g, ~ha)

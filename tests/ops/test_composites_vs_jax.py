@@ -179,21 +179,33 @@ def test_logical_not_and_its_operator() -> None:
 @pytest.mark.parametrize(
     ("expr", "message"),
     [
-        (lambda i, f: i & i, r"& of i32\[3\] and i32\[3\]: & is the logical operator on bool"),
-        (lambda i, f: 1 | i, r"\| of i32\[\] and i32\[3\]"),
+        (lambda i, f: f & i, r"& of f32\[3\] and i32\[3\]: & is logical on bool tensors and"),
+        (lambda i, f: 1 | f, r"\| of i32\[\] and f32\[3\]"),
         (lambda i, f: (f > 0) ^ f, r"\^ of bool\[3\] and f32\[3\]"),
         (lambda i, f: ~f, r"~ of f32\[3\]"),
     ],
 )
-def test_logical_operators_refuse_numbers(expr: Any, message: str) -> None:
-    """numpy's ``&`` on integers is bitwise, which pypto has not: refused, never given
-    another meaning, with the comparison that makes a mask as the fix."""
+def test_bitwise_operators_refuse_floats(expr: Any, message: str) -> None:
+    """``&`` ``|`` ``^`` ``~`` are logical on bools and bitwise on integers (numpy's
+    meanings); a float operand is refused, with the comparison that makes a mask as the
+    fix, at the user's line."""
     i, f = pto.tensor(np.array([1, 2, 3], np.int32)), pto.tensor(np.ones(3, np.float32))
     with pytest.raises(pto.DTypeError, match=message) as e:
         expr(i, f)
-    assert "bitwise integer operations are not supported" in str(e.value)
+    assert "a float has no bits to combine" in str(e.value)
     assert "test_composites_vs_jax.py" in str(e.value)
     assert "compare first" in str(e.value.hint)
+
+
+def test_bitwise_operators_on_integers_and_bools() -> None:
+    i = pto.tensor(np.array([5, -3, 12], np.int32))
+    b = pto.tensor([True, False, True])
+    np.testing.assert_array_equal((i & 6).numpy(), np.array([5, -3, 12]) & 6)
+    np.testing.assert_array_equal((3 | i).numpy(), 3 | np.array([5, -3, 12]))
+    np.testing.assert_array_equal((~i ^ i).numpy(), np.full(3, -1))
+    np.testing.assert_array_equal((i << 2 >> 1).numpy(), np.array([10, -6, 24]))
+    assert (b & True).dtype is pto.bool_ and (~b).numpy().tolist() == [False, True, False]
+    assert (b | i).dtype is pto.int32  # bool with integers: bitwise, promoted
 
 
 def test_mean(dtype: pto.DType) -> None:

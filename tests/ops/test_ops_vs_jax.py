@@ -26,6 +26,7 @@ from jaxref import (
     BOOL,
     DTYPES,
     FLOATS,
+    INTS,
     MAX_SIDE,
     NUMERIC,
     SPECIALS,
@@ -262,6 +263,43 @@ def _division(data: Draw, dtype: pto.DType, name: str) -> None:
     tensors = isinstance(x, pto.Tensor) or isinstance(y, pto.Tensor)
     if op is not None and tensors and data.draw(st.booleans(), label="operator"):
         out = op(x, y)
+    else:
+        out = getattr(pto, name)(x, y)
+    assert_matches(out, expected, what=f"{name}({type(x).__name__}, {type(y).__name__})")
+
+
+_BIT_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "bitwise_and": lambda x, y: x & y,
+    "bitwise_or": lambda x, y: x | y,
+    "bitwise_xor": lambda x, y: x ^ y,
+    "left_shift": lambda x, y: x << y,
+    "right_shift": lambda x, y: x >> y,
+}
+
+
+@case(*_BIT_OPERATORS, "bitwise_not", dtypes=INTS, group="elementwise")
+def _bits(data: Draw, dtype: pto.DType, name: str) -> None:
+    sx, sy = data.draw(broadcast_shapes(2), label="shapes")
+    a = _divisible(data, dtype, sx)
+    if name == "bitwise_not":
+        (x,) = operands(data, [a])
+        out = ~x if isinstance(x, pto.Tensor) and data.draw(st.booleans()) else pto.bitwise_not(x)
+        assert_matches(out, jitted(ref(name))(a), what=name)
+        return
+    shifts = name.endswith("shift")
+    # shift amounts around the width (negative and too large ones have JAX's meaning)
+    b = values(data, dtype, sy, ints=(-3, 40)) if shifts else _divisible(data, dtype, sy)
+    if data.draw(st.booleans(), label="scalar"):
+        k = data.draw(st.sampled_from([0, 1, 3, 7] if shifts else [0, -1, 5, 96]))
+        x, y, expected = (
+            as_input(data, a, allow_numpy=False),
+            k,
+            jitted(lambda u: ref(name)(u, k))(a),
+        )
+    else:
+        (x, y), expected = operands(data, [a, b]), jitted(ref(name))(a, b)
+    if isinstance(x, pto.Tensor) and data.draw(st.booleans(), label="operator"):
+        out = _BIT_OPERATORS[name](x, y)
     else:
         out = getattr(pto, name)(x, y)
     assert_matches(out, expected, what=f"{name}({type(x).__name__}, {type(y).__name__})")
