@@ -198,6 +198,17 @@ def promote(op: str, args: Sequence[ArrayLike], inexact: bool = False) -> list[V
     return out
 
 
+def _sentence(doc: str) -> str:
+    """An op's one-line doc as the start of a sentence (``capitalize`` would lower the rest:
+    NaN, JAX)."""
+    return doc[:1].upper() + doc[1:]
+
+
+def _example_dtype(op: Op) -> str:
+    """The dtype argument of a docstring example's ``pto.ones``: int32 for integer-only ops."""
+    return "" if dt.float32 in op.dtypes else ", pto.int32"
+
+
 def _unary(op: Op, inexact: bool = False) -> Any:
     fast = ew.per_dtype(op)
 
@@ -217,8 +228,8 @@ def _unary(op: Op, inexact: bool = False) -> Any:
 
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = (
-        f"{op.doc.capitalize()}, elementwise.\n\n>>> import pypto as pto\n"
-        f">>> pto.{op.name}(pto.ones(3)).shape\n(3,)\n"
+        f"{_sentence(op.doc)}, elementwise.\n\n>>> import pypto as pto\n"
+        f">>> pto.{op.name}(pto.ones(3{_example_dtype(op)})).shape\n(3,)\n"
     )
     return fn
 
@@ -260,9 +271,11 @@ def _binary(op: Op, inexact: bool = False) -> Any:
             raise e.stripped() from None
 
     fn.__name__ = fn.__qualname__ = op.name
+    d = _example_dtype(op)
     fn.__doc__ = (
-        f"{op.doc.capitalize()}, elementwise with broadcasting and JAX promotion.\n\n"
-        f">>> import pypto as pto\n>>> pto.{op.name}(pto.ones((2, 3)), pto.ones(3)).shape\n(2, 3)\n"
+        f"{_sentence(op.doc)}, elementwise with broadcasting and JAX promotion.\n\n"
+        f">>> import pypto as pto\n"
+        f">>> pto.{op.name}(pto.ones((2, 3){d}), pto.ones(3{d})).shape\n(2, 3)\n"
     )
     return fn
 
@@ -389,7 +402,7 @@ def _reduction(op: Op) -> Any:
             raise e.stripped() from None
 
     fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = f"{op.doc.capitalize()}; ``axis`` is an int, a tuple of ints or None (all)."
+    fn.__doc__ = f"{_sentence(op.doc)}; ``axis`` is an int, a tuple of ints or None (all)."
     return fn
 
 
