@@ -131,6 +131,14 @@ def decoding(q: Any, k: Any, v: Any) -> Any:
     return pto.scaled_dot_product_attention(q, k, v)
 
 
+def flip(x: Any) -> Any:
+    return pto.flip(x, -1)
+
+
+def cumsum(x: Any) -> Any:
+    return pto.cumsum(x, -1)
+
+
 def make_block(seq: int, hidden: int, heads: int) -> Callable[..., Any]:
     """The decoder block of ``bench/graph_compile.py`` (RMSNorm, Q/K/V projections, rotary
     embedding, causal attention, output projection and residual, RMSNorm, SwiGLU MLP and
@@ -478,6 +486,11 @@ def _measure(settings: Settings) -> Iterator[Row]:
     yield row("softmax (last axis)", vec_shape, softmax, (x,), 0.85)
     yield row("layer_norm", vec_shape, layer_norm, (x, g, b), 0.85)
     yield row("rms_norm", vec_shape, rms_norm, (x, g), 0.85)
+    # a reversed last axis (a TGATHER per tile) and a scan (log-step, in UB): no targets
+    for name, fn in (("flip (last axis)", flip), ("cumsum (last axis)", cumsum)):
+        base = row(name, vec_shape, fn, (x,), 0.0)
+        base.update(target="", met=None, kind="baseline")
+        yield base
     del x
     bb, h, s, d = sz.attention
     q = np.zeros((bb, h, s, d), F16)
