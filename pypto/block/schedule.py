@@ -258,7 +258,7 @@ class _Emitter:
         return Tile(Space(b.space), addr, t.dtype, t.shape)
 
     def instr(self, s: TLoad | TStore | TOp | SOp) -> BInstr:
-        loc = str(s.loc) if not isinstance(s, SOp) and s.loc else None
+        loc = str(s.loc) if s.loc else None
         reads, writes = _tiles(s)
         r = tuple(dict.fromkeys(t.name for t in reads))
         w = tuple(dict.fromkeys(t.name for t in writes))
@@ -272,7 +272,7 @@ class _Emitter:
         else:
             assert isinstance(s, SOp)
             sargs = tuple(self.tile(a) if isinstance(a, TileVar) else a for a in s.args)
-            ins = Instr(s.op, (Reg(s.dst), *sargs))
+            ins = Instr(s.op, (Reg(s.dst), *sargs), loc)
         return BInstr(ins, r, w)
 
     def stmts(self, stmts: tuple[Stmt, ...], path: tuple[str, ...]) -> list[BItem]:

@@ -141,6 +141,7 @@ class SOp:
     op: str
     dst: str
     args: tuple[Expr | TileVar, ...]
+    loc: SourceLoc | None = None
 
     @property
     def exprs(self) -> tuple[Expr, ...]:

@@ -847,7 +847,7 @@ def _take_rows(lw: Lowering, io: _TakeIO) -> None:
     load = io.table(lw, (1, tq), p * N + i, q * tq)
     row = TileVar("row", Space.UB, io.dtype, (1, tq))
     per_index: list[Stmt] = [
-        SOp("SLD", "ix", (idx, j)),
+        SOp("SLD", "ix", (idx, j), io.loc),
         # [-N, N) wraps as numpy's negative indices do; beyond that clamps, as JAX does
         SOp("SMAX", "ix", (i, Expr.of(-N))),
         SOp("SMIN", "ix", (i, Expr.of(N - 1))),

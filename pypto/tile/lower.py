@@ -1190,7 +1190,7 @@ def _renamed(s: Stmt, names: dict[str, str]) -> Stmt:
     if isinstance(s, For):
         return For(s.reg, s.start, s.stop, s.step, tuple(_renamed(x, names) for x in s.body))
     if isinstance(s, SOp) and s.tiles:
-        return SOp(s.op, s.dst, tuple(t(a) if isinstance(a, TileVar) else a for a in s.args))
+        return SOp(s.op, s.dst, tuple(t(a) if isinstance(a, TileVar) else a for a in s.args), s.loc)
     return s
 
 

@@ -131,11 +131,15 @@ def check_case(case: dict[str, Any], machine: Any, tile: Any = None) -> None:
     (k,), (p,) = sum_lengths(func), precisions(func)
     # rows that see no key are NaN on every path (softmax over nothing), as in JAX
     assert np.array_equal(np.isnan(npu), np.isnan(eager)), f"NaN rows differ: {case}"
-    c = compare("npu attention", npu, eager, k=2 * k, precision=p)
+    # an output row is a weighted mean of v's rows: its rounding errors scale with the terms'
+    # typical size, not with what is left of the mean when they cancel (a bf16 mean of 128
+    # normal values came out near 1e-4)
+    scale = max(float(np.abs(a.astype(np.float32)).mean()) for a in arrays if a.dtype != bool)
+    c = compare("npu attention", npu, eager, k=2 * k, scale=scale, precision=p)
     assert c.ok, f"{c}\n{case}"
     if tile is None and machine == "tiny":
         ref = np.asarray(pto.to_jax(fn)(*arrays))
-        c = compare("attention", eager, ref, k=2 * k, precision=p)
+        c = compare("attention", eager, ref, k=2 * k, scale=scale, precision=p)
         assert c.ok, f"{c}\n{case}"
 
 
