@@ -905,6 +905,19 @@ def cumsum(x: Any, axis: int | None = None) -> Any:
     return api.cast(v, out_d) if out_d is not work else v
 
 
+def _numbers(op: str, x: Any, y: Any) -> list[Any]:
+    """``x`` and ``y`` promoted to their common dtype, which must not be bool (JAX's
+    division functions refuse bools too)."""
+    a, b = api.promote(op, (x, y))
+    if a.dtype is dt.bool_:  # type: ignore[attr-defined]
+        raise DTypeError(
+            f"{op} of bool tensors {rules.show((api._aval(a), api._aval(b)))}",
+            op=op,
+            hint="cast to an integer dtype first",
+        )
+    return [a, b]
+
+
 def _int_div(x: Any, y: Any) -> Any:
     """``x / y`` truncated toward zero, exactly, for int32 ``x`` and ``y`` — as XLA divides
     (``x / 0`` is -1, ``-2³¹ / -1`` wraps to -2³¹) — with no integer division: ``x - fmod(x,
@@ -939,14 +952,8 @@ def floor_divide(x: Any, y: Any) -> Any:
     >>> pto.floor_divide(pto.tensor([7.5, -7.5]), 2.0).numpy()
     array([ 3., -4.], dtype=float32)
     """
-    a, b = api.promote("floor_divide", (x, y))
-    d = a.dtype  # type: ignore[attr-defined]
-    if d is dt.bool_:
-        raise DTypeError(
-            f"floor_divide of bool tensors {rules.show((api._aval(a), api._aval(b)))}",
-            op="floor_divide",
-            hint="cast to an integer dtype first",
-        )
+    a, b = _numbers("floor_divide", x, y)
+    d = a.dtype
     if d.is_floating:  # in the dtype itself, step by step as JAX does
         mod = api.fmod(a, b)
         div = api.div(api.where(api.equal(b, 0), a, api.sub(a, mod)), b)
@@ -974,14 +981,8 @@ def remainder(x: Any, y: Any) -> Any:
     >>> pto.remainder(pto.tensor([-7.5, 7.5]), 2.0).numpy()
     array([0.5, 1.5], dtype=float32)
     """
-    a, b = api.promote("remainder", (x, y))
-    d = a.dtype  # type: ignore[attr-defined]
-    if d is dt.bool_:
-        raise DTypeError(
-            f"remainder of bool tensors {rules.show((api._aval(a), api._aval(b)))}",
-            op="remainder",
-            hint="cast to an integer dtype first",
-        )
+    a, b = _numbers("remainder", x, y)
+    d = a.dtype
     if not d.is_floating:
         b = api.where(api.equal(b, 0), 1, b)
     mod = api.fmod(a, b)

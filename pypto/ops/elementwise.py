@@ -237,59 +237,25 @@ def bit_shift(left: bool) -> Callable[..., np.ndarray]:
     return impl
 
 
-BITWISE_AND = _elementwise(
-    "bitwise_and",
-    np.bitwise_and,
-    jnp.bitwise_and,
-    "x & y, bit by bit (integers)",
-    allowed=INTS,
-    why=_BITS.format("bitwise_and"),
-    differentiable=False,
-)
-BITWISE_OR = _elementwise(
-    "bitwise_or",
-    np.bitwise_or,
-    jnp.bitwise_or,
-    "x | y, bit by bit (integers)",
-    allowed=INTS,
-    why=_BITS.format("bitwise_or"),
-    differentiable=False,
-)
-BITWISE_XOR = _elementwise(
-    "bitwise_xor",
-    np.bitwise_xor,
-    jnp.bitwise_xor,
-    "x ^ y, bit by bit (integers)",
-    allowed=INTS,
-    why=_BITS.format("bitwise_xor"),
-    differentiable=False,
-)
-BITWISE_NOT = _elementwise(
-    "bitwise_not",
-    np.invert,
-    jnp.invert,
-    "~x, every bit flipped (integers)",
-    allowed=INTS,
-    why=_BITS.format("bitwise_not"),
-    differentiable=False,
-)
-LEFT_SHIFT = _elementwise(
-    "left_shift",
-    bit_shift(True),
-    jnp.left_shift,
-    "x << s (0 for an amount outside 0 .. bits-1, as in JAX)",
-    allowed=INTS,
-    why=_BITS.format("left_shift"),
-    differentiable=False,
-)
-RIGHT_SHIFT = _elementwise(
-    "right_shift",
-    bit_shift(False),
-    jnp.right_shift,
-    "x >> s, arithmetic (the sign for an amount outside 0 .. bits-1, as in JAX)",
-    allowed=INTS,
-    why=_BITS.format("right_shift"),
-    differentiable=False,
+_BIT_OPS: dict[str, tuple[Callable[..., np.ndarray], Callable[..., Any], str]] = {
+    "bitwise_and": (np.bitwise_and, jnp.bitwise_and, "x & y, bit by bit (integers)"),
+    "bitwise_or": (np.bitwise_or, jnp.bitwise_or, "x | y, bit by bit (integers)"),
+    "bitwise_xor": (np.bitwise_xor, jnp.bitwise_xor, "x ^ y, bit by bit (integers)"),
+    "bitwise_not": (np.invert, jnp.invert, "~x, every bit flipped (integers)"),
+    "left_shift": (
+        bit_shift(True),
+        jnp.left_shift,
+        "x << s (0 for an amount outside 0 .. bits-1, as in JAX)",
+    ),
+    "right_shift": (
+        bit_shift(False),
+        jnp.right_shift,
+        "x >> s, arithmetic (the sign for an amount outside 0 .. bits-1, as in JAX)",
+    ),
+}
+BITWISE_AND, BITWISE_OR, BITWISE_XOR, BITWISE_NOT, LEFT_SHIFT, RIGHT_SHIFT = (
+    _elementwise(n, f, j, doc, allowed=INTS, why=_BITS.format(n), differentiable=False)
+    for n, (f, j, doc) in _BIT_OPS.items()
 )
 
 _CMP_DOC = "elementwise comparison giving bool"
