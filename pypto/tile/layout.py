@@ -65,6 +65,12 @@ def tile_bytes(m: Machine) -> int:
     return min(TILE_BYTES, max(m.align_bytes, m.ub_bytes // 6 // m.align_bytes * m.align_bytes))
 
 
+def gather_dtype(d: dt.DType) -> dt.DType:
+    """The dtype ``d``'s values are gathered in: TGATHER moves 2- and 4-byte elements, so
+    bools and int8 travel as float16 (which holds every one of them exactly)."""
+    return dt.float16 if d.itemsize == 1 else d
+
+
 MIN_RUN_BYTES = 512
 """bytes per row of a transposed tile's load: one L2 line, so a miss wastes nothing"""
 
@@ -265,8 +271,7 @@ class _Emit:
         step = -src.last()[1]
         W = step * (tc - 1) + 1
         d = out.dtype
-        # TGATHER moves 2- and 4-byte elements: bools and int8 travel as float16 (exact)
-        work = dt.float16 if d.itemsize == 1 else d
+        work = gather_dtype(d)
         x = TileVar("x", Space.UB, d, (tr, W))
         ld = self._load(src, x, src.row(idx), src.col(idx) - step * (tc - 1))
         if ld is None:
@@ -875,8 +880,7 @@ def _take_gather(lw: Lowering, io: _TakeIO) -> None:
     index falls in the chunk (a block that fits UB is one chunk, without the select). Exact
     for every dtype."""
     N, K, d, loc = io.N, io.K, io.dtype, io.loc
-    # TGATHER moves 2- and 4-byte elements: bools and int8 travel as float16 (exact)
-    work = dt.float16 if d.itemsize == 1 else d
+    work = gather_dtype(d)
     wsz = max(work.itemsize, d.itemsize)
     tb = tile_bytes(lw.machine)
     # the i32 [tk, tq] index tile and an [nc, tq] chunk each take one copy tile
