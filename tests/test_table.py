@@ -62,6 +62,8 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
     "take": ((np.ones((5, 6), f32), np.array([[0, -1], [2, 3]], np.int32)), {"axis": 1}),
     "pad": ((np.ones((2, 3), f32),), {"config": ((1, 0, 0), (0, 2, 1))}),
     "scan_add": ((np.ones((2, 3, 5), np.int32),), {}),
+    "argsort_last": ((np.ones((2, 5), f32),), {"order": "descending"}),
+    "permute_last": ((np.ones((2, 3), f32), np.array([[2, 0, 1], [0, 1, 2]], np.int32)), {}),
     "custom_vjp_call": ((np.ones((2, 3), f32), np.ones((3, 4), f32)), {"fn": _dense.name}),
     "kernel_call": (
         (np.ones((16, 32), np.float16), np.ones(32, np.float16), np.ones((32, 32), np.float16)),
@@ -82,6 +84,8 @@ VIA_SYNTAX = {
     "slice": "x[start:stop:step]",
     "pad": "internal: the VJP of slice",
     "scan_add": "internal: cumsum's running sums along the last axis",
+    "argsort_last": "internal: the permutation of sort, argsort and top_k",
+    "permute_last": "internal: the values of sort and top_k",
     "custom_vjp_call": "a traced call of a pto.custom_vjp function",
     "kernel_call": "calling a @pto.kernel function",
 }
@@ -209,6 +213,8 @@ def _example(a: np.ndarray, k: int, name: str, i: int) -> np.ndarray:
         return a ^ bool(k % 2)
     if name == "take" and i == 1:  # indices stay in range
         return ((a + k) % 6).astype(a.dtype)
+    if name == "permute_last" and i == 1:  # another permutation of each row
+        return np.roll(a, k, axis=-1)
     if np.issubdtype(a.dtype, np.integer):
         return (a + k).astype(a.dtype)
     return (a * (1 + 0.5 * k) + 0.25 * k).astype(a.dtype)

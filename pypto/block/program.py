@@ -803,6 +803,8 @@ class Builder:
     tcmps = _method("TCMPS")
     tsel = _method("TSEL")
     tgather = _method("TGATHER")
+    tsort32 = _method("TSORT32")
+    tmrgsort = _method("TMRGSORT")
     tcvt = _method("TCVT")
     texpands = _method("TEXPANDS")
     trowsum = _method("TROWSUM")

@@ -151,6 +151,21 @@ def _specs() -> dict[str, OpSpec]:
             "dst[i, j] ← src[idx[i, j]]: idx holds int32 element indices into src (row-major)",
         ),
         OpSpec(
+            "TSORT32",
+            "TTT",
+            "vector",
+            "dst ← each block of 32 elements of src's rows sorted descending (IEEE total order; "
+            "equal values keep their order) as 8-byte (value, index) structures, the index "
+            "taken from idx (int32)",
+        ),
+        OpSpec(
+            "TMRGSORT",
+            "TTI",
+            "vector",
+            "dst ← each group of 4 consecutive sorted runs of n structures in src's rows merged "
+            "into one run (descending; on equal values the earlier run first)",
+        ),
+        OpSpec(
             "TCVT", "TT", "vector", "convert dtype (round to nearest even; float→int truncates)"
         ),
         OpSpec("TEXPANDS", "TF", "vector", "fill a tile with a scalar"),

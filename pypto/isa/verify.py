@@ -264,6 +264,8 @@ def _verify_vector(c: _Ctx, ins: Instr) -> None:
                 f"dst is {dst.dtype.short}",
                 hint="convert 1-byte tiles with TCVT first",
             )
+    elif op in ("TSORT32", "TMRGSORT"):
+        _verify_sort(c, op, dst, tiles[1:], a[-1])
     elif op == "TCVT":
         if dst.shape != tiles[1].shape:
             raise c.fail(f"TCVT: shapes {list(dst.shape)} and {list(tiles[1].shape)} differ")
@@ -288,6 +290,41 @@ def _verify_vector(c: _Ctx, ins: Instr) -> None:
         src = tiles[1]
         if dst.shape != (src.cols, src.rows) or dst.dtype is not src.dtype:
             raise c.fail(f"TTRANS of {src.dtype.short}{list(src.shape)} writes its transpose")
+
+
+def _verify_sort(c: _Ctx, op: str, dst: Tile, srcs: list[Tile], n: object) -> None:
+    """TSORT32 and TMRGSORT: f32 or f16 values; a row of structures holds 8 bytes per element."""
+    src = srcs[0]
+    if dst.dtype not in (dt.float32, dt.float16) or src.dtype is not dst.dtype:
+        raise c.fail(
+            f"{op} sorts f32 or f16 values: src is {src.dtype.short}, dst is {dst.dtype.short}",
+            hint="convert the keys with TCVT first",
+        )
+    per = 8 // dst.dtype.itemsize  # columns of one (value, index) structure
+    if op == "TSORT32":
+        idx = srcs[1]
+        if idx.dtype is not dt.int32 or idx.shape != src.shape:
+            raise c.fail(
+                f"TSORT32: the index tile must be i32{list(src.shape)} like src, got "
+                f"{idx.dtype.short}{list(idx.shape)}"
+            )
+        if src.cols % 32:
+            raise c.fail(
+                f"TSORT32 sorts blocks of 32: src has {src.cols} columns",
+                hint="pad each row to a multiple of 32 with the smallest value",
+            )
+        if dst.shape != (src.rows, src.cols * per):
+            raise c.fail(
+                f"TSORT32 of {src.dtype.short}{list(src.shape)} writes its structures to "
+                f"[{src.rows},{src.cols * per}], not {list(dst.shape)}"
+            )
+        return
+    assert isinstance(n, int)
+    if n < 1 or dst.shape != src.shape or src.cols % per:
+        raise c.fail(
+            f"TMRGSORT of runs of {n} structures: src {list(src.shape)} and dst "
+            f"{list(dst.shape)} must be equal rows of whole structures ({per} columns each)"
+        )
 
 
 def _verify_move(c: _Ctx, ins: Instr) -> None:

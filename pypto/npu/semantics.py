@@ -443,6 +443,33 @@ def _operand(
     return operand
 
 
+def _total_key(v: np.ndarray) -> np.ndarray:
+    """Signed integers ordered as ``v``'s floats in IEEE total order (-NaN < -inf < … < -0 <
+    +0 < … < +inf < +NaN): the sign-magnitude bits with the magnitude of negatives flipped."""
+    if v.dtype.itemsize == 4:
+        b = v.view(np.int32)
+        return b ^ ((b >> 31) & np.int32(0x7FFFFFFF))
+    h = v.view(np.int16)
+    return h ^ ((h >> 15) & np.int16(0x7FFF))
+
+
+def _put_structs(d: np.ndarray, vals: np.ndarray, ids: np.ndarray, per: int) -> None:
+    """Write 8-byte (value, index) structures: an f32 value and its index, or an f16 value, two
+    zero bytes and its index (pto-isa's layout for sorted half values)."""
+    words = d.view(np.uint32)
+    if per == 2:
+        words[:, 0::2] = vals.view(np.uint32)
+    else:
+        words[:, 0::2] = vals.view(np.uint16)
+    words[:, 1::2] = ids.view(np.uint32)
+
+
+def _get_structs(s: np.ndarray, per: int) -> tuple[np.ndarray, np.ndarray]:
+    words = s.view(np.uint32)
+    vals = words[:, 0::2] if per == 2 else words[:, 0::2].astype(np.uint16)
+    return vals.view(s.dtype), words[:, 1::2].view(np.int32)
+
+
 def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any], where: str) -> Exec:
     op = ins.op
     vd = views[0]
@@ -524,6 +551,39 @@ def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any], where: str) ->
             np.take(vs(core, item).reshape(-1), idx, out=vd(core, item))
 
         return gather
+    if op == "TSORT32":
+        vs, vi = views[1:]
+        per = 8 // tiles[0].dtype.itemsize
+
+        def sort32(core: Any, item: tuple[Any, ...]) -> None:
+            src, idx = vs(core, item), vi(core, item)
+            r, c = src.shape
+            blocks = src.reshape(r, c // 32, 32)
+            order = np.argsort(~_total_key(blocks), axis=-1, kind="stable")
+            vals = np.take_along_axis(blocks, order, -1).reshape(r, c)
+            ids = np.take_along_axis(idx.reshape(r, c // 32, 32), order, -1).reshape(r, c)
+            _put_structs(vd(core, item), vals, ids, per)
+
+        return sort32
+    if op == "TMRGSORT":
+        vs = views[1]
+        per = 8 // tiles[0].dtype.itemsize
+        run = ins.args[2]
+        assert isinstance(run, int)
+
+        def mrgsort(core: Any, item: tuple[Any, ...]) -> None:
+            vals, ids = _get_structs(vs(core, item), per)
+            _r, n = vals.shape
+            out_v, out_i = np.empty_like(vals), np.empty_like(ids)
+            # a merge of sorted runs, earlier runs first on ties, is the stable sort of the group
+            for g in range(0, n, 4 * run):
+                v = vals[:, g : g + 4 * run]
+                order = np.argsort(~_total_key(v), axis=-1, kind="stable")
+                out_v[:, g : g + 4 * run] = np.take_along_axis(v, order, -1)
+                out_i[:, g : g + 4 * run] = np.take_along_axis(ids[:, g : g + 4 * run], order, -1)
+            _put_structs(vd(core, item), out_v, out_i, per)
+
+        return mrgsort
     if op == "TEXPANDS":
         raw = ins.args[1]
         assert isinstance(raw, float)

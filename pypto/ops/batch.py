@@ -155,6 +155,17 @@ def take(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any
     return _bind("take", args, axis=params["axis"] % (len(args[0].shape) - 1) + 1)
 
 
+@register_rule("batch", "argsort_last")
+def argsort_last(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
+    return _bind("argsort_last", args, **params)  # the last axis stays last
+
+
+@register_rule("batch", "permute_last")
+def permute_last(args: list[V], batched: list[bool], size: int, out: AVal) -> V:
+    parts = [a if b else broadcast_batch(a, size) for a, b in zip(args, batched, strict=True)]
+    return _bind("permute_last", parts)
+
+
 def per_example(
     name: str, args: Sequence[V], batched: Sequence[bool], size: int, out: AVal, **params: Any
 ) -> V:

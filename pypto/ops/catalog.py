@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from pypto.ops.table import OPS, Op
 
-_KIND_ORDER = ("elementwise", "reduce", "scan", "matmul", "layout", "kernel", "call", "composite")
+_KIND_ORDER = (
+    "elementwise",
+    "reduce",
+    "scan",
+    "sort",
+    "matmul",
+    "layout",
+    "kernel",
+    "call",
+    "composite",
+)
 
 
 def _dtypes(op: Op) -> str:

@@ -905,6 +905,186 @@ def cumsum(x: Any, axis: int | None = None) -> Any:
     return api.cast(v, out_d) if out_d is not work else v
 
 
+def _last_axis(v: Any, a: int, fn: Callable[[Any], Any]) -> Any:
+    """``fn`` applied with axis ``a`` moved last, the result's last axis moved back."""
+    nd = len(v.shape)
+    perm = (*(i for i in range(nd) if i != a), a)
+    if a != nd - 1:
+        v = api.transpose(v, perm)
+    r = fn(v)
+    if a != nd - 1:
+        r = api.transpose(r, tuple(perm.index(i) for i in range(nd)))
+    return r
+
+
+def _sort_keys(op: str, x: Any, axis: int | None) -> tuple[Any, int]:
+    """``x`` (flattened when ``axis`` is None) with bools and int8 as int32, and its axis."""
+    v = api.asvalue(x, op)
+    if axis is None:
+        v, a = api.reshape(v, (-1,)), 0
+    else:
+        a = _axis(op, v, axis)
+    if v.dtype in (dt.bool_, dt.int8):  # type: ignore[attr-defined]
+        v = api.cast(v, dt.int32)
+    return v, a
+
+
+def _argsort(v: Any, order: str) -> Any:
+    return dispatch.bind(OPS["argsort_last"], (v,), {"order": order})
+
+
+def _permute(v: Any, idx: Any) -> Any:
+    return dispatch.bind(OPS["permute_last"], (v, idx), {})
+
+
+def _argsort_jax(
+    x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool = False
+) -> Any:
+    return jnp.argsort(x, axis=axis, stable=True, descending=descending)
+
+
+@_composite("argsort", "indices that sort along an axis (stable), int32", _argsort_jax)
+def argsort(x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool = False) -> Any:
+    """The int32 indices that sort ``x`` along ``axis`` (of the flattened tensor when None),
+    as ``jnp.argsort(x, axis, stable=True, descending=...)``: equal elements keep their order,
+    ``-0.0`` equals ``0.0``, NaN sorts above ``+inf`` (first when descending). The sort is
+    always stable (``stable=False`` is accepted and gives the same order).
+
+    Compiled, each row is sorted in UB: blocks of 32 by ``TSORT32``, then 4-way merges
+    (``TMRGSORT``) of ever longer runs; int32 keys take two passes (their low 12 bits, then the
+    rest), since the sorting unit compares floats.
+
+    >>> import pypto as pto
+    >>> pto.argsort(pto.tensor([3.0, 1.0, 2.0, 1.0])).numpy()
+    array([1, 3, 2, 0], dtype=int32)
+    >>> pto.argsort(pto.tensor([3, 1, 2, 1]), descending=True).numpy()
+    array([0, 2, 1, 3], dtype=int32)
+    """
+    rules.flag("argsort", "stable", stable)
+    v, a = _sort_keys("argsort", x, axis)
+    order = "descending" if rules.flag("argsort", "descending", descending) else "ascending"
+    return _last_axis(v, a, lambda r: _argsort(r, order))
+
+
+def _sort_jax(
+    x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool = False
+) -> Any:
+    return jnp.sort(x, axis=axis, stable=True, descending=descending)
+
+
+@_composite("sort", "sorted along an axis", _sort_jax)
+def sort(x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool = False) -> Any:
+    """``x`` sorted along ``axis`` (of the flattened tensor when None), as ``jnp.sort``: NaN
+    last (first when descending, which is the ascending result reversed).
+
+    The values are ``x`` reordered by :func:`argsort`'s permutation, so the gradient routes
+    each output's cotangent back to the element it came from.
+
+    >>> import pypto as pto
+    >>> pto.sort(pto.tensor([[3.0, 1.0, 2.0]]), descending=True).numpy()
+    array([[3., 2., 1.]], dtype=float32)
+    """
+    v0 = api.asvalue(x, "sort")
+    if axis is None:
+        v0, axis = api.reshape(v0, (-1,)), 0
+    keys, a = _sort_keys("sort", v0, axis)
+    rules.flag("sort", "stable", stable)
+    desc = rules.flag("sort", "descending", descending)
+    nd = len(v0.shape)  # type: ignore[attr-defined]
+    perm = (*(i for i in range(nd) if i != a), a)
+    if a != nd - 1:  # bools and int8 sort by their int32 keys and keep their dtype
+        same = keys is v0
+        v0 = api.transpose(v0, perm)
+        keys = v0 if same else api.transpose(keys, perm)
+    out = _permute(v0, _argsort(keys, "ascending"))
+    if desc:
+        out = api.getitem(out, (Ellipsis, slice(None, None, -1)))
+    if a != nd - 1:
+        out = api.transpose(out, tuple(perm.index(i) for i in range(nd)))
+    return out
+
+
+def _top_k_jax(x: Any, k: int) -> Any:
+    return tuple(jax.lax.top_k(x, k))
+
+
+@_composite("top_k", "the k largest along the last axis and their indices", _top_k_jax)
+def top_k(x: Any, k: int) -> tuple[Any, Any]:
+    """``(values, indices)`` of the ``k`` largest elements of each row (last axis), largest
+    first, as ``jax.lax.top_k``: IEEE total order (``+NaN`` above ``+inf``, ``0.0`` above
+    ``-0.0``, ``-NaN`` below ``-inf``), equal elements lowest index first.
+
+    >>> import pypto as pto
+    >>> v, i = pto.top_k(pto.tensor([1.0, 4.0, 2.0, 4.0]), 2)
+    >>> v.numpy(), i.numpy()
+    (array([4., 4.], dtype=float32), array([1, 3], dtype=int32))
+    """
+    v0 = api.asvalue(x, "top_k")
+    if not v0.shape:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"top_k of a 0-d tensor {api._aval(v0)}: it runs along the last axis",
+            op="top_k",
+            hint="reshape to 1-d first",
+        )
+    v, _ = _sort_keys("top_k", v0, -1)
+    n = v.shape[-1]
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k <= n:
+        raise ShapeError(
+            f"k = {k!r} for a last axis of {n} ({api._aval(v0)})",
+            op="top_k",
+            hint=f"k is an int in [0, {n}]",
+        )
+    k = int(k)
+    ids = None  # each value's index in the row (None: its position)
+    while v.shape[-1] > TOP_K_BLOCK and k <= TOP_K_BLOCK // 4:
+        v, ids = _top_k_candidates(v, ids, k)
+    perm = _argsort(v, "total")
+    head = (Ellipsis, slice(0, k))
+    vals = api.getitem(_permute(v, perm), head)
+    ids = perm if ids is None else _permute(ids, perm)
+    if vals.dtype is not v0.dtype:  # type: ignore[attr-defined]
+        vals = api.cast(vals, v0.dtype)  # type: ignore[attr-defined]  # int32 keys of int8, bool
+    return vals, api.getitem(ids, head)
+
+
+TOP_K_BLOCK = 2048
+"""Rows longer than this take their top k in stages (when k is at most a quarter of it): the
+top k of each block, then the top k of those candidates. The result is exact; compiled, every
+sort is then of rows that fit a vector core's buffer."""
+
+
+def _smallest(d: dt.DType) -> np.ndarray:
+    """The value below every other of ``d`` in IEEE total order: a NaN with the sign and every
+    payload bit set (the least int for integers)."""
+    if d is dt.int32:
+        return np.array(np.iinfo(np.int32).min, np.int32)
+    return np.array(2 ** (8 * d.itemsize) - 1, f"u{d.itemsize}").view(d.np)
+
+
+def _top_k_candidates(v: Any, ids: Any, k: int) -> tuple[Any, Any]:
+    """The top ``k`` of each block of ``TOP_K_BLOCK`` along the last axis, with their indices,
+    in block order (so equal values stay in index order). The last block is padded with the
+    smallest value, which sorts after every element of the row, equal ones included."""
+    *lead, n = v.shape
+    b = TOP_K_BLOCK
+    nb = -(-n // b)
+    pad = nb * b - n
+    if pad:
+        fill = api.broadcast_to(api.asvalue(_smallest(v.dtype)), (*lead, pad))
+        v = api.concat([v, fill], -1)
+        if ids is not None:
+            ids = api.concat([ids, api.broadcast_to(api.asvalue(np.int32(0)), (*lead, pad))], -1)
+    vb = api.reshape(v, (*lead, nb, b))
+    perm = _argsort(vb, "total")
+    head = (Ellipsis, slice(0, k))
+    cand = api.getitem(_permute(vb, perm), head)
+    if ids is None:
+        where = api.add(api.getitem(perm, head), np.arange(0, nb * b, b, np.int32)[:, None])
+    else:
+        where = api.getitem(_permute(api.reshape(ids, (*lead, nb, b)), perm), head)
+    return api.reshape(cand, (*lead, nb * k)), api.reshape(where, (*lead, nb * k))
+
+
 def _numbers(op: str, x: Any, y: Any) -> list[Any]:
     """``x`` and ``y`` promoted to their common dtype, which must not be bool (JAX's
     division functions refuse bools too)."""

@@ -190,6 +190,8 @@ class TensorSurface(Value):
     clip = composite.clip
     squeeze = composite.squeeze
     cumsum = composite.cumsum
+    sort = composite.sort
+    argsort = composite.argsort
     prod = composite.prod
     swapaxes = composite.swapaxes
 

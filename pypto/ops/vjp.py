@@ -35,6 +35,7 @@ from pypto import dtypes as dt
 from pypto.core import dispatch
 from pypto.ops import api, layout
 from pypto.ops.reduce import SCAN_ADD
+from pypto.ops.sorting import ARGSORT_LAST, PERMUTE_LAST
 from pypto.ops.table import register_rule, require_rule
 
 # Rules are named after their ops (so abs, max, ... are shadowed here: use builtins.abs).
@@ -403,6 +404,15 @@ def take(ct: V, x: V, indices: V, *, out: V, axis: int) -> Cts:
     post = math.prod(x.shape[axis + 1 :])
     g = api.matmul(one_hot, api.reshape(ct, (pre, k, post)))  # [pre, n, post]
     return (api.reshape(g, x.shape), None)
+
+
+@register_rule("vjp", "permute_last")
+@_floats_only
+def permute_last(ct: V, x: V, idx: V, *, out: V) -> Cts:
+    """Each element's cotangent is the one of the position it moved to: the cotangent
+    reordered by the inverse permutation (the permutation's own ascending argsort)."""
+    inv = dispatch.bind(ARGSORT_LAST, (idx,), {"order": "ascending"})
+    return (dispatch.bind(PERMUTE_LAST, (ct, inv), {}), None)
 
 
 # Normalisations, whole: the graph's autodiff applies these where it finds the idiom of a

@@ -5,7 +5,7 @@ tile language of hand-written kernels (``pto.tile.load``, ``pto.tile.matmul`` ..
 Importing this package registers the tile rules of every op into the op table.
 """
 
-from pypto.tile import attention, language, layout, reduce, rules, scan  # noqa: F401  (registration)
+from pypto.tile import attention, language, layout, reduce, rules, scan, sort  # noqa: F401  (registration)
 
 # the matmul rules register on import; the name ``matmul`` is the tile language's
 from pypto.tile import matmul as _matmul_rules  # noqa: F401

@@ -110,7 +110,7 @@ class TStore:
         return f"tstore %{self.tensor}[{self.row} : +{r}, {self.col} : +{c}], {self.src.ref}"
 
 
-TArg = TileVar | float | Cond | Expr
+TArg = TileVar | float | int | Cond | Expr
 
 
 @dataclass(frozen=True, slots=True)

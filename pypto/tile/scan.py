@@ -27,7 +27,7 @@ from pypto.tile.lower import KernelRule, Lowering, relayout, window
 __all__: list[str] = []
 
 
-def _rows_per_tile(R: int, cap: int) -> int:
+def rows_per_tile(R: int, cap: int) -> int:
     """The largest divisor of ``R`` up to ``cap`` (so every grid point has whole tiles)."""
     return max(t for t in range(1, max(1, min(R, cap)) + 1) if R % t == 0)
 
@@ -50,7 +50,7 @@ def _scan(lw: Lowering, e: Eqn) -> None:
     # constant index tile) in half a copy tile, so that they and the double buffers fit UB
     tb = tile_bytes(lw.machine) // 2
     w = min(n, max(1, tb // 4 // 4))
-    tr = _rows_per_tile(R, max(1, tb // (w * 4)))
+    tr = rows_per_tile(R, max(1, tb // (w * 4)))
     grid = (("r", R // tr),) if R // tr > 1 else (("r", 1),)
     row = Expr.reg("r") * tr if R // tr > 1 else Expr()
     pre: list[Stmt] = []

@@ -76,6 +76,9 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     ("prod", lambda x: pto.prod(pto.tanh(x) * 0.05 + 1.0, 0) if x.ndim > 1 else x),
     ("tril", lambda x: pto.tril(x, -1) + pto.triu(pto.tanh(x)) if x.ndim > 1 else x),
     ("flip-sign", lambda x: pto.flip(x) * pto.sign(x) if x.ndim else x),
+    # sorts down the first axis and along the last (top_k of the whole row: total order)
+    ("sort", lambda x: pto.sort(x, 0, descending=True) if x.ndim else x),
+    ("top_k", lambda x: pto.top_k(x, x.shape[-1])[0] * 0.5 if x.ndim else x),
     ("einsum", lambda x: _einsum(x)),
     # accurate near zero (stop-gradient corrections inside), and a mask from a NaN test
     ("expm1∘tanh", lambda x: pto.expm1(pto.tanh(x))),

@@ -48,6 +48,8 @@ UNARY: dict[str, Callable[[Any], Any]] = {
     "sign": lambda x: pto.sign(x) * x - pto.square(x),
     "tri": lambda x: pto.tril(x) - pto.triu(x, 1) if x.ndim > 1 else x,
     "flip": lambda x: pto.flip(x) + pto.swapaxes(x, 0, -1).T if x.ndim else x,
+    "sort": lambda x: pto.sort(x, -1) - pto.argsort(x, 0).astype(x.dtype) if x.ndim else x,
+    "top_k": lambda x: pto.top_k(x, x.shape[-1])[1].astype(x.dtype) * x if x.ndim else x,
 }
 BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "add": pto.add,

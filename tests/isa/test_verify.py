@@ -94,6 +94,27 @@ def core(kind: str, *lines: str) -> str:
             "src is f32, dst is f16",
         ),
         (
+            core("aiv", "TSORT32 UB[0]:i32[8,64], UB[0x400]:i32[8,32], UB[0x800]:i32[8,32]"),
+            "TSORT32 sorts f32 or f16 values: src is i32",
+        ),
+        (
+            core("aiv", "TSORT32 UB[0]:f32[8,40], UB[0x400]:f32[8,20], UB[0x800]:i32[8,20]"),
+            "TSORT32 sorts blocks of 32: src has 20 columns",
+        ),
+        (
+            core("aiv", "TSORT32 UB[0]:f32[8,32], UB[0x400]:f32[8,32], UB[0x800]:i32[8,32]"),
+            "writes its structures to [8,64], not [8, 32]",
+        ),
+        (
+            core("aiv", "TSORT32 UB[0]:f16[8,128], UB[0x400]:f16[8,32], UB[0x800]:f32[8,32]"),
+            "the index tile must be i32[8, 32] like src, got f32[8, 32]",
+        ),
+        (
+            core("aiv", "TMRGSORT UB[0]:f32[8,64], UB[0x800]:f32[8,32], 32"),
+            "TMRGSORT of runs of 32 structures: src [8, 32] and dst [8, 64]",
+        ),
+        (core("aiv", "TMRGSORT UB[0]:f16[8,64], UB[0x800]:f16[8,64], 0"), "runs of 0 structures"),
+        (
             core("aic", "TTRANS L1[0]:f16[32,16], L1[0x400]:f16[16,32]"),
             "TTRANS from L1 writes L0A or L0B, not L1",
         ),

@@ -207,6 +207,61 @@ def test_gather_index_outside_the_source_tile(sim) -> None:
     assert "pipe V" in msg and "TGATHER" in msg and "aiv1" in msg
 
 
+def _sort_values(dtype) -> np.ndarray:
+    """[16, 160] values with ties, signed zeros, infinities and NaNs of both signs."""
+    pool = np.array([1.5, -2.0, 0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 3.0, 1.5], F32)
+    x = RNG.choice(pool, (16, 160))
+    x[:, ::7] = RNG.standard_normal((16, 23))
+    return x.astype(dtype)
+
+
+def _desc_total(row: np.ndarray) -> list[int]:
+    """Positions of ``row`` sorted descending in IEEE total order, equal values in order
+    (written independently of the simulator: a class for each NaN sign, then value and the
+    sign of zero)."""
+
+    def key(j: int) -> tuple[float, float, float]:
+        v = float(row[j])
+        neg = math.copysign(1.0, v) < 0
+        if math.isnan(v):
+            return (0.0 if neg else 2.0, 0.0, 0.0)
+        return (1.0, v, 0.0 if neg else 1.0)
+
+    return sorted(range(len(row)), key=lambda j: tuple(-c for c in key(j)))
+
+
+def _structs(tile: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """The (value, index) structures of a sort's output tile."""
+    words = np.ascontiguousarray(tile).view(np.uint32)
+    vals = words[:, 0::2] if np.dtype(dtype) == F32 else words[:, 0::2].astype(np.uint16)
+    assert np.dtype(dtype) == F32 or not (words[:, 0::2] >> 16).any()  # f16: two zero bytes
+    return vals.view(dtype), words[:, 1::2].view(np.int32)
+
+
+@pytest.mark.parametrize("dtype", [F32, np.float16], ids=["f32", "f16"])
+def test_sort32_and_merge(sim, dtype) -> None:
+    """TSORT32 sorts each block of 32 (descending, total order, stable) carrying the index
+    tile; TMRGSORT merges runs of 32 four at a time (160 columns: one group of four runs,
+    and a last group of one run)."""
+    x = _sort_values(dtype)
+    idx = RNG.integers(-(2**31), 2**31 - 1, (16, 160)).astype(np.int32)
+    per = 8 // np.dtype(dtype).itemsize
+    tmp = f"UB[0x10000]:{short(np.dtype(dtype))}[8,{160 * per}]"
+    for merge, groups in ((False, 32), (True, 128)):
+        line = "TSORT32 {o}, {i0}, {i1}"
+        if merge:
+            line = f"TSORT32 {tmp}, {{i0}}, {{i1}}\n  TMRGSORT {{o}}, {tmp}, 32"
+        got = run_vector(sim, line, [(x, False), (idx, False)], dtype, 8, 160 * per)
+        for g, hx, hi in zip(got, halves(x), halves(idx)):
+            vals, ids = _structs(g, dtype)
+            for r in range(8):
+                want = [
+                    b + j for b in range(0, 160, groups) for j in _desc_total(hx[r, b : b + groups])
+                ]
+                np.testing.assert_array_equal(ids[r], hi[r, want])
+                assert vals[r].tobytes() == hx[r, want].tobytes()  # bits: NaN signs, -0.0
+
+
 @pytest.mark.parametrize(
     ("src", "dst"),
     [

@@ -1002,6 +1002,68 @@ def _cumsum(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, jitted(ref(name), ("axis",))(a, axis=axis), n, what=f"cumsum axis={axis}")
 
 
+_SORT_SPECIALS = (np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0)
+
+
+@case("sort", "argsort", dtypes=DTYPES, group="heavy")
+def _sort(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    # small integers make ties (stability); signed zeros and NaNs of both signs (JAX counts
+    # them equal); integers over the whole range (two radix passes on the NPU)
+    ints = data.draw(st.sampled_from([(-3, 3), (-(2**31), 2**31 - 1)]), label="ints")
+    a = values(data, dtype, shape, -3.0, 3.0, ints=ints, specials=_SORT_SPECIALS)
+    (x,) = operands(data, [a])
+    nd = len(shape)
+    axis = data.draw(st.none() | st.integers(-nd, nd - 1) if nd else st.none(), label="axis")
+    desc = data.draw(st.booleans(), label="descending")
+    if isinstance(x, pto.Tensor) and data.draw(st.booleans(), label="method"):
+        out = getattr(x, name)(axis, descending=desc)
+    else:
+        out = getattr(pto, name)(x, axis=axis, descending=desc)
+    want = jitted(ref(name), ("axis", "descending"))(a, axis=axis, descending=desc)
+    assert_matches(out, want, what=f"{name} axis={axis} descending={desc}")
+
+
+@case("top_k", dtypes=DTYPES, group="heavy")
+def _top_k(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    ints = data.draw(st.sampled_from([(-3, 3), (-(2**31), 2**31 - 1)]), label="ints")
+    a = values(data, dtype, shape, -3.0, 3.0, ints=ints, specials=_SORT_SPECIALS)
+    (x,) = operands(data, [a])
+    k = data.draw(st.integers(0, shape[-1]), label="k")
+    vals, idx = pto.top_k(x, k)
+    want_v, want_i = jitted(ref(name), ("k",))(a, k=k)
+    assert_matches(idx, want_i, what=f"top_k k={k} indices")
+    assert_matches(vals, want_v, what=f"top_k k={k} values")
+
+
+@case("argsort_last", dtypes=(pto.float32, pto.float16, pto.bfloat16, pto.int32), group="heavy")
+def _argsort_last(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    ints = data.draw(st.sampled_from([(-3, 3), (-(2**31), 2**31 - 1)]), label="ints")
+    a = values(data, dtype, shape, -3.0, 3.0, ints=ints, specials=_SORT_SPECIALS)
+    x = as_input(data, a, allow_numpy=False)
+    order = data.draw(st.sampled_from(["ascending", "descending", "total"]), label="order")
+    out = dispatch.bind(OPS[name], (x,), {"order": order})  # internal: sort's core
+    assert_matches(out, jitted(ref(name), ("order",))(a, order=order), what=f"order={order}")
+
+
+@case("permute_last", dtypes=DTYPES, group="heavy")
+def _permute_last(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    a = values(data, dtype, shape, specials=(np.nan, np.inf))
+    perm = rng(data).permuted(np.broadcast_to(np.arange(shape[-1]), shape), axis=-1)
+    perm = perm.astype(np.int32)
+    x, p = as_input(data, a, allow_numpy=False), pto.tensor(perm)
+    out = dispatch.bind(OPS[name], (x, p), {})  # internal: sort's values
+    assert_matches(out, jitted(ref(name))(a, perm), what="permute_last")
+    if a.size:  # an index outside the row is refused eagerly
+        bad = perm.copy()
+        bad.flat[0] = shape[-1]
+        with pytest.raises(pto.BoundsError, match="out of range for the last axis"):
+            dispatch.bind(OPS[name], (x, pto.tensor(bad)), {})
+
+
 @case("prod", dtypes=DTYPES, group="heavy")
 def _prod(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(), label="shape")

@@ -52,3 +52,12 @@ def test_the_take_kernel_shown_is_what_the_compiler_prints() -> None:
     isa = str(pto.jit(lambda x, i: pto.take(x, i, axis=0), machine="tiny").lower(x, i).isa)
     isa = re.sub(r'  loc\("[^"]*"\)', "", isa)
     assert shown in isa, "the take kernel in docs/lowering.md is stale"
+
+
+def test_the_sort_kernel_shown_is_what_the_compiler_prints() -> None:
+    (shown,) = [
+        b for b in re.findall(r"```text\n(.*?)```", DOC.read_text(), flags=re.S) if "tsort32" in b
+    ]
+    x = np.zeros((4, 40), np.float32)
+    (k,) = pto.jit(lambda x: pto.argsort(x), machine="tiny").lower(x).tile_ir.kernels
+    assert shown.rstrip("\n") == re.sub(r"\s+#.*", "", str(k)), "the sort kernel is stale"

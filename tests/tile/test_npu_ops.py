@@ -159,6 +159,33 @@ CASES: dict[str, Case] = {
     "left_shift": (lambda x, y: (x << (y + 4), x << 3), [(X, "i"), (ROW, "i")], I),
     "right_shift": (lambda x, y: (x >> (y + 4), x >> 1), [(X, "i"), (ROW, "i")], I),
     "prod": (lambda x: (pto.prod(x, 1), x.prod(0) * 2, pto.prod(x[:, :3])), [(X, "n")], F + I),
+    # rows of 40 (padded to 64 for the sorting unit) and of 6; small integers make ties, log
+    # makes NaN and -inf, x * 0 signed zeros
+    "sort": (
+        lambda x: (pto.sort(x), pto.sort(pto.log(x), 0, descending=True), (x * 0.0).sort()),
+        [(X, "i")],
+        F + I,
+    ),
+    "argsort": (
+        lambda x: (
+            pto.argsort(x),
+            pto.argsort(pto.log(x), 0, descending=True),
+            (x * 0.0).argsort(),
+        ),
+        [(X, "i")],
+        F + I,
+    ),
+    "top_k": (lambda x: (*pto.top_k(x, 5), *pto.top_k(x.T * 0.0, 6)), [(X, "i")], F + I),
+    # int32 keys wider than f32's mantissa: two radix passes
+    "argsort_last": (
+        lambda x: (
+            pto.argsort(x.astype(pto.int32) * 999_983 + 5, descending=True),
+            pto.top_k(x.astype(pto.int32) * -999_983, 3)[1],
+        ),
+        [(X, "i")],
+        F + I,
+    ),
+    "permute_last": (lambda x: pto.sort(x * 2, 0) + 1, [(X, "n")], F + I),
     "one_hot": (lambda i: pto.one_hot(i, 8) * 2, [((5, 3), "x")], (pto.int32,)),
     "log1p": (lambda x: (pto.log1p(x * 1e-4), pto.log1p(pto.abs(x) * 3)), [(X, "n")], F),
     "expm1": (lambda x: (pto.expm1(x * 1e-4), pto.expm1(x * 3)), [(X, "n")], F),

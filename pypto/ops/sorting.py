@@ -1,0 +1,168 @@
+"""Sorting primitives along the last axis: ``argsort_last`` and ``permute_last``.
+
+``pto.sort``, ``pto.argsort`` and ``pto.top_k`` are composites over these two: the axis is
+moved last, ``argsort_last`` gives each row's permutation, and ``permute_last`` applies it (the
+values of a sort, the gather whose VJP is the inverse permutation).
+
+Orders, as JAX's: ``order="ascending"`` and ``"descending"`` are stable (equal elements keep
+their order), count ``-0.0`` equal to ``0.0`` and every NaN equal and above ``+inf``
+(``jnp.argsort``); ``order="total"`` is descending in IEEE total order (``-NaN < -inf < … < -0.0
+< 0.0 < … < +inf < +NaN``, equal elements lowest index first), as ``jax.lax.top_k``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core.errors import BoundsError, DTypeError, ShapeError
+from pypto.ops import rules
+from pypto.ops.table import AVal, Cost, Op, Shape, register
+
+__all__ = ["ARGSORT_LAST", "ORDERS", "PERMUTE_LAST", "total_order_key"]
+
+ORDERS = ("ascending", "descending", "total")
+_DTYPES = (dt.float32, dt.float16, dt.bfloat16, dt.int32)
+
+
+def total_order_key(x: np.ndarray) -> np.ndarray:
+    """int32 keys ordered as ``x`` in IEEE total order (integers are their own keys).
+
+    >>> total_order_key(np.array([-0.0, 0.0, -np.inf], np.float32)).argsort().tolist()
+    [2, 0, 1]
+    """
+    if x.dtype.kind in "iub":
+        return x.astype(np.int32)
+    b = x.astype(np.float32).view(np.int32)
+    return b ^ ((b >> 31) & np.int32(0x7FFFFFFF))
+
+
+def _rows(name: str, x: AVal) -> None:
+    if x.ndim == 0:
+        raise ShapeError(
+            f"{name} of a 0-d tensor {x}: it runs along the last axis",
+            op=name,
+            hint="reshape to 1-d first",
+        )
+
+
+def _argsort_dtype(x: AVal, *, order: str) -> dt.DType:
+    if order not in ORDERS:
+        raise ShapeError(f"order must be one of {ORDERS}, got {order!r}", op="argsort_last")
+    if x.dtype not in _DTYPES:
+        raise DTypeError(
+            f"argsort_last sorts f32, f16, bf16 and i32, got {x}",
+            op="argsort_last",
+            hint="pto.argsort converts bools and int8 to int32",
+        )
+    return dt.int32
+
+
+def _argsort_shape(x: AVal, *, order: str) -> Shape:
+    _rows("argsort_last", x)
+    return x.shape
+
+
+def _argsort_impl(x: np.ndarray, *, order: str) -> np.ndarray:
+    if x.dtype.kind == "f" or x.dtype == dt.bfloat16.np:
+        f = x.astype(np.float32)
+        if order != "total":  # -0.0 as 0.0 and every NaN the same (positive) NaN
+            f = np.where(f == 0, np.float32(0), f)
+            f = np.where(np.isnan(f), np.float32(np.nan), f)
+        key = total_order_key(f)
+    else:
+        key = x.astype(np.int32)
+    # ~key reverses int32 order without overflow: a stable descending sort
+    return np.argsort(key if order == "ascending" else ~key, axis=-1, kind="stable").astype(
+        np.int32
+    )
+
+
+def _argsort_jax(x: Any, *, order: str) -> Any:
+    if order == "total":
+        return jax.lax.top_k(x, x.shape[-1])[1]
+    return jnp.argsort(x, axis=-1, stable=True, descending=order == "descending")
+
+
+def _sort_cost(x: AVal, *, out: AVal, **params: Any) -> Cost:
+    n = x.shape[-1] if x.ndim else 1
+    # a merge sort's comparisons: n·log2(n) per row
+    return Cost(
+        flops=x.size * max(1, math.ceil(math.log2(max(n, 2)))),
+        unit="vector",
+        bytes_in=x.nbytes,
+        bytes_out=out.nbytes,
+    )
+
+
+ARGSORT_LAST = register(
+    Op(
+        name="argsort_last",
+        kind="sort",
+        doc="the permutation that sorts each row (last axis), int32: stable ascending or "
+        "descending (±0 equal, NaN above inf), or descending in IEEE total order (top_k's)",
+        shape_rule=_argsort_shape,
+        dtype_rule=_argsort_dtype,
+        impl=_argsort_impl,
+        jax_impl=_argsort_jax,
+        cost_rule=_sort_cost,
+        dtypes=_DTYPES,
+        differentiable=False,
+    )
+)
+
+
+def _permute_shape(x: AVal, idx: AVal) -> Shape:
+    _rows("permute_last", x)
+    if idx.shape != x.shape:
+        raise ShapeError(
+            f"the permutation must have the shape of the tensor: {rules.show((x, idx))}",
+            op="permute_last",
+        )
+    return x.shape
+
+
+def _permute_dtype(x: AVal, idx: AVal) -> dt.DType:
+    if idx.dtype is not dt.int32:
+        raise DTypeError(
+            f"the permutation must be int32: {rules.show((x, idx))}",
+            op="permute_last",
+            hint="use pto.argsort's result",
+        )
+    return x.dtype
+
+
+def _permute_impl(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    n = x.shape[-1]
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        bad = int(idx.max()) if idx.max() >= n else int(idx.min())
+        raise BoundsError(
+            f"index {bad} is out of range for the last axis of size {n}",
+            op="permute_last",
+            hint=f"a permutation holds each of 0 … {n - 1} once",
+        )
+    return np.take_along_axis(x, idx, -1)
+
+
+def _permute_jax(x: Any, idx: Any) -> Any:
+    return jnp.take_along_axis(x, idx, axis=-1)
+
+
+PERMUTE_LAST = register(
+    Op(
+        name="permute_last",
+        kind="sort",
+        doc="each row (last axis) reordered by a permutation of its positions: "
+        "out[..., j] = x[..., idx[..., j]] (sort's values; its VJP is the inverse permutation)",
+        shape_rule=_permute_shape,
+        dtype_rule=_permute_dtype,
+        impl=_permute_impl,
+        jax_impl=_permute_jax,
+        cost_rule=rules.movement_cost,
+    )
+)
