@@ -1042,8 +1042,8 @@ def top_k(x: Any, k: int) -> tuple[Any, Any]:
     head = (Ellipsis, slice(0, k))
     vals = api.getitem(_permute(v, perm), head)
     ids = perm if ids is None else _permute(ids, perm)
-    if vals.dtype is not v0.dtype:  # type: ignore[attr-defined]
-        vals = api.cast(vals, v0.dtype)  # type: ignore[attr-defined]  # int32 keys of int8, bool
+    if vals.dtype is not v0.dtype:  # the int32 keys of int8 and bool
+        vals = api.cast(vals, v0.dtype)
     return vals, api.getitem(ids, head)
 
 
@@ -1066,7 +1066,7 @@ def _top_k_candidates(v: Any, ids: Any, k: int) -> tuple[Any, Any]:
     in block order (so equal values stay in index order). The last block is padded with the
     smallest value, which sorts after every element of the row, equal ones included."""
     *lead, n = v.shape
-    b = TOP_K_BLOCK
+    b: int = TOP_K_BLOCK
     nb = -(-n // b)
     pad = nb * b - n
     if pad:
@@ -1079,7 +1079,7 @@ def _top_k_candidates(v: Any, ids: Any, k: int) -> tuple[Any, Any]:
     head = (Ellipsis, slice(0, k))
     cand = api.getitem(_permute(vb, perm), head)
     if ids is None:
-        where = api.add(api.getitem(perm, head), np.arange(0, nb * b, b, np.int32)[:, None])
+        where = api.add(api.getitem(perm, head), (np.arange(nb, dtype=np.int32) * b)[:, None])
     else:
         where = api.getitem(_permute(api.reshape(ids, (*lead, nb, b)), perm), head)
     return api.reshape(cand, (*lead, nb * k)), api.reshape(where, (*lead, nb * k))
