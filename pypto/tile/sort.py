@@ -23,17 +23,20 @@ order and sorted carrying its permutation. Both passes are stable, so the second
 first's order among equal high parts — a radix sort of two digits.
 
 ``permute_last`` loads a row block and its permutation and gathers with one ``TGATHER``
-(indices offset by each row's start).
+(indices offset by each row's start). A sort's values — ``permute_last`` of the sorted input
+by its own permutation — are gathered in the argsort kernel instead, from the rows it holds
+in UB, and the permutation is stored only if something else reads it.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from pypto import dtypes as dt
-from pypto.core.errors import TileError
+from pypto.core.errors import SourceLoc, TileError
 from pypto.graph.ir import Eqn, Var
 from pypto.isa.ir import Cond, Expr, Space
 from pypto.ops.table import register_rule
@@ -54,18 +57,143 @@ _LO_BITS = 12
 """The low digit of an int32 key; the high one (20 bits) and the low one are exact in f32."""
 
 
-def _bits_row(bits: int, n: int) -> np.ndarray:
-    return np.full((1, n), bits, np.uint32).view(np.float32)
+def _bits_col(bits: int, rows: int) -> np.ndarray:
+    """A ``[rows, 1]`` f32 column of the bit pattern ``bits`` (a select broadcasts it)."""
+    return np.full((rows, 1), bits, np.uint32).view(np.float32)
 
 
-def _sort_bytes(n: int, npad: int, d: dt.DType, two: bool) -> int:
-    """UB bytes one row needs: the input and the permutation twice (double buffers), the keys,
-    the two structure buffers and the constant index rows (a second pass adds its keys, first
-    permutation and gather indices)."""
-    b = 2 * n * d.itemsize + 3 * n * 4 + npad * 4 * 3 + npad * 8 * 2
-    if two:
-        b += npad * 4 * 5
-    return b
+@dataclass
+class _SortKernel:
+    """The statements of one grid point of a sort of ``[tr, n]`` rows, before the GM buffers are
+    known: constant tiles are listed with their data, loads and stores name ``x``, ``perm`` and
+    ``vals`` (``vals`` when the sort's values are gathered too)."""
+
+    consts: list[tuple[TileVar, np.ndarray]]
+    body: list[Stmt]
+
+    def ub_bytes(self, align: int) -> int:
+        """UB the tiles take without reuse, the loaded rows and stored results double-buffered:
+        at least what the Block level allocates."""
+        size: dict[str, int] = {}
+        double: set[str] = set()
+        for st in [TLoad(t, "", Expr(), Expr()) for t, _ in self.consts] + self.body:
+            for t in _tiles(st):
+                size[t.name] = max(size.get(t.name, 0), -(-t.nbytes // align) * align)
+            if isinstance(st, TStore) or (isinstance(st, TLoad) and st.tensor == "x"):
+                double |= {t.name for t in _tiles(st)}
+        return sum(size.values()) + sum(size[n] for n in double)
+
+
+def _tiles(st: Stmt) -> list[TileVar]:
+    if isinstance(st, TLoad):
+        return [st.dst]
+    if isinstance(st, TStore):
+        return [st.src]
+    assert isinstance(st, TOp)
+    return [st.dst, *(a for a in st.args if isinstance(a, TileVar))]
+
+
+def _sort_kernel(
+    n: int,
+    d: dt.DType,
+    order: str,
+    tr: int,
+    row: Expr,
+    keep: bool,
+    values: bool,
+    loc: SourceLoc | None,
+) -> _SortKernel:
+    """One grid point's sort of the rows from ``row`` (module docstring): the permutation
+    stored when ``keep``, the values gathered and stored when ``values``."""
+    npad = -(-n // 32) * 32
+    consts: dict[str, tuple[TileVar, np.ndarray]] = {}
+    body: list[Stmt] = []
+
+    def const(name: str, data: np.ndarray, dtype: dt.DType) -> TileVar:
+        """A constant tile, loaded once per core."""
+        if name not in consts:
+            t = TileVar(name, Space.UB, dtype, (data.shape[0], data.shape[1]))
+            consts[name] = (t, data)
+        return consts[name][0]
+
+    def op(name: str, dst: TileVar, *args: object) -> TileVar:
+        body.append(TOp(name, dst, args, loc))  # type: ignore[arg-type]
+        return dst
+
+    def f32(src: TileVar, name: str) -> TileVar:
+        if src.dtype is _F32:
+            return src
+        return op("TCVT", TileVar(name, Space.UB, _F32, src.shape), src)
+
+    i, j = np.arange(tr, dtype=np.int32)[:, None], np.arange(npad, dtype=np.int32)[None, :]
+    iota = const("iota", np.broadcast_to(j, (tr, npad)).copy(), _I32)
+    # the odd words of each row's structures: their indices
+    odd = (i * 2 * npad + 2 * j + 1).astype(np.int32)
+    pick = const("pick", np.ascontiguousarray(odd[:, :n]), _I32)
+
+    def keys(v: TileVar, name: str) -> TileVar:
+        """``v``'s f32 sort keys at the padded width (padding smallest); in place when ``v`` is
+        the kernel's own f32 copy."""
+        k = v if v is not xt else TileVar(name, Space.UB, _F32, (tr, n))
+        if order == "ascending":
+            op("TMULS", k, op("TADDS", k, v, 0.0), -1.0)
+        elif order != "total" and d.is_floating:
+            op("TADDS", k, v, 0.0)
+        else:
+            k = v
+        if d.is_floating and order != "total":
+            nan = TileVar("nan", Space.UB, dt.bool_, (tr, n))
+            op("TCMP", nan, v, v, Cond.NE)
+            op("TSEL", k, nan, const("nan_col", _bits_col(_NAN_BITS[order], tr), _F32), k)
+        if npad == n:
+            return k
+        spread = np.minimum(i * n + j, i * n + n - 1).astype(np.int32)
+        kp = TileVar(name + "p", Space.UB, _F32, (tr, npad))
+        op("TGATHER", kp, k, const("spread", spread, _I32))
+        cols = const("cols", np.arange(npad, dtype=np.int32)[None, :], _I32)
+        pad = op("TCMPS", TileVar("pad", Space.UB, dt.bool_, (1, npad)), cols, float(n), Cond.GE)
+        return op("TSEL", kp, pad, const("pad_col", _bits_col(_SMALLEST, tr), _F32), kp)
+
+    def sort_pass(k: TileVar, idx: TileVar) -> TileVar:
+        """The structures of ``k``'s rows sorted descending, carrying ``idx``."""
+        bufs = [TileVar(s, Space.UB, _F32, (tr, 2 * npad)) for s in ("s0", "s1")]
+        op("TSORT32", bufs[0], k, idx)
+        run, cur = 32, 0
+        while run < npad:
+            op("TMRGSORT", bufs[1 - cur], bufs[cur], run)
+            run, cur = run * 4, 1 - cur
+        return TileVar(bufs[cur].name, Space.UB, _I32, (tr, 2 * npad))
+
+    xt = TileVar("x", Space.UB, d, (tr, n))
+    body.append(TLoad(xt, "x", row, Expr(), loc))
+    if d is not _I32:
+        structs = sort_pass(keys(f32(xt, "xf"), "k"), iota)
+    else:
+        lo = op("TANDS", TileVar("lo", Space.UB, _I32, (tr, n)), xt, float(2**_LO_BITS - 1))
+        hi = op("TSHRS", TileVar("hi", Space.UB, _I32, (tr, n)), xt, float(_LO_BITS))
+        first = sort_pass(keys(f32(lo, "lof"), "klo"), iota)
+        pick1 = const("pick1", odd, _I32)
+        perm1 = op("TGATHER", TileVar("perm1", Space.UB, _I32, (tr, npad)), first, pick1)
+        rowoff = const("rowoff", np.broadcast_to(i * npad, (tr, npad)).copy(), _I32)
+        at = op("TADD", TileVar("at", Space.UB, _I32, (tr, npad)), perm1, rowoff)
+        khi = keys(f32(hi, "hif"), "khi")
+        # the high keys in the first pass's order (the padding stays last)
+        khi_s = op("TGATHER", TileVar("khis", Space.UB, _F32, (tr, npad)), khi, at)
+        structs = sort_pass(khi_s, perm1)
+    perm = op("TGATHER", TileVar("perm", Space.UB, _I32, (tr, n)), structs, pick)
+    if keep:
+        body.append(TStore("perm", row, Expr(), perm, loc))
+    if values:
+        g = gather_dtype(d)
+        rows = const("perm_rows", np.broadcast_to(i * n, (tr, n)).copy(), _I32)
+        # in place when the permutation is not stored (nothing else then reads it)
+        at = op("TADD", perm if not keep else TileVar("vat", Space.UB, _I32, (tr, n)), perm, rows)
+        src = xt if g is d else op("TCVT", TileVar("xg", Space.UB, g, (tr, n)), xt)
+        vals = op("TGATHER", TileVar("vals", Space.UB, g, (tr, n)), src, at)
+        if g is not d:
+            vals = op("TCVT", TileVar("valsd", Space.UB, d, (tr, n)), vals)
+        body.append(TStore("vals", row, Expr(), vals, loc))
+    return _SortKernel(list(consts.values()), body)
 
 
 def _argsort(lw: Lowering, e: Eqn) -> None:
@@ -79,117 +207,74 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
     lw.view(out, (R, n))
     if R * n == 0:
         return
-    npad = -(-n // 32) * 32
-    two = d is _I32
-    per_row = _sort_bytes(n, npad, d, two)
-    cap = lw.machine.ub_bytes
-    if per_row > cap:
-        longest = max(32, (cap // _sort_bytes(32, 32, d, two)) * 32)
+    m = lw.machine
+    # a sort's values (the permute_last of this input by this permutation) are gathered here,
+    # from the rows already in UB, when their tiles fit too
+    readers = [r for r in lw.func.eqns if e.out in r.inputs]
+    fused = [
+        r
+        for r in readers
+        if r.op == "permute_last"
+        and r.inputs[0] is x
+        and r.inputs[1] is e.out
+        and id(r) not in lw.skip
+    ]
+
+    def fits(n: int, tr: int, values: bool) -> bool:
+        k = _sort_kernel(n, d, order, tr, Expr(), True, values, loc)
+        return k.ub_bytes(m.align_bytes) <= m.ub_bytes
+
+    if fused and not fits(n, 1, True):
+        fused = []
+    if not fits(n, 1, bool(fused)):
+        lo, hi = 32, n  # the longest whole blocks of 32 that fit, for the hint
+        while hi - lo > 32:
+            mid = (lo + hi) // 64 * 32
+            lo, hi = (mid, hi) if fits(mid, 1, False) else (lo, mid)
         raise TileError(
-            f"a row of {n} {d.short} elements needs {per_row} bytes of UB to sort, "
-            f"{lw.machine.name} gives a sort {cap} (tensor {x.aval})",
+            f"a row of {n} {d.short} elements does not fit the {m.ub_bytes} bytes of UB of a "
+            f"vector core of {m.name} with its sort keys and buffers (tensor {x.aval})",
             op="argsort",
-            hint=f"sort along an axis of at most about {longest} elements on the NPU, "
+            hint=f"sort along an axis of at most about {lo} elements on the NPU, "
             "or use backend='interpret'",
         )
-    tr = rows_per_tile(R, max(1, cap // per_row))
-    grid = (("r", R // tr),)
+    tr = 1
+    for t in sorted({t for t in range(1, min(R, 1024) + 1) if R % t == 0}, reverse=True):
+        if fits(n, t, bool(fused)):
+            tr = t
+            break
+    keep = e.out in lw.outputs_of or len(fused) < len(readers)
     row = Expr.reg("r") * tr if R // tr > 1 else Expr()
+    k = _sort_kernel(n, d, order, tr, row, keep, bool(fused), loc)
     xbuf = lw.buffer(x)
     xv = lw.view(xbuf, (R, n))
     wdw = window(xv, n, (tr, n), row, Expr())
     if wdw is None:
         xbuf = relayout(lw, xbuf, (R, n), loc)
         wdw = (tr, n), row, Expr()
-
-    pre: list[Stmt] = []
-    consts: dict[str, TileVar] = {}
-
-    def const(name: str, data: np.ndarray, dtype: dt.DType) -> TileVar:
-        """A constant tile, loaded once per core."""
-        if name not in consts:
-            consts[name] = t = TileVar(name, Space.UB, dtype, (data.shape[0], data.shape[1]))
-            pre.append(TLoad(t, lw.const_buffer("sort_" + name, data), Expr(), Expr(), loc))
-        return consts[name]
-
-    i, j = np.arange(tr, dtype=np.int32)[:, None], np.arange(npad, dtype=np.int32)[None, :]
-    iota = const("iota", np.broadcast_to(j, (tr, npad)).copy(), _I32)
-    # the odd words of each row's structures: their indices
-    odd = (i * 2 * npad + 2 * j + 1).astype(np.int32)
-    pick = const("pick", np.ascontiguousarray(odd[:, :n]), _I32)
-
-    xt = TileVar("x", Space.UB, d, (tr, n))
-    body: list[Stmt] = [TLoad(TileVar(xt.name, Space.UB, d, wdw[0]), xbuf, wdw[1], wdw[2], loc)]
-
-    def op(name: str, dst: TileVar, *args: object) -> TileVar:
-        body.append(TOp(name, dst, args, loc))  # type: ignore[arg-type]
-        return dst
-
-    def f32(src: TileVar, name: str) -> TileVar:
-        if src.dtype is _F32:
-            return src
-        return op("TCVT", TileVar(name, Space.UB, _F32, src.shape), src)
-
-    def keys(v: TileVar, name: str, negate: bool) -> TileVar:
-        """``v``'s f32 sort keys at the padded width (padding smallest)."""
-        k = TileVar(name, Space.UB, _F32, (tr, n))
-        if negate:
-            op("TMULS", k, op("TADDS", k, v, 0.0), -1.0)
-        elif order != "total" and d.is_floating:
-            op("TADDS", k, v, 0.0)
-        else:
-            k = v
-        if d.is_floating and order != "total":
-            nan = TileVar("nan", Space.UB, dt.bool_, (tr, n))
-            op("TCMP", nan, v, v, Cond.NE)
-            op("TSEL", k, nan, const("nanrow", _bits_row(_NAN_BITS[order], n), _F32), k)
-        if npad == n:
-            return k
-        spread = np.minimum(i * n + j, i * n + n - 1).astype(np.int32)
-        kp = TileVar(name + "p", Space.UB, _F32, (tr, npad))
-        op("TGATHER", kp, k, const("spread", spread, _I32))
-        cols = const("cols", np.arange(npad, dtype=np.int32)[None, :], _I32)
-        pad = op("TCMPS", TileVar("pad", Space.UB, dt.bool_, (1, npad)), cols, float(n), Cond.GE)
-        return op("TSEL", kp, pad, const("padrow", _bits_row(_SMALLEST, npad), _F32), kp)
-
-    def sort_pass(k: TileVar, idx: TileVar) -> TileVar:
-        """The structures of ``k``'s rows sorted descending, carrying ``idx``."""
-        bufs = [TileVar(s, Space.UB, _F32, (tr, 2 * npad)) for s in ("s0", "s1")]
-        op("TSORT32", bufs[0], k, idx)
-        run, cur = 32, 0
-        while run < npad:
-            op("TMRGSORT", bufs[1 - cur], bufs[cur], run)
-            run, cur = run * 4, 1 - cur
-        return TileVar(bufs[cur].name, Space.UB, _I32, (tr, 2 * npad))
-
-    neg = order == "ascending"
-    if not two:
-        structs = sort_pass(keys(f32(xt, "xf"), "k", neg), iota)
-    else:
-        lo = op("TANDS", TileVar("lo", Space.UB, _I32, (tr, n)), xt, float(2**_LO_BITS - 1))
-        hi = op("TSHRS", TileVar("hi", Space.UB, _I32, (tr, n)), xt, float(_LO_BITS))
-        first = sort_pass(keys(f32(lo, "lof"), "klo", neg), iota)
-        perm1 = op(
-            "TGATHER",
-            TileVar("perm1", Space.UB, _I32, (tr, npad)),
-            first,
-            const("pick1", odd, _I32),
-        )
-        rowoff = const("rowoff", np.broadcast_to(i * npad, (tr, npad)).copy(), _I32)
-        at = op("TADD", TileVar("at", Space.UB, _I32, (tr, npad)), perm1, rowoff)
-        khi = keys(f32(hi, "hif"), "khi", neg)
-        # the high keys in the first pass's order (the padding stays last)
-        khi_s = op("TGATHER", TileVar("khis", Space.UB, _F32, (tr, npad)), khi, at)
-        structs = sort_pass(khi_s, perm1)
-    perm = op("TGATHER", TileVar("perm", Space.UB, _I32, (tr, n)), structs, pick)
-    body.append(TStore(out, row, Expr(), perm, loc))
+    gm = {"x": xbuf, "perm": out}
+    for r in fused:
+        gm["vals"] = lw.buffer(r.out)
+        lw.view(gm["vals"], (R, n))
+        lw.skip.add(id(r))
+    body: list[Stmt] = []
+    for st in k.body:
+        if isinstance(st, TLoad):  # the input's window
+            st = TLoad(TileVar("x", Space.UB, d, wdw[0]), xbuf, wdw[1], wdw[2], loc)
+        elif isinstance(st, TStore):
+            st = TStore(gm[st.tensor], st.row, st.col, st.src, loc)
+        body.append(st)
+    pre: list[Stmt] = [
+        TLoad(t, lw.const_buffer("sort_" + t.name, data), Expr(), Expr(), loc)
+        for t, data in k.consts
+    ]
     lw.add_kernel(
         Kernel(
             lw.fresh("argsort"),
             "sort",
-            grid,
+            (("r", R // tr),),
             (Section("aiv", tuple(body), tuple(pre)),),
-            (("rows", tr), ("cols", npad)),
+            (("rows", tr), ("cols", -(-n // 32) * 32)),
             loc=loc,
         )
     )
@@ -206,12 +291,14 @@ def _permute(lw: Lowering, e: Eqn) -> None:
     if R * n == 0:
         return
     g = gather_dtype(d)
-    per_row = n * (2 * d.itemsize + 2 * g.itemsize + 4 * 3)
-    cap = lw.machine.ub_bytes // 2
+    # the row and its permutation double-buffered, the offsets, the gathered row (and its
+    # conversions) and the stored result double-buffered
+    per_row = n * (4 * d.itemsize + 2 * 4 + 4 + 4 + 2 * g.itemsize)
+    cap = lw.machine.ub_bytes
     if per_row > cap:
         raise TileError(
             f"a row of {n} {d.short} elements needs {per_row} bytes of UB to reorder, "
-            f"{lw.machine.name} gives it {cap} (tensor {x.aval})",
+            f"{lw.machine.name} has {cap} (tensor {x.aval})",
             op="sort",
             hint="sort along a shorter axis on the NPU, or use backend='interpret'",
         )

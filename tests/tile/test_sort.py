@@ -82,11 +82,13 @@ def test_sorts_equal_jax(shape: tuple[int, ...], dtype: type, machine: str) -> N
         _same(g, w, f"output {i} of {shape} {dtype.__name__} on {machine}")
 
 
-def test_sort_isa_uses_the_sorting_unit() -> None:
-    isa = str(pto.jit(pto.sort, machine="tiny").lower(np.zeros((8, 1000), np.float32)).isa)
-    ops = [line.split()[0] for line in isa.splitlines() if line.strip()]
+def test_sort_is_one_kernel_on_the_sorting_unit() -> None:
+    low = pto.jit(pto.sort, machine="tiny").lower(np.zeros((8, 1000), np.float32))
+    assert [k.name for k in low.tile_ir.kernels] == ["argsort"]  # the values gathered there
+    ops = [line.split()[0] for line in str(low.isa).splitlines() if line.strip()]
     assert ops.count("TSORT32") == 1 and ops.count("TMRGSORT") == 3  # runs 32, 128, 512
     assert ops.count("TGATHER") == 3  # spread to 1024, the permutation, the values
+    assert ops.count("TSTORE") == 1  # the values only: nothing else reads the permutation
 
 
 def test_top_k_of_long_rows_runs_in_stages() -> None:
@@ -108,8 +110,10 @@ def test_a_row_longer_than_ub_is_a_clear_error() -> None:
     with pytest.raises(pto.TileError) as ei:
         pto.jit(pto.argsort, machine="ascend910b").lower(x)
     msg = str(ei.value)
-    assert "a row of 5000 f32 elements needs" in msg and "bytes of UB to sort" in msg
-    assert "at most about 4096 elements" in msg and "backend='interpret'" in msg
+    assert "a row of 5000 f32 elements does not fit the 196608 bytes of UB" in msg
+    assert "at most about 4352 elements" in msg and "backend='interpret'" in msg
+    # and the longest it names does fit
+    pto.jit(pto.argsort, machine="ascend910b").lower(np.zeros((2, 4352), np.float32))
     assert "test_sort.py" in msg  # the user's line
 
 
