@@ -99,12 +99,13 @@ def _sort_kernel(
     order: str,
     tr: int,
     row: Expr,
-    keep: bool,
-    values: bool,
+    keep: tuple[int, ...],
+    values: tuple[int, ...] | None,
     loc: SourceLoc | None,
 ) -> _SortKernel:
-    """One grid point's sort of the rows from ``row`` (module docstring): the permutation
-    stored when ``keep``, the values gathered and stored when ``values``."""
+    """One grid point's sort of the rows from ``row`` (module docstring). The permutation is
+    stored once per width in ``keep`` (its first columns: ``n`` is the whole row, less a
+    ``top_k``'s slice), the values gathered when ``values`` is not None and stored likewise."""
     npad = -(-n // 32) * 32
     consts: dict[str, tuple[TileVar, np.ndarray]] = {}
     body: list[Stmt] = []
@@ -180,10 +181,22 @@ def _sort_kernel(
         # the high keys in the first pass's order (the padding stays last)
         khi_s = op("TGATHER", TileVar("khis", Space.UB, _F32, (tr, npad)), khi, at)
         structs = sort_pass(khi_s, perm1)
+
+    def store(t: TileVar, widths: tuple[int, ...], what: str) -> None:
+        for w in widths:
+            if w < n:  # a slice of the leading columns: only they leave UB
+                t = op(
+                    "TEXTRACT",
+                    TileVar(f"{t.name}_{w}", Space.UB, t.dtype, (tr, w)),
+                    t,
+                    Expr(),
+                    Expr(),
+                )
+            body.append(TStore(f"{what}:{w}", row, Expr(), t, loc))
+
     perm = op("TGATHER", TileVar("perm", Space.UB, _I32, (tr, n)), structs, pick)
-    if keep:
-        body.append(TStore("perm", row, Expr(), perm, loc))
-    if values:
+    store(perm, keep, "perm")
+    if values is not None:
         g = gather_dtype(d)
         rows = const("perm_rows", np.broadcast_to(i * n, (tr, n)).copy(), _I32)
         # in place when the permutation is not stored (nothing else then reads it)
@@ -192,8 +205,44 @@ def _sort_kernel(
         vals = op("TGATHER", TileVar("vals", Space.UB, g, (tr, n)), src, at)
         if g is not d:
             vals = op("TCVT", TileVar("valsd", Space.UB, d, (tr, n)), vals)
-        body.append(TStore("vals", row, Expr(), vals, loc))
+        store(vals, values, "vals")
     return _SortKernel(list(consts.values()), body)
+
+
+def _readers(lw: Lowering, v: Var) -> list[Eqn]:
+    return [r for r in lw.func.eqns if v in r.inputs and id(r) not in lw.skip]
+
+
+def _prefix(r: Eqn, v: Var) -> int | None:
+    """The width of the leading columns that ``r`` keeps of ``v``, when it is a slice of
+    whole leading axes and a prefix of the last."""
+    if r.op != "slice" or r.inputs[0] is not v:
+        return None
+    *lead, last = dict(r.params)["index"]
+    if any(ix != (0, size, 1) for ix, size in zip(lead, v.aval.shape[:-1], strict=True)):
+        return None
+    return last[1] if last[0] == 0 and last[2] == 1 and last[1] > 0 else None
+
+
+def _stores(
+    lw: Lowering, v: Var, readers: list[Eqn], n: int, what: str, gm: dict[str, str], R: int
+) -> tuple[int, ...]:
+    """The widths a kernel stores of ``v`` (rows of ``n``) and, in ``gm``, the buffer each goes
+    to: the prefixes its slices keep (the slices are then done) when nothing else reads it,
+    else the whole rows."""
+    widths = [_prefix(r, v) for r in readers]
+    if v not in lw.outputs_of and not readers:
+        return ()
+    if v in lw.outputs_of or None in widths:
+        gm[f"{what}:{n}"] = lw.buffer(v)
+        lw.view(gm[f"{what}:{n}"], (R, n))
+        return (n,)
+    for r, w in zip(readers, widths, strict=True):
+        assert w is not None
+        gm[f"{what}:{w}"] = buf = lw.buffer(r.out)
+        lw.view(buf, (R, w))
+        lw.skip.add(id(r))
+    return tuple(dict.fromkeys(w for w in widths if w is not None))
 
 
 def _argsort(lw: Lowering, e: Eqn) -> None:
@@ -203,25 +252,19 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
     shape, d, loc = x.aval.shape, x.aval.dtype, e.loc
     n = shape[-1]
     R = math.prod(shape[:-1])
-    out = lw.buffer(e.out)
-    lw.view(out, (R, n))
     if R * n == 0:
+        lw.view(lw.buffer(e.out), (R, n))
         return
     m = lw.machine
     # a sort's values (the permute_last of this input by this permutation) are gathered here,
     # from the rows already in UB, when their tiles fit too
-    readers = [r for r in lw.func.eqns if e.out in r.inputs]
+    readers = _readers(lw, e.out)
     fused = [
-        r
-        for r in readers
-        if r.op == "permute_last"
-        and r.inputs[0] is x
-        and r.inputs[1] is e.out
-        and id(r) not in lw.skip
+        r for r in readers if r.op == "permute_last" and r.inputs[0] is x and r.inputs[1] is e.out
     ]
 
     def fits(n: int, tr: int, values: bool) -> bool:
-        k = _sort_kernel(n, d, order, tr, Expr(), True, values, loc)
+        k = _sort_kernel(n, d, order, tr, Expr(), (n,), (n,) if values else None, loc)
         return k.ub_bytes(m.align_bytes) <= m.ub_bytes
 
     if fused and not fits(n, 1, True):
@@ -243,20 +286,22 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
         if fits(n, t, bool(fused)):
             tr = t
             break
-    keep = e.out in lw.outputs_of or len(fused) < len(readers)
+    # where each result goes: whole rows into its buffer, or only the columns that the
+    # slices reading it keep (top_k's) into theirs
+    gm: dict[str, str] = {}
+    perm_w = _stores(lw, e.out, [r for r in readers if r not in fused], n, "perm", gm, R)
+    vals_w = None
+    for r in fused:
+        vals_w = _stores(lw, r.out, _readers(lw, r.out), n, "vals", gm, R)
+        lw.skip.add(id(r))
     row = Expr.reg("r") * tr if R // tr > 1 else Expr()
-    k = _sort_kernel(n, d, order, tr, row, keep, bool(fused), loc)
+    k = _sort_kernel(n, d, order, tr, row, perm_w, vals_w, loc)
     xbuf = lw.buffer(x)
     xv = lw.view(xbuf, (R, n))
     wdw = window(xv, n, (tr, n), row, Expr())
     if wdw is None:
         xbuf = relayout(lw, xbuf, (R, n), loc)
         wdw = (tr, n), row, Expr()
-    gm = {"x": xbuf, "perm": out}
-    for r in fused:
-        gm["vals"] = lw.buffer(r.out)
-        lw.view(gm["vals"], (R, n))
-        lw.skip.add(id(r))
     body: list[Stmt] = []
     for st in k.body:
         if isinstance(st, TLoad):  # the input's window
