@@ -24,6 +24,7 @@ A row whose lowering or simulation raises shows the error's first line and count
 
 from __future__ import annotations
 
+import functools
 import gc
 import multiprocessing as mp
 import os
@@ -63,6 +64,8 @@ class Sizes:
     """attention tiles (bq, bk, g) fixed for both sizes in the static-size row"""
     decode: tuple[int, int, int, int, int] = (1, 32, 1, 4096, 128)
     """decoding attention: batch, heads, query rows, keys, head dim."""
+    vocab: tuple[int, int, int] = (256, 32000, 50)
+    """top_k over a vocabulary: rows, vocabulary, k."""
 
 
 FULL = Sizes(
@@ -87,6 +90,7 @@ QUICK = Sizes(
     pinned_cube=([32, 32], [32, 64], [32, 32]),
     pinned_attn=(32, 32, 2),
     decode=(1, 2, 1, 256, 64),
+    vocab=(16, 3000, 5),
 )
 
 
@@ -137,6 +141,14 @@ def flip(x: Any) -> Any:
 
 def cumsum(x: Any) -> Any:
     return pto.cumsum(x, -1)
+
+
+def argsort(x: Any) -> Any:
+    return pto.argsort(x, -1)
+
+
+def top_k(x: Any, k: int) -> Any:
+    return pto.top_k(x, k)
 
 
 def make_block(seq: int, hidden: int, heads: int) -> Callable[..., Any]:
@@ -487,11 +499,26 @@ def _measure(settings: Settings) -> Iterator[Row]:
     yield row("layer_norm", vec_shape, layer_norm, (x, g, b), 0.85)
     yield row("rms_norm", vec_shape, rms_norm, (x, g), 0.85)
     # a reversed last axis (a TGATHER per tile) and a scan (log-step, in UB): no targets
-    for name, fn in (("flip (last axis)", flip), ("cumsum (last axis)", cumsum)):
+    # and sorts (TSORT32 and TMRGSORT in UB): no targets
+    for name, fn in (
+        ("flip (last axis)", flip),
+        ("cumsum (last axis)", cumsum),
+        ("argsort (last axis)", argsort),
+    ):
         base = row(name, vec_shape, fn, (x,), 0.0)
         base.update(target="", met=None, kind="baseline")
         yield base
     del x
+    r, v, k = sz.vocab
+    base = row(
+        f"top_k, k = {k}",
+        shape_text(r, v),
+        functools.partial(top_k, k=k),
+        (np.zeros((r, v), F16),),
+        0.0,
+    )
+    base.update(target="", met=None, kind="baseline")
+    yield base
     bb, h, s, d = sz.attention
     q = np.zeros((bb, h, s, d), F16)
     # useful work: q kᵀ and p v over the causal half (the roofline counts the diagonal tiles'

@@ -63,7 +63,10 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
     "pad": ((np.ones((2, 3), f32),), {"config": ((1, 0, 0), (0, 2, 1))}),
     "scan_add": ((np.ones((2, 3, 5), np.int32),), {}),
     "argsort_last": ((np.ones((2, 5), f32),), {"order": "descending"}),
-    "permute_last": ((np.ones((2, 3), f32), np.array([[2, 0, 1], [0, 1, 2]], np.int32)), {}),
+    "gather_last": (
+        (np.ones((2, 3), f32), np.array([[2, 0, 1], [0, 1, 2]], np.int32)),
+        {"perm": True},
+    ),
     "custom_vjp_call": ((np.ones((2, 3), f32), np.ones((3, 4), f32)), {"fn": _dense.name}),
     "kernel_call": (
         (np.ones((16, 32), np.float16), np.ones(32, np.float16), np.ones((32, 32), np.float16)),
@@ -85,7 +88,7 @@ VIA_SYNTAX = {
     "pad": "internal: the VJP of slice",
     "scan_add": "internal: cumsum's running sums along the last axis",
     "argsort_last": "internal: the permutation of sort, argsort and top_k",
-    "permute_last": "internal: the values of sort and top_k",
+    "gather_last": "internal: take_along_axis's core, and the values of sort and top_k",
     "custom_vjp_call": "a traced call of a pto.custom_vjp function",
     "kernel_call": "calling a @pto.kernel function",
 }
@@ -213,7 +216,7 @@ def _example(a: np.ndarray, k: int, name: str, i: int) -> np.ndarray:
         return a ^ bool(k % 2)
     if name == "take" and i == 1:  # indices stay in range
         return ((a + k) % 6).astype(a.dtype)
-    if name == "permute_last" and i == 1:  # another permutation of each row
+    if name == "gather_last" and i == 1:  # another permutation of each row
         return np.roll(a, k, axis=-1)
     if np.issubdtype(a.dtype, np.integer):
         return (a + k).astype(a.dtype)

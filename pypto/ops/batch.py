@@ -160,10 +160,10 @@ def argsort_last(args: list[V], batched: list[bool], size: int, out: AVal, **par
     return _bind("argsort_last", args, **params)  # the last axis stays last
 
 
-@register_rule("batch", "permute_last")
-def permute_last(args: list[V], batched: list[bool], size: int, out: AVal) -> V:
+@register_rule("batch", "gather_last")
+def gather_last(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
     parts = [a if b else broadcast_batch(a, size) for a, b in zip(args, batched, strict=True)]
-    return _bind("permute_last", parts)
+    return _bind("gather_last", parts, **params)
 
 
 def per_example(

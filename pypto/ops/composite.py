@@ -934,7 +934,7 @@ def _argsort(v: Any, order: str) -> Any:
 
 
 def _permute(v: Any, idx: Any) -> Any:
-    return dispatch.bind(OPS["permute_last"], (v, idx), {})
+    return dispatch.bind(OPS["gather_last"], (v, idx), {"perm": True})
 
 
 def _argsort_jax(
@@ -1001,6 +1001,84 @@ def sort(x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool
         out = api.getitem(out, (Ellipsis, slice(None, None, -1)))
     if a != nd - 1:
         out = api.transpose(out, tuple(perm.index(i) for i in range(nd)))
+    return out
+
+
+def _take_along_axis_jax(arr: Any, indices: Any, axis: int | None) -> Any:
+    n = arr.size if axis is None else arr.shape[axis]
+    idx = jnp.where(indices < 0, indices + n, indices)
+    return jnp.take_along_axis(arr, idx, axis=axis, mode="clip")
+
+
+@_composite(
+    "take_along_axis",
+    "elements along an axis at integer indices, per position of the other axes",
+    _take_along_axis_jax,
+)
+def take_along_axis(arr: Any, indices: Any, axis: int | None) -> Any:
+    """``out[..., j, ...] = arr[..., indices[..., j, ...], ...]`` along ``axis``, as
+    ``np.take_along_axis``: ``indices`` has ``arr``'s number of axes, and the other axes
+    broadcast (``axis=None``: 1-d indices into the flattened ``arr``). Negative indices
+    count from the end; an index out of range is an error eagerly and clamped in compiled
+    code (JAX's ``mode="clip"``). Its gradient adds each output's cotangent to the element it
+    was taken from.
+
+    Compiled, each row is gathered in UB with one ``TGATHER``: the gathered axis must fit a
+    vector core's buffer.
+
+    >>> import pypto as pto
+    >>> logp = pto.tensor([[-0.1, -2.5, -3.0], [-1.2, -0.4, -2.2]])
+    >>> pto.take_along_axis(logp, pto.tensor([[0], [1]]), axis=1).numpy()
+    array([[-0.1],
+           [-0.4]], dtype=float32)
+    """
+    v = api.asvalue(arr, "take_along_axis")
+    i = api.asvalue(indices, "take_along_axis")
+    if not i.dtype.is_integer:  # type: ignore[attr-defined]
+        raise DTypeError(
+            f"indices must be integers, got {rules.show((api._aval(v), api._aval(i)))}",
+            op="take_along_axis",
+            hint="cast the indices with .astype(pto.int32)",
+        )
+    if axis is None:
+        if len(i.shape) != 1:  # type: ignore[attr-defined]
+            raise ShapeError(
+                f"with axis=None the indices must be 1-d, got {api._aval(i)}",
+                op="take_along_axis",
+                hint="flatten them, or give an axis",
+            )
+        v, a = api.reshape(v, (-1,)), 0
+    else:
+        if len(i.shape) != len(v.shape):  # type: ignore[attr-defined]
+            raise ShapeError(
+                f"indices {api._aval(i)} and tensor {api._aval(v)} have different numbers of axes",
+                op="take_along_axis",
+                hint="add size-1 axes to the indices (i[..., None]) so that they broadcast",
+            )
+        a = _axis("take_along_axis", v, axis)
+    vs, is_ = list(v.shape), list(i.shape)  # type: ignore[attr-defined]
+    for d, (p, q) in enumerate(zip(vs, is_, strict=True)):
+        if d != a and p != q:
+            if 1 not in (p, q):
+                raise ShapeError(
+                    f"axis {d} of indices {api._aval(i)} does not broadcast against tensor "
+                    f"{api._aval(v)}",
+                    op="take_along_axis",
+                    hint="every axis but the taken one must match or be 1",
+                )
+            vs[d] = is_[d] = q if p == 1 else p
+    v, i = api.broadcast_to(v, tuple(vs)), api.broadcast_to(i, tuple(is_))
+    if i.dtype is not dt.int32:
+        i = api.cast(i, dt.int32)
+    n = vs[a]
+    i = api.where(api.less(i, 0), api.add(i, n), i)
+    nd = len(vs)
+    perm = (*(d for d in range(nd) if d != a), a)
+    if a != nd - 1:
+        v, i = api.transpose(v, perm), api.transpose(i, perm)
+    out = dispatch.bind(OPS["gather_last"], (v, i), {"perm": False})
+    if a != nd - 1:
+        out = api.transpose(out, tuple(perm.index(d) for d in range(nd)))
     return out
 
 

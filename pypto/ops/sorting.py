@@ -1,8 +1,9 @@
-"""Sorting primitives along the last axis: ``argsort_last`` and ``permute_last``.
+"""Sorting primitives along the last axis: ``argsort_last`` and ``gather_last``.
 
 ``pto.sort``, ``pto.argsort`` and ``pto.top_k`` are composites over these two: the axis is
-moved last, ``argsort_last`` gives each row's permutation, and ``permute_last`` applies it (the
-values of a sort, the gather whose VJP is the inverse permutation).
+moved last, ``argsort_last`` gives each row's permutation, and ``gather_last`` applies it (the
+values of a sort; marked ``perm=True``, its VJP is the inverse permutation). ``gather_last``
+is also ``pto.take_along_axis``'s core, whose VJP scatters the cotangent back.
 
 Orders, as JAX's: ``order="ascending"`` and ``"descending"`` are stable (equal elements keep
 their order), count ``-0.0`` equal to ``0.0`` and every NaN equal and above ``+inf``
@@ -24,7 +25,7 @@ from pypto.core.errors import BoundsError, DTypeError, ShapeError
 from pypto.ops import rules
 from pypto.ops.table import AVal, Cost, Op, Shape, register
 
-__all__ = ["ARGSORT_LAST", "ORDERS", "PERMUTE_LAST", "total_order_key"]
+__all__ = ["ARGSORT_LAST", "GATHER_LAST", "ORDERS", "total_order_key"]
 
 ORDERS = ("ascending", "descending", "total")
 _DTYPES = (dt.float32, dt.float16, dt.bfloat16, dt.int32)
@@ -117,52 +118,58 @@ ARGSORT_LAST = register(
 )
 
 
-def _permute_shape(x: AVal, idx: AVal) -> Shape:
-    _rows("permute_last", x)
-    if idx.shape != x.shape:
+def _gather_shape(x: AVal, idx: AVal, *, perm: bool) -> Shape:
+    _rows("gather_last", x)
+    if idx.ndim != x.ndim or idx.shape[:-1] != x.shape[:-1]:
         raise ShapeError(
-            f"the permutation must have the shape of the tensor: {rules.show((x, idx))}",
-            op="permute_last",
+            f"the indices must have the tensor's leading axes: {rules.show((x, idx))}",
+            op="gather_last",
         )
-    return x.shape
+    if perm and idx.shape != x.shape:
+        raise ShapeError(
+            f"a permutation must have the shape of the tensor: {rules.show((x, idx))}",
+            op="gather_last",
+        )
+    return idx.shape
 
 
-def _permute_dtype(x: AVal, idx: AVal) -> dt.DType:
+def _gather_dtype(x: AVal, idx: AVal, *, perm: bool) -> dt.DType:
     if idx.dtype is not dt.int32:
         raise DTypeError(
-            f"the permutation must be int32: {rules.show((x, idx))}",
-            op="permute_last",
-            hint="use pto.argsort's result",
+            f"the indices must be int32: {rules.show((x, idx))}",
+            op="gather_last",
+            hint="cast them with .astype(pto.int32)",
         )
     return x.dtype
 
 
-def _permute_impl(x: np.ndarray, idx: np.ndarray) -> np.ndarray:
+def _gather_impl(x: np.ndarray, idx: np.ndarray, *, perm: bool) -> np.ndarray:
     n = x.shape[-1]
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         bad = int(idx.max()) if idx.max() >= n else int(idx.min())
         raise BoundsError(
-            f"index {bad} is out of range for the last axis of size {n}",
-            op="permute_last",
-            hint=f"a permutation holds each of 0 … {n - 1} once",
+            f"index {bad} is out of range for the taken axis, of size {n}",
+            op="take_along_axis",
+            hint=f"indices must lie in [{-n}, {n})",
         )
     return np.take_along_axis(x, idx, -1)
 
 
-def _permute_jax(x: Any, idx: Any) -> Any:
-    return jnp.take_along_axis(x, idx, axis=-1)
+def _gather_jax(x: Any, idx: Any, *, perm: bool) -> Any:
+    return jnp.take_along_axis(x, idx, axis=-1, mode="clip")
 
 
-PERMUTE_LAST = register(
+GATHER_LAST = register(
     Op(
-        name="permute_last",
+        name="gather_last",
         kind="sort",
-        doc="each row (last axis) reordered by a permutation of its positions: "
-        "out[..., j] = x[..., idx[..., j]] (sort's values; its VJP is the inverse permutation)",
-        shape_rule=_permute_shape,
-        dtype_rule=_permute_dtype,
-        impl=_permute_impl,
-        jax_impl=_permute_jax,
+        doc="out[..., j] = x[..., idx[..., j]] along the last axis (take_along_axis's core; "
+        "with perm=True the indices are a permutation of each row, sort's values, and the VJP "
+        "is the inverse permutation)",
+        shape_rule=_gather_shape,
+        dtype_rule=_gather_dtype,
+        impl=_gather_impl,
+        jax_impl=_gather_jax,
         cost_rule=rules.movement_cost,
     )
 )

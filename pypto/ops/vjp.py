@@ -35,7 +35,7 @@ from pypto import dtypes as dt
 from pypto.core import dispatch
 from pypto.ops import api, layout
 from pypto.ops.reduce import SCAN_ADD
-from pypto.ops.sorting import ARGSORT_LAST, PERMUTE_LAST
+from pypto.ops.sorting import ARGSORT_LAST, GATHER_LAST
 from pypto.ops.table import register_rule, require_rule
 
 # Rules are named after their ops (so abs, max, ... are shadowed here: use builtins.abs).
@@ -406,13 +406,22 @@ def take(ct: V, x: V, indices: V, *, out: V, axis: int) -> Cts:
     return (api.reshape(g, x.shape), None)
 
 
-@register_rule("vjp", "permute_last")
+@register_rule("vjp", "gather_last")
 @_floats_only
-def permute_last(ct: V, x: V, idx: V, *, out: V) -> Cts:
-    """Each element's cotangent is the one of the position it moved to: the cotangent
-    reordered by the inverse permutation (the permutation's own ascending argsort)."""
-    inv = dispatch.bind(ARGSORT_LAST, (idx,), {"order": "ascending"})
-    return (dispatch.bind(PERMUTE_LAST, (ct, inv), {}), None)
+def gather_last(ct: V, x: V, idx: V, *, out: V, perm: bool) -> Cts:
+    """A scatter-add of the cotangent to the positions taken: a one-hot of the indices against
+    the row's positions, times the cotangent, summed over the taken ones (repeated indices sum).
+    For a permutation (``perm``), each element's cotangent is the one of the position it moved
+    to: the cotangent reordered by the inverse permutation (its own ascending argsort)."""
+    if perm:
+        inv = dispatch.bind(ARGSORT_LAST, (idx,), {"order": "ascending"})
+        return (dispatch.bind(GATHER_LAST, (ct, inv), {"perm": True}), None)
+    *lead, n = x.shape
+    k = idx.shape[-1]
+    iota = api.asvalue(np.arange(n, dtype=np.int32).reshape(n, 1))
+    hit = api.cast(api.equal(iota, api.reshape(idx, (*lead, 1, k))), ct.dtype)  # [..., n, k]
+    g = api.sum(api.mul(hit, api.reshape(ct, (*lead, 1, k))), -1)
+    return (g, None)
 
 
 # Normalisations, whole: the graph's autodiff applies these where it finds the idiom of a

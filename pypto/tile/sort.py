@@ -1,4 +1,4 @@
-"""The tile rules of ``argsort_last`` and ``permute_last``: each row sorted in UB.
+"""The tile rules of ``argsort_last`` and ``gather_last``: each row sorted in UB.
 
 The input is seen as ``[R, n]``; each grid point owns ``tr`` whole rows. A row is sorted by
 the vector unit's sorting instructions (pto-isa's ``TSORT32`` and ``TMRGSORT``), which order
@@ -22,8 +22,9 @@ first: the low 12 bits, then the high 20 bits (arithmetic shift) gathered in the
 order and sorted carrying its permutation. Both passes are stable, so the second keeps the
 first's order among equal high parts — a radix sort of two digits.
 
-``permute_last`` loads a row block and its permutation and gathers with one ``TGATHER``
-(indices offset by each row's start). A sort's values — ``permute_last`` of the sorted input
+``gather_last`` loads a row block and its indices and gathers with one ``TGATHER``
+(indices clamped into the row unless they are a permutation, then offset by each row's
+start). A sort's values — ``gather_last`` of the sorted input
 by its own permutation — are gathered in the argsort kernel instead, from the rows it holds
 in UB, and the permutation is stored only if something else reads it.
 """
@@ -256,11 +257,11 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
         lw.view(lw.buffer(e.out), (R, n))
         return
     m = lw.machine
-    # a sort's values (the permute_last of this input by this permutation) are gathered here,
+    # a sort's values (the gather_last of this input by this permutation) are gathered here,
     # from the rows already in UB, when their tiles fit too
     readers = _readers(lw, e.out)
     fused = [
-        r for r in readers if r.op == "permute_last" and r.inputs[0] is x and r.inputs[1] is e.out
+        r for r in readers if r.op == "gather_last" and r.inputs[0] is x and r.inputs[1] is e.out
     ]
 
     def fits(n: int, tr: int, values: bool) -> bool:
@@ -325,64 +326,68 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
     )
 
 
-def _permute(lw: Lowering, e: Eqn) -> None:
+def _gather(lw: Lowering, e: Eqn) -> None:
     x, idx = e.inputs
     assert isinstance(x, Var) and isinstance(idx, Var)
     shape, d, loc = x.aval.shape, x.aval.dtype, e.loc
-    n = shape[-1]
+    n, k = shape[-1], idx.aval.shape[-1]
     R = math.prod(shape[:-1])
     out = lw.buffer(e.out)
-    lw.view(out, (R, n))
-    if R * n == 0:
+    lw.view(out, (R, k))
+    if R * k == 0:
         return
     g = gather_dtype(d)
-    # the row and its permutation double-buffered, the offsets, the gathered row (and its
-    # conversions) and the stored result double-buffered
-    per_row = n * (4 * d.itemsize + 2 * 4 + 4 + 4 + 2 * g.itemsize)
+    # the row and the indices double-buffered, the offsets, the flat indices, the row in its
+    # gather dtype, the gathered values and the stored result double-buffered
+    per_row = n * (2 * d.itemsize + g.itemsize) + k * (2 * 4 + 4 + 4 + g.itemsize + 2 * d.itemsize)
     cap = lw.machine.ub_bytes
     if per_row > cap:
         raise TileError(
-            f"a row of {n} {d.short} elements needs {per_row} bytes of UB to reorder, "
-            f"{lw.machine.name} has {cap} (tensor {x.aval})",
-            op="sort",
-            hint="sort along a shorter axis on the NPU, or use backend='interpret'",
+            f"gathering {k} of {n} {d.short} elements per row needs {per_row} bytes of UB, "
+            f"{lw.machine.name} has {cap} (tensor {x.aval}, indices {idx.aval})",
+            op="take_along_axis",
+            hint="gather along a shorter axis on the NPU, or use backend='interpret'",
         )
     tr = rows_per_tile(R, max(1, cap // per_row))
     grid = (("r", R // tr),)
     row = Expr.reg("r") * tr if R // tr > 1 else Expr()
     i = np.arange(tr, dtype=np.int32)[:, None]
-    rowoff = TileVar("rowoff", Space.UB, _I32, (tr, n))
-    data = np.broadcast_to(i * n, (tr, n)).copy()
-    pre: list[Stmt] = [TLoad(rowoff, lw.const_buffer("perm_rows", data), Expr(), Expr(), loc)]
+    rowoff = TileVar("rowoff", Space.UB, _I32, (tr, k))
+    data = np.broadcast_to(i * n, (tr, k)).copy()
+    pre: list[Stmt] = [TLoad(rowoff, lw.const_buffer("gather_rows", data), Expr(), Expr(), loc)]
     body: list[Stmt] = []
     tiles = []
-    for v, dd, name in ((x, d, "x"), (idx, _I32, "i")):
+    for v, dd, name, w in ((x, d, "x", n), (idx, _I32, "i", k)):
         buf = lw.buffer(v)
-        view = lw.view(buf, (R, n))
-        w = window(view, n, (tr, n), row, Expr())
-        if w is None:
-            buf = relayout(lw, buf, (R, n), loc)
-            w = (tr, n), row, Expr()
-        t = TileVar(name, Space.UB, dd, (tr, n))
-        body.append(TLoad(TileVar(name, Space.UB, dd, w[0]), buf, w[1], w[2], loc))
-        tiles.append(t)
+        view = lw.view(buf, (R, w))
+        wdw = window(view, w, (tr, w), row, Expr())
+        if wdw is None:
+            buf = relayout(lw, buf, (R, w), loc)
+            wdw = (tr, w), row, Expr()
+        body.append(TLoad(TileVar(name, Space.UB, dd, wdw[0]), buf, wdw[1], wdw[2], loc))
+        tiles.append(TileVar(name, Space.UB, dd, (tr, w)))
     xt, it = tiles
-    at = TileVar("at", Space.UB, _I32, (tr, n))
-    body.append(TOp("TADD", at, (it, rowoff), loc))
+    at = TileVar("at", Space.UB, _I32, (tr, k))
+    src = it
+    if not dict(e.params)["perm"]:  # out-of-range indices are clamped, as JAX's "clip"
+        body.append(TOp("TMAXS", at, (it, 0.0), loc))
+        body.append(TOp("TMINS", at, (at, float(n - 1)), loc))
+        src = at
+    body.append(TOp("TADD", at, (src, rowoff), loc))
     if g is not d:
         xg = TileVar("xg", Space.UB, g, (tr, n))
         body.append(TOp("TCVT", xg, (xt,), loc))
         xt = xg
-    y = TileVar("y", Space.UB, g, (tr, n))
+    y = TileVar("y", Space.UB, g, (tr, k))
     body.append(TOp("TGATHER", y, (xt, at), loc))
     if g is not d:
-        yd = TileVar("yd", Space.UB, d, (tr, n))
+        yd = TileVar("yd", Space.UB, d, (tr, k))
         body.append(TOp("TCVT", yd, (y,), loc))
         y = yd
     body.append(TStore(out, row, Expr(), y, loc))
     lw.add_kernel(
         Kernel(
-            lw.fresh("permute"),
+            lw.fresh("gather"),
             "sort",
             grid,
             (Section("aiv", tuple(body), tuple(pre)),),
@@ -393,4 +398,4 @@ def _permute(lw: Lowering, e: Eqn) -> None:
 
 
 register_rule("tile", "argsort_last")(KernelRule(_argsort))
-register_rule("tile", "permute_last")(KernelRule(_permute))
+register_rule("tile", "gather_last")(KernelRule(_gather))

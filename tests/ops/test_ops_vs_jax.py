@@ -1048,20 +1048,56 @@ def _argsort_last(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, jitted(ref(name), ("order",))(a, order=order), what=f"order={order}")
 
 
-@case("permute_last", dtypes=DTYPES, group="heavy")
-def _permute_last(data: Draw, dtype: pto.DType, name: str) -> None:
+@case("gather_last", dtypes=DTYPES, group="heavy")
+def _gather_last(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(min_dims=1), label="shape")
     a = values(data, dtype, shape, specials=(np.nan, np.inf))
-    perm = rng(data).permuted(np.broadcast_to(np.arange(shape[-1]), shape), axis=-1)
-    perm = perm.astype(np.int32)
-    x, p = as_input(data, a, allow_numpy=False), pto.tensor(perm)
-    out = dispatch.bind(OPS[name], (x, p), {})  # internal: sort's values
-    assert_matches(out, jitted(ref(name))(a, perm), what="permute_last")
-    if a.size:  # an index outside the row is refused eagerly
-        bad = perm.copy()
+    perm = data.draw(st.booleans(), label="perm")
+    g = rng(data)
+    if perm:  # sort's values: a permutation of each row
+        idx = g.permuted(np.broadcast_to(np.arange(shape[-1]), shape), axis=-1)
+    else:  # take_along_axis's core: any indices in range, repeated, another width
+        k = data.draw(st.integers(0, 5), label="k")
+        idx = g.integers(0, max(shape[-1], 1), (*shape[:-1], k if shape[-1] else 0))
+    idx = idx.astype(np.int32)
+    x, p = as_input(data, a, allow_numpy=False), pto.tensor(idx)
+    out = dispatch.bind(OPS[name], (x, p), {"perm": perm})  # internal
+    assert_matches(out, jitted(ref(name), ("perm",))(a, idx, perm=perm), what=f"perm={perm}")
+    if idx.size:  # an index outside the row is refused eagerly
+        bad = idx.copy()
         bad.flat[0] = shape[-1]
-        with pytest.raises(pto.BoundsError, match="out of range for the last axis"):
-            dispatch.bind(OPS[name], (x, pto.tensor(bad)), {})
+        with pytest.raises(pto.BoundsError, match="out of range for the taken axis"):
+            dispatch.bind(OPS[name], (x, pto.tensor(bad)), {"perm": perm})
+
+
+@case("take_along_axis", dtypes=DTYPES, group="heavy")
+def _take_along_axis(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    a = values(data, dtype, shape, specials=(np.nan, np.inf))
+    nd = len(shape)
+    axis = data.draw(st.none() | st.integers(-nd, nd - 1), label="axis")
+    n = a.size if axis is None else shape[axis]
+    g = rng(data)
+    if axis is None:
+        ishape: tuple[int, ...] = (data.draw(st.integers(0, 6), label="k") if n else 0,)
+    else:  # the other axes: equal, or 1 on either side (broadcast)
+        ishape = tuple(
+            (data.draw(st.integers(0, 5), label="k") if n else 0)
+            if d == axis % nd
+            else data.draw(st.sampled_from([s, 1]), label="b")
+            for d, s in enumerate(shape)
+        )
+        if data.draw(st.booleans(), label="broadcast the tensor") and all(ishape):
+            a = a[tuple(slice(0, 1) if d != axis % nd else slice(None) for d in range(nd))]
+    idx = g.integers(-n, max(n, 1), ishape).astype(
+        data.draw(st.sampled_from([np.int32, np.int8]), label="index dtype")
+        if n < 128
+        else np.int32
+    )
+    x = as_input(data, a, allow_numpy=False)
+    out = pto.take_along_axis(x, pto.tensor(idx), axis=axis)
+    want = jitted(ref(name), ("axis",))(a, idx, axis=axis)
+    assert_matches(out, want, what=f"take_along_axis axis={axis}")
 
 
 @case("prod", dtypes=DTYPES, group="heavy")

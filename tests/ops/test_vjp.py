@@ -286,13 +286,20 @@ CASES: dict[str, list[Case]] = {
         ([normal((2, 3), 74)], {"config": ((1, 0, 0), (2, 1, 2))}, 1),
         ([normal((3, 0, 2), 75)], {"config": ((0, 0, 1), (1, 2, 3), (0, 0, 0))}, 1),
     ],
-    "permute_last": [
-        ([normal((3, 5), 131), np.array([[4, 0, 1, 3, 2]] * 3, np.int32)], {}, 1),
+    "gather_last": [
+        ([normal((3, 5), 131), np.array([[4, 0, 1, 3, 2]] * 3, np.int32)], {"perm": True}, 1),
         (
             [normal((2, 1, 4), 132, bf16), np.array([[[1, 0, 3, 2]], [[0, 1, 2, 3]]], np.int32)],
-            {},
+            {"perm": True},
             1,
         ),
+        # repeated indices sum their cotangents; positions not taken get none
+        (
+            [normal((3, 5), 133), np.array([[4, 4, 0], [1, 2, 1], [0, 0, 0]], np.int32)],
+            {"perm": False},
+            3,
+        ),
+        ([normal((2, 6), 134, np.float16), np.zeros((2, 0), np.int32)], {"perm": False}, 1),
     ],
     "take": [
         ([normal((5, 6), 76), np.array([[0, -1], [2, 0]], np.int32)], {"axis": 1}, 3),

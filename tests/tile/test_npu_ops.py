@@ -185,7 +185,16 @@ CASES: dict[str, Case] = {
         [(X, "i")],
         F + I,
     ),
-    "permute_last": (lambda x: pto.sort(x * 2, 0) + 1, [(X, "n")], F + I),
+    "gather_last": (lambda x: pto.sort(x * 2, 0) + 1, [(X, "n")], F + I),
+    # a label's log-probability per row (indices 0..5 of 40), and down the first axis
+    "take_along_axis": (
+        lambda x, i: (
+            pto.take_along_axis(x, i.reshape(15, 1)[:6].astype(pto.int32) - 2, axis=1),
+            pto.take_along_axis(x, i.reshape(15, 1)[:6].astype(pto.int32), axis=0) * 2,
+        ),
+        [(X, "n"), ((5, 3), "x")],
+        F + I,
+    ),
     "one_hot": (lambda i: pto.one_hot(i, 8) * 2, [((5, 3), "x")], (pto.int32,)),
     "log1p": (lambda x: (pto.log1p(x * 1e-4), pto.log1p(pto.abs(x) * 3)), [(X, "n")], F),
     "expm1": (lambda x: (pto.expm1(x * 1e-4), pto.expm1(x * 3)), [(X, "n")], F),
