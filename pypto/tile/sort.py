@@ -210,6 +210,19 @@ def _sort_kernel(
     return _SortKernel(list(consts.values()), body)
 
 
+def _rows_window(
+    lw: Lowering, v: Var, R: int, w: int, tr: int, row: Expr, loc: SourceLoc | None
+) -> tuple[str, tuple[tuple[int, int], Expr, Expr]]:
+    """The buffer and GM window of ``tr`` whole rows of ``v`` seen as ``[R, w]`` from ``row``
+    (a relaid copy when its layout has no such window)."""
+    buf = lw.buffer(v)
+    wdw = window(lw.view(buf, (R, w)), w, (tr, w), row, Expr())
+    if wdw is None:
+        buf = relayout(lw, buf, (R, w), loc)
+        wdw = (tr, w), row, Expr()
+    return buf, wdw
+
+
 def _readers(lw: Lowering, v: Var) -> list[Eqn]:
     return [r for r in lw.func.eqns if v in r.inputs and id(r) not in lw.skip]
 
@@ -297,12 +310,7 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
         lw.skip.add(id(r))
     row = Expr.reg("r") * tr if R // tr > 1 else Expr()
     k = _sort_kernel(n, d, order, tr, row, perm_w, vals_w, loc)
-    xbuf = lw.buffer(x)
-    xv = lw.view(xbuf, (R, n))
-    wdw = window(xv, n, (tr, n), row, Expr())
-    if wdw is None:
-        xbuf = relayout(lw, xbuf, (R, n), loc)
-        wdw = (tr, n), row, Expr()
+    xbuf, wdw = _rows_window(lw, x, R, n, tr, row, loc)
     body: list[Stmt] = []
     for st in k.body:
         if isinstance(st, TLoad):  # the input's window
@@ -358,12 +366,7 @@ def _gather(lw: Lowering, e: Eqn) -> None:
     body: list[Stmt] = []
     tiles = []
     for v, dd, name, w in ((x, d, "x", n), (idx, _I32, "i", k)):
-        buf = lw.buffer(v)
-        view = lw.view(buf, (R, w))
-        wdw = window(view, w, (tr, w), row, Expr())
-        if wdw is None:
-            buf = relayout(lw, buf, (R, w), loc)
-            wdw = (tr, w), row, Expr()
+        buf, wdw = _rows_window(lw, v, R, w, tr, row, loc)
         body.append(TLoad(TileVar(name, Space.UB, dd, wdw[0]), buf, wdw[1], wdw[2], loc))
         tiles.append(TileVar(name, Space.UB, dd, (tr, w)))
     xt, it = tiles
