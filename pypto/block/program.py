@@ -805,6 +805,7 @@ class Builder:
     tgather = _method("TGATHER")
     tsort32 = _method("TSORT32")
     tmrgsort = _method("TMRGSORT")
+    tmrgsort2 = _method("TMRGSORT2")
     tcvt = _method("TCVT")
     texpands = _method("TEXPANDS")
     trowsum = _method("TROWSUM")

@@ -166,6 +166,13 @@ def _specs() -> dict[str, OpSpec]:
             "into one run (descending; on equal values the earlier run first)",
         ),
         OpSpec(
+            "TMRGSORT2",
+            "TTT",
+            "vector",
+            "dst ← the sorted structure lists src0 and src1 merged, row by row (descending; on "
+            "equal values src0's first)",
+        ),
+        OpSpec(
             "TCVT", "TT", "vector", "convert dtype (round to nearest even; float→int truncates)"
         ),
         OpSpec("TEXPANDS", "TF", "vector", "fill a tile with a scalar"),

@@ -264,7 +264,7 @@ def _verify_vector(c: _Ctx, ins: Instr) -> None:
                 f"dst is {dst.dtype.short}",
                 hint="convert 1-byte tiles with TCVT first",
             )
-    elif op in ("TSORT32", "TMRGSORT"):
+    elif op in ("TSORT32", "TMRGSORT", "TMRGSORT2"):
         _verify_sort(c, op, dst, tiles[1:], a[-1])
     elif op == "TCVT":
         if dst.shape != tiles[1].shape:
@@ -317,6 +317,19 @@ def _verify_sort(c: _Ctx, op: str, dst: Tile, srcs: list[Tile], n: object) -> No
             raise c.fail(
                 f"TSORT32 of {src.dtype.short}{list(src.shape)} writes its structures to "
                 f"[{src.rows},{src.cols * per}], not {list(dst.shape)}"
+            )
+        return
+    if op == "TMRGSORT2":
+        other = srcs[1]
+        if other.dtype is not dst.dtype or other.rows != src.rows or other.cols % per:
+            raise c.fail(
+                f"TMRGSORT2 merges lists of whole structures of one dtype and row count: "
+                f"{src.dtype.short}{list(src.shape)} and {other.dtype.short}{list(other.shape)}"
+            )
+        if src.cols % per or dst.shape != (src.rows, src.cols + other.cols):
+            raise c.fail(
+                f"TMRGSORT2 of {list(src.shape)} and {list(other.shape)} writes "
+                f"[{src.rows},{src.cols + other.cols}], not {list(dst.shape)}"
             )
         return
     assert isinstance(n, int)

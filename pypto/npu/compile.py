@@ -170,7 +170,7 @@ def _duration(ins: Instr, m: Machine, p: Pipe) -> float:
         return (
             2 * m.vector_latency + math.ceil(tiles[2].nbytes / vb) + math.ceil(tiles[0].nbytes / vb)
         )
-    if op in ("TSORT32", "TMRGSORT"):
+    if op in ("TSORT32", "TMRGSORT", "TMRGSORT2"):
         # one instruction per row on the chip (vbitsort, vmrgsort4); the sort writes its
         # structures at the vector width, the 4-way merge at a quarter of it (estimates)
         rate = m.vector_bytes if op == "TSORT32" else m.vector_bytes / 4

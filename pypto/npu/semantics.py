@@ -565,6 +565,23 @@ def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any], where: str) ->
             _put_structs(vd(core, item), vals, ids, per)
 
         return sort32
+    if op == "TMRGSORT2":
+        v0, v1 = views[1:]
+        per = 8 // tiles[0].dtype.itemsize
+
+        def mrgsort2(core: Any, item: tuple[Any, ...]) -> None:
+            a, ai = _get_structs(v0(core, item), per)
+            b, bi = _get_structs(v1(core, item), per)
+            vals, ids = np.concatenate([a, b], axis=1), np.concatenate([ai, bi], axis=1)
+            order = np.argsort(~_total_key(vals), axis=-1, kind="stable")
+            _put_structs(
+                vd(core, item),
+                np.take_along_axis(vals, order, -1),
+                np.take_along_axis(ids, order, -1),
+                per,
+            )
+
+        return mrgsort2
     if op == "TMRGSORT":
         vs = views[1]
         per = 8 // tiles[0].dtype.itemsize

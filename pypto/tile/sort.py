@@ -32,7 +32,7 @@ in UB, and the permutation is stored only if something else reads it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -41,7 +41,7 @@ from pypto.core.errors import SourceLoc, TileError
 from pypto.graph.ir import Eqn, Var
 from pypto.isa.ir import Cond, Expr, Space
 from pypto.ops.table import register_rule
-from pypto.tile.ir import Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore
+from pypto.tile.ir import For, Kernel, Section, SOp, Stmt, TileVar, TLoad, TOp, TStore
 from pypto.tile.layout import gather_dtype
 from pypto.tile.lower import KernelRule, Lowering, relayout, window
 from pypto.tile.scan import rows_per_tile
@@ -64,23 +64,82 @@ def _bits_col(bits: int, rows: int) -> np.ndarray:
 
 
 @dataclass
-class _SortKernel:
-    """The statements of one grid point of a sort of ``[tr, n]`` rows, before the GM buffers are
-    known: constant tiles are listed with their data, loads and stores name ``x``, ``perm`` and
-    ``vals`` (``vals`` when the sort's values are gathered too)."""
+class _Build:
+    """The statements of a sort kernel's grid point as they are built, before the GM buffers
+    are known: constant tiles are listed with their data; loads and stores may name ``x``,
+    ``perm:<w>`` and ``vals:<w>`` (the permutation or the values, their first ``w`` columns),
+    which the rule maps to buffers."""
 
-    consts: list[tuple[TileVar, np.ndarray]]
-    body: list[Stmt]
+    d: dt.DType
+    order: str
+    loc: SourceLoc | None
+    consts: dict[str, tuple[TileVar, np.ndarray]] = field(default_factory=dict)
+    body: list[Stmt] = field(default_factory=list)
 
-    def ub_bytes(self, align: int) -> int:
-        """UB the tiles take without reuse, the loaded rows and stored results double-buffered:
-        at least what the Block level allocates."""
+    def const(self, name: str, data: np.ndarray, dtype: dt.DType) -> TileVar:
+        """A constant tile, loaded once per core."""
+        if name not in self.consts:
+            t = TileVar(name, Space.UB, dtype, (data.shape[0], data.shape[1]))
+            self.consts[name] = (t, data)
+        return self.consts[name][0]
+
+    def op(self, name: str, dst: TileVar, *args: object) -> TileVar:
+        self.body.append(TOp(name, dst, args, self.loc))  # type: ignore[arg-type]
+        return dst
+
+    def f32(self, src: TileVar, name: str) -> TileVar:
+        if src.dtype is _F32:
+            return src
+        return self.op("TCVT", TileVar(name, Space.UB, _F32, src.shape), src)
+
+    def keys(self, v: TileVar, name: str, npad: int, in_place: bool) -> TileVar:
+        """``v``'s f32 sort keys (module docstring) spread to ``npad`` columns, the padding
+        smallest; computed in place when ``in_place`` (``v`` is the kernel's own copy)."""
+        tr, n = v.shape
+        op, d, order = self.op, self.d, self.order
+        k = v if in_place else TileVar(name, Space.UB, _F32, (tr, n))
+        if order == "ascending":
+            op("TMULS", k, op("TADDS", k, v, 0.0), -1.0)
+        elif order != "total" and d.is_floating:
+            op("TADDS", k, v, 0.0)
+        else:
+            k = v
+        if d.is_floating and order != "total":
+            nan = TileVar("nan", Space.UB, dt.bool_, (tr, n))
+            op("TCMP", nan, v, v, Cond.NE)
+            col = self.const("nan_col", _bits_col(_NAN_BITS[order], tr), _F32)
+            op("TSEL", k, nan, col, k)
+        if npad == n:
+            return k
+        i, j = np.arange(tr, dtype=np.int32)[:, None], np.arange(npad, dtype=np.int32)[None, :]
+        spread = np.minimum(i * n + j, i * n + n - 1).astype(np.int32)
+        kp = TileVar(name + "p", Space.UB, _F32, (tr, npad))
+        op("TGATHER", kp, k, self.const("spread", spread, _I32))
+        cols = self.const("cols", np.arange(npad, dtype=np.int32)[None, :], _I32)
+        pad = op("TCMPS", TileVar("pad", Space.UB, dt.bool_, (1, npad)), cols, float(n), Cond.GE)
+        return op("TSEL", kp, pad, self.const("pad_col", _bits_col(_SMALLEST, tr), _F32), kp)
+
+    def sort_pass(self, k: TileVar, idx: TileVar) -> TileVar:
+        """The structures of ``k``'s rows sorted descending, carrying ``idx`` (an ``i32`` view
+        of them)."""
+        tr, npad = k.shape
+        bufs = [TileVar(s, Space.UB, _F32, (tr, 2 * npad)) for s in ("s0", "s1")]
+        self.op("TSORT32", bufs[0], k, idx)
+        run, cur = 32, 0
+        while run < npad:
+            self.op("TMRGSORT", bufs[1 - cur], bufs[cur], run)
+            run, cur = run * 4, 1 - cur
+        return TileVar(bufs[cur].name, Space.UB, _I32, (tr, 2 * npad))
+
+    def ub_bytes(self, align: int, loads: tuple[str, ...] = ("x",)) -> int:
+        """UB the tiles take without reuse, the tiles loaded from ``loads`` and every stored
+        tile double-buffered: at least what the Block level allocates."""
         size: dict[str, int] = {}
         double: set[str] = set()
-        for st in [TLoad(t, "", Expr(), Expr()) for t, _ in self.consts] + self.body:
+        for st in [TLoad(t, "", Expr(), Expr()) for t, _ in self.consts.values()] + self.body:
             for t in _tiles(st):
                 size[t.name] = max(size.get(t.name, 0), -(-t.nbytes // align) * align)
-            if isinstance(st, TStore) or (isinstance(st, TLoad) and st.tensor == "x"):
+            if isinstance(st, TStore) or (isinstance(st, TLoad) and st.tensor in loads):
                 double |= {t.name for t in _tiles(st)}
         return sum(size.values()) + sum(size[n] for n in double)
 
@@ -90,6 +149,10 @@ def _tiles(st: Stmt) -> list[TileVar]:
         return [st.dst]
     if isinstance(st, TStore):
         return [st.src]
+    if isinstance(st, SOp):
+        return [a for a in st.args if isinstance(a, TileVar)]
+    if isinstance(st, For):
+        return [t for s in st.body for t in _tiles(s)]
     assert isinstance(st, TOp)
     return [st.dst, *(a for a in st.args if isinstance(a, TileVar))]
 
@@ -103,103 +166,48 @@ def _sort_kernel(
     keep: tuple[int, ...],
     values: tuple[int, ...] | None,
     loc: SourceLoc | None,
-) -> _SortKernel:
+) -> _Build:
     """One grid point's sort of the rows from ``row`` (module docstring). The permutation is
     stored once per width in ``keep`` (its first columns: ``n`` is the whole row, less a
     ``top_k``'s slice), the values gathered when ``values`` is not None and stored likewise."""
     npad = -(-n // 32) * 32
-    consts: dict[str, tuple[TileVar, np.ndarray]] = {}
-    body: list[Stmt] = []
-
-    def const(name: str, data: np.ndarray, dtype: dt.DType) -> TileVar:
-        """A constant tile, loaded once per core."""
-        if name not in consts:
-            t = TileVar(name, Space.UB, dtype, (data.shape[0], data.shape[1]))
-            consts[name] = (t, data)
-        return consts[name][0]
-
-    def op(name: str, dst: TileVar, *args: object) -> TileVar:
-        body.append(TOp(name, dst, args, loc))  # type: ignore[arg-type]
-        return dst
-
-    def f32(src: TileVar, name: str) -> TileVar:
-        if src.dtype is _F32:
-            return src
-        return op("TCVT", TileVar(name, Space.UB, _F32, src.shape), src)
-
+    b = _Build(d, order, loc)
+    op = b.op
     i, j = np.arange(tr, dtype=np.int32)[:, None], np.arange(npad, dtype=np.int32)[None, :]
-    iota = const("iota", np.broadcast_to(j, (tr, npad)).copy(), _I32)
+    iota = b.const("iota", np.broadcast_to(j, (tr, npad)).copy(), _I32)
     # the odd words of each row's structures: their indices
     odd = (i * 2 * npad + 2 * j + 1).astype(np.int32)
-    pick = const("pick", np.ascontiguousarray(odd[:, :n]), _I32)
-
-    def keys(v: TileVar, name: str) -> TileVar:
-        """``v``'s f32 sort keys at the padded width (padding smallest); in place when ``v`` is
-        the kernel's own f32 copy."""
-        k = v if v is not xt else TileVar(name, Space.UB, _F32, (tr, n))
-        if order == "ascending":
-            op("TMULS", k, op("TADDS", k, v, 0.0), -1.0)
-        elif order != "total" and d.is_floating:
-            op("TADDS", k, v, 0.0)
-        else:
-            k = v
-        if d.is_floating and order != "total":
-            nan = TileVar("nan", Space.UB, dt.bool_, (tr, n))
-            op("TCMP", nan, v, v, Cond.NE)
-            op("TSEL", k, nan, const("nan_col", _bits_col(_NAN_BITS[order], tr), _F32), k)
-        if npad == n:
-            return k
-        spread = np.minimum(i * n + j, i * n + n - 1).astype(np.int32)
-        kp = TileVar(name + "p", Space.UB, _F32, (tr, npad))
-        op("TGATHER", kp, k, const("spread", spread, _I32))
-        cols = const("cols", np.arange(npad, dtype=np.int32)[None, :], _I32)
-        pad = op("TCMPS", TileVar("pad", Space.UB, dt.bool_, (1, npad)), cols, float(n), Cond.GE)
-        return op("TSEL", kp, pad, const("pad_col", _bits_col(_SMALLEST, tr), _F32), kp)
-
-    def sort_pass(k: TileVar, idx: TileVar) -> TileVar:
-        """The structures of ``k``'s rows sorted descending, carrying ``idx``."""
-        bufs = [TileVar(s, Space.UB, _F32, (tr, 2 * npad)) for s in ("s0", "s1")]
-        op("TSORT32", bufs[0], k, idx)
-        run, cur = 32, 0
-        while run < npad:
-            op("TMRGSORT", bufs[1 - cur], bufs[cur], run)
-            run, cur = run * 4, 1 - cur
-        return TileVar(bufs[cur].name, Space.UB, _I32, (tr, 2 * npad))
-
+    pick = b.const("pick", np.ascontiguousarray(odd[:, :n]), _I32)
     xt = TileVar("x", Space.UB, d, (tr, n))
-    body.append(TLoad(xt, "x", row, Expr(), loc))
+    b.body.append(TLoad(xt, "x", row, Expr(), loc))
     if d is not _I32:
-        structs = sort_pass(keys(f32(xt, "xf"), "k"), iota)
+        xf = b.f32(xt, "xf")
+        structs = b.sort_pass(b.keys(xf, "k", npad, xf is not xt), iota)
     else:
         lo = op("TANDS", TileVar("lo", Space.UB, _I32, (tr, n)), xt, float(2**_LO_BITS - 1))
         hi = op("TSHRS", TileVar("hi", Space.UB, _I32, (tr, n)), xt, float(_LO_BITS))
-        first = sort_pass(keys(f32(lo, "lof"), "klo"), iota)
-        pick1 = const("pick1", odd, _I32)
+        first = b.sort_pass(b.keys(b.f32(lo, "lof"), "klo", npad, True), iota)
+        pick1 = b.const("pick1", odd, _I32)
         perm1 = op("TGATHER", TileVar("perm1", Space.UB, _I32, (tr, npad)), first, pick1)
-        rowoff = const("rowoff", np.broadcast_to(i * npad, (tr, npad)).copy(), _I32)
+        rowoff = b.const("rowoff", np.broadcast_to(i * npad, (tr, npad)).copy(), _I32)
         at = op("TADD", TileVar("at", Space.UB, _I32, (tr, npad)), perm1, rowoff)
-        khi = keys(f32(hi, "hif"), "khi")
+        khi = b.keys(b.f32(hi, "hif"), "khi", npad, True)
         # the high keys in the first pass's order (the padding stays last)
         khi_s = op("TGATHER", TileVar("khis", Space.UB, _F32, (tr, npad)), khi, at)
-        structs = sort_pass(khi_s, perm1)
+        structs = b.sort_pass(khi_s, perm1)
 
     def store(t: TileVar, widths: tuple[int, ...], what: str) -> None:
         for w in widths:
             if w < n:  # a slice of the leading columns: only they leave UB
-                t = op(
-                    "TEXTRACT",
-                    TileVar(f"{t.name}_{w}", Space.UB, t.dtype, (tr, w)),
-                    t,
-                    Expr(),
-                    Expr(),
-                )
-            body.append(TStore(f"{what}:{w}", row, Expr(), t, loc))
+                tw = TileVar(f"{t.name}_{w}", Space.UB, t.dtype, (tr, w))
+                t = op("TEXTRACT", tw, t, Expr(), Expr())
+            b.body.append(TStore(f"{what}:{w}", row, Expr(), t, loc))
 
     perm = op("TGATHER", TileVar("perm", Space.UB, _I32, (tr, n)), structs, pick)
     store(perm, keep, "perm")
     if values is not None:
         g = gather_dtype(d)
-        rows = const("perm_rows", np.broadcast_to(i * n, (tr, n)).copy(), _I32)
+        rows = b.const("perm_rows", np.broadcast_to(i * n, (tr, n)).copy(), _I32)
         # in place when the permutation is not stored (nothing else then reads it)
         at = op("TADD", perm if not keep else TileVar("vat", Space.UB, _I32, (tr, n)), perm, rows)
         src = xt if g is d else op("TCVT", TileVar("xg", Space.UB, g, (tr, n)), xt)
@@ -207,7 +215,7 @@ def _sort_kernel(
         if g is not d:
             vals = op("TCVT", TileVar("valsd", Space.UB, d, (tr, n)), vals)
         store(vals, values, "vals")
-    return _SortKernel(list(consts.values()), body)
+    return b
 
 
 def _rows_window(
@@ -320,7 +328,7 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
         body.append(st)
     pre: list[Stmt] = [
         TLoad(t, lw.const_buffer("sort_" + t.name, data), Expr(), Expr(), loc)
-        for t, data in k.consts
+        for t, data in k.consts.values()
     ]
     lw.add_kernel(
         Kernel(
