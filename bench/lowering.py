@@ -511,8 +511,8 @@ def _measure(settings: Settings) -> Iterator[Row]:
     del x
     r, v, k = sz.vocab
     base = row(
-        f"top_k, k = {k}",
-        shape_text(r, v),
+        "top_k (last axis)",
+        f"{shape_text(r, v)}, k {k}",
         functools.partial(top_k, k=k),
         (np.zeros((r, v), F16),),
         0.0,

@@ -148,6 +148,8 @@ LOWERING_ROWS = [
     "rms_norm",
     "flip (last axis)",
     "cumsum (last axis)",
+    "argsort (last axis)",
+    "top_k (last axis)",
     "causal attention",
     "attention, decoding",
     "decoder block forward",
@@ -181,9 +183,9 @@ def test_lowering_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
             assert row["sim_wall_s"] > 0 and row["compile_s"] > 0
             assert "MTE2" in row["utilization"]
     judged = [r for r in rows if r["met"] is not None]
-    # flip, cumsum, decoding attention, the fuse=False baseline and the gradient have no
-    # target of their own
-    assert len(judged) == len(rows) - 5
+    # flip, cumsum, argsort, top_k, decoding attention, the fuse=False baseline and the
+    # gradient have no target of their own
+    assert len(judged) == len(rows) - 7
     softmax = next(r for r in rows if r["benchmark"] == "softmax (last axis)")
     assert softmax.get("error") is None and isinstance(softmax["met"], bool)
 

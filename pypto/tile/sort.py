@@ -289,20 +289,24 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
         k = _sort_kernel(n, d, order, tr, Expr(), (n,), (n,) if values else None, loc)
         return k.ub_bytes(m.align_bytes) <= m.ub_bytes
 
+    if not fits(n, 1, False):
+        if d is _I32:  # two radix passes need the first's order gathered over the whole row
+            lo, hi = 32, n  # the longest whole blocks of 32 that fit, for the hint
+            while hi - lo > 32:
+                mid = (lo + hi) // 64 * 32
+                lo, hi = (mid, hi) if fits(mid, 1, False) else (lo, mid)
+            raise TileError(
+                f"a row of {n} i32 elements does not fit the {m.ub_bytes} bytes of UB of a "
+                f"vector core of {m.name} with its sort keys and buffers, and int32 rows are "
+                f"sorted in UB only (tensor {x.aval})",
+                op="argsort",
+                hint=f"sort along an axis of at most about {lo} int32 elements on the NPU, "
+                "convert exactly representable keys to float32, or use backend='interpret'",
+            )
+        _long_sort(lw, e, readers, fused)
+        return
     if fused and not fits(n, 1, True):
         fused = []
-    if not fits(n, 1, bool(fused)):
-        lo, hi = 32, n  # the longest whole blocks of 32 that fit, for the hint
-        while hi - lo > 32:
-            mid = (lo + hi) // 64 * 32
-            lo, hi = (mid, hi) if fits(mid, 1, False) else (lo, mid)
-        raise TileError(
-            f"a row of {n} {d.short} elements does not fit the {m.ub_bytes} bytes of UB of a "
-            f"vector core of {m.name} with its sort keys and buffers (tensor {x.aval})",
-            op="argsort",
-            hint=f"sort along an axis of at most about {lo} elements on the NPU, "
-            "or use backend='interpret'",
-        )
     tr = 1
     for t in sorted({t for t in range(1, min(R, 1024) + 1) if R % t == 0}, reverse=True):
         if fits(n, t, bool(fused)):
@@ -340,6 +344,261 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
             loc=loc,
         )
     )
+
+
+LONG_BLOCK = 2048
+"""Rows too long to sort in UB are sorted in blocks of this many elements, which are then
+merged pairwise through GM in chunks of this many structures."""
+
+_MASK_WORDS = 2 * LONG_BLOCK
+
+
+def _long_sort(lw: Lowering, e: Eqn, readers: list[Eqn], fused: list[Eqn]) -> None:
+    """Sort rows that do not fit UB (float keys): blocks sorted in UB, merged through GM.
+
+    1. Each block of ``C`` elements is sorted in UB (a short last block padded with the
+       smallest key) and its structures stored to a GM workspace row of ``N = C·2^p``
+       structures; blocks past the row hold the smallest key.
+    2. ``p`` merge passes double the sorted runs. A grid point writes ``C`` structures of a
+       merged pair of runs ``A`` and ``B``, from output position ``d``: the scalar unit finds
+       how many of them come from ``A`` by a binary search on the merge path (each step loads
+       ``A[m]`` and ``B[d - m - 1]``, compares them in IEEE total order on the vector unit and
+       reads the answer with ``SLD``); then ``C`` structures of each run from there are loaded,
+       those past the run's end masked to the smallest key (a mask loaded at an offset the
+       scalar unit computes), and ``TMRGSORT2`` merges them: the first ``C`` are the output.
+       Ties go to ``A``, the earlier run, in both the search and the merge: the sort is
+       stable.
+    3. The indices (or, for a sort's values, the values carried in their place) are read
+       out of the structures of the first ``n``.
+    """
+    (x,) = e.inputs
+    assert isinstance(x, Var)
+    order = dict(e.params)["order"]
+    shape, d, loc = x.aval.shape, x.aval.dtype, e.loc
+    n, R = shape[-1], math.prod(shape[:-1])
+    C = LONG_BLOCK
+    nb = -(-n // C)
+    p = max(1, math.ceil(math.log2(nb)))
+    N = C << p
+    W = 2 * (N + C)  # words of a workspace row: the structures, and a guard a window may read
+    xbuf, _ = _rows_window(lw, x, R, n, 1, Expr.reg("r"), loc)
+    outs: list[tuple[bool, str]] = []  # (carry the values?, the buffer of the result)
+    if e.out in lw.outputs_of or len(fused) < len(readers):
+        outs.append((False, lw.buffer(e.out)))
+        lw.view(outs[-1][1], (R, n))
+    for r in fused:
+        outs.append((True, lw.buffer(r.out)))
+        lw.view(outs[-1][1], (R, n))
+        lw.skip.add(id(r))
+    for values, dst in outs:
+        ws = [lw.new_buffer("sort_ws", _F32, R * W) for _ in range(2)]
+        for w in ws:
+            lw.view(w, (R, W))
+        _long_blocks(lw, xbuf, ws[0], d, order, R, n, N, values, loc)
+        for q in range(p):
+            _long_merge(lw, ws[q % 2], ws[1 - q % 2], R, N, C << q, loc)
+        _long_extract(lw, ws[p % 2], dst, d, R, n, values, loc)
+
+
+def _kernel(lw: Lowering, name: str, grid: tuple[tuple[str, int], ...], b: _Build) -> None:
+    pre: list[Stmt] = [
+        TLoad(t, lw.const_buffer("sort_" + t.name, data), Expr(), Expr(), b.loc)
+        for t, data in b.consts.values()
+    ]
+    lw.add_kernel(
+        Kernel(
+            lw.fresh(name),
+            "sort",
+            grid,
+            (Section("aiv", tuple(b.body), tuple(pre)),),
+            (("rows", 1), ("cols", LONG_BLOCK)),
+            loc=b.loc,
+        )
+    )
+
+
+def _long_blocks(
+    lw: Lowering,
+    xbuf: str,
+    ws: str,
+    d: dt.DType,
+    order: str,
+    R: int,
+    n: int,
+    N: int,
+    values: bool,
+    loc: SourceLoc | None,
+) -> None:
+    """Step 1: the sorted blocks' structures into ``ws``, carrying each element's index (a GM
+    table read at the block's offset) or its value's bits (f32)."""
+    C = LONG_BLOCK
+    full, tail = n // C, n % C
+    row = Expr.reg("r")
+    iota = lw.const_buffer("sort_index", np.arange(N, dtype=np.int32).reshape(1, N))
+
+    def block(width: int, col: Expr) -> _Build:
+        b = _Build(d, order, loc)
+        xt = TileVar("x", Space.UB, d, (1, width))
+        b.body.append(TLoad(xt, xbuf, row, col, loc))
+        xf = b.f32(xt, "xf")
+        keys = b.keys(xf, "k", C, xf is not xt and not values)
+        if order == "total":
+            # the smallest key marks padding and what lies past a run's end: a NaN with those
+            # very bits is taken as the next one up (a merge gives ties to the earlier run)
+            k32 = TileVar(keys.name, Space.UB, _I32, keys.shape)
+            at = b.op(
+                "TCMPS", TileVar("lowest", Space.UB, dt.bool_, keys.shape), k32, -1.0, Cond.EQ
+            )
+            up = b.const("next_col", _bits_col(_SMALLEST - 1, 1), _F32)
+            b.op("TSEL", keys, at, up, keys)
+        if values:  # the f32 value's bits ride where the index would
+            bits = TileVar(xf.name, Space.UB, _I32, (1, width))
+            if width < C:
+                bits = b.op(
+                    "TGATHER", TileVar("cv", Space.UB, _I32, (1, C)), bits, b.consts["spread"][0]
+                )
+            carry = bits
+        else:
+            carry = TileVar("ix", Space.UB, _I32, (1, C))
+            b.body.append(TLoad(carry, iota, Expr(), col, loc))
+        s = b.sort_pass(keys, carry)
+        b.body.append(TStore(ws, row, col * 2, TileVar(s.name, Space.UB, _F32, (1, 2 * C)), loc))
+        return b
+
+    if full:
+        b = block(C, Expr.reg("c") * C)
+        _kernel(lw, "sort_blocks", (("r", R), ("c", full)), b)
+    if tail:
+        b = block(tail, Expr.of(full * C))
+        _kernel(lw, "sort_tail", (("r", R),), b)
+    pad_blocks = N // C - (full + (1 if tail else 0))
+    if pad_blocks:
+        b = _Build(d, order, loc)
+        sent = b.const(
+            "sentinels", np.full((1, 2 * C), _SMALLEST, np.uint32).view(np.float32), _F32
+        )
+        first = full + (1 if tail else 0)
+        b.body.append(TStore(ws, row, (Expr.reg("c") + first) * (2 * C), sent, loc))
+        _kernel(lw, "sort_pad", (("r", R), ("c", pad_blocks)), b)
+
+
+def _long_merge(
+    lw: Lowering, src: str, dst: str, R: int, N: int, L: int, loc: SourceLoc | None
+) -> None:
+    """Step 2, one pass: runs of ``L`` structures merged pairwise, ``C`` outputs per point."""
+    C = LONG_BLOCK
+    per_pair = 2 * L // C
+    b = _Build(dt.float32, "total", loc)
+    row, t = Expr.reg("r"), Expr.reg("t")
+    reg = Expr.reg
+
+    def sop(name: str, dst: str, *args: Expr | TileVar) -> None:
+        b.body.append(SOp(name, dst, tuple(args), loc))
+
+    sop("SDIV", "ms_q", t, Expr.of(per_pair))  # the pair
+    sop("SMOD", "ms_d", t, Expr.of(per_pair))
+    sop("SMUL", "ms_d", reg("ms_d"), Expr.of(C))  # the first output position in the pair
+    sop("SMUL", "ms_a", reg("ms_q"), Expr.of(2 * L))  # where A starts; B starts L later
+    sop("SSUB", "ms_lo", reg("ms_d"), Expr.of(L))
+    sop("SMAX", "ms_lo", reg("ms_lo"), Expr())
+    sop("SMIN", "ms_hi", reg("ms_d"), Expr.of(L))
+    # the merge path: lo = the number of A's structures before output d
+    step: list[Stmt] = []
+    b.body, outer = step, b.body
+    sop("SADD", "ms_m", reg("ms_lo"), reg("ms_hi"))
+    sop("SDIV", "ms_m", reg("ms_m"), Expr.of(2))
+    sop("SSUB", "ms_go", reg("ms_hi"), reg("ms_lo"))
+    sop("SMIN", "ms_go", reg("ms_go"), Expr.of(1))  # 0 once the search has converged
+    sop("SMIN", "ms_ia", reg("ms_m"), Expr.of(L - 1))
+    sop("SSUB", "ms_ib", reg("ms_d"), reg("ms_m"))
+    sop("SSUB", "ms_ib", reg("ms_ib"), Expr.of(1))
+    sop("SMAX", "ms_ib", reg("ms_ib"), Expr())
+    sop("SMIN", "ms_ib", reg("ms_ib"), Expr.of(L - 1))
+    ka = TileVar("ka", Space.UB, _F32, (1, 1))
+    kb = TileVar("kb", Space.UB, _F32, (1, 1))
+    step.append(TLoad(ka, src, row, (reg("ms_a") + reg("ms_ia")) * 2, loc))
+    step.append(TLoad(kb, src, row, (reg("ms_a") + reg("ms_ib")) * 2 + 2 * L, loc))
+    keys = [_total_order(b, TileVar(k.name, Space.UB, _I32, (1, 1)), k.name) for k in (ka, kb)]
+    ge = b.op("TCMP", TileVar("ge", Space.UB, dt.bool_, (1, 1)), keys[0], keys[1], Cond.GE)
+    c = b.op("TCVT", TileVar("gei", Space.UB, _I32, (1, 1)), ge)
+    sop("SLD", "ms_c", c, Expr())
+    # A[m] goes first: lo = m + 1; else hi = m (only while the search runs)
+    sop("SMUL", "ms_up", reg("ms_go"), reg("ms_c"))
+    sop("SADD", "ms_x", reg("ms_m"), Expr.of(1))
+    sop("SSUB", "ms_x", reg("ms_x"), reg("ms_lo"))
+    sop("SMUL", "ms_x", reg("ms_x"), reg("ms_up"))
+    sop("SADD", "ms_lo", reg("ms_lo"), reg("ms_x"))
+    sop("SSUB", "ms_dn", reg("ms_go"), reg("ms_up"))
+    sop("SSUB", "ms_x", reg("ms_hi"), reg("ms_m"))
+    sop("SMUL", "ms_x", reg("ms_x"), reg("ms_dn"))
+    sop("SSUB", "ms_hi", reg("ms_hi"), reg("ms_x"))
+    b.body = outer
+    steps = math.ceil(math.log2(L + 1)) + 1
+    b.body.append(For("ms_s", Expr(), Expr.of(steps), 1, tuple(step)))
+    sop("SSUB", "ms_j", reg("ms_d"), reg("ms_lo"))  # B's structures before output d
+    mask = lw.const_buffer(
+        "sort_window_mask", np.repeat(np.array([True, False]), 2 * C).reshape(1, 4 * C)
+    )
+    sent = b.const("sentinels", np.full((1, 2 * C), _SMALLEST, np.uint32).view(np.float32), _F32)
+    lists = []
+    for name, start, base in (("A", "ms_lo", Expr()), ("B", "ms_j", Expr.of(2 * L))):
+        # the structures of the run from ``start``: those past its end are masked
+        sop("SSUB", "ms_v", Expr.of(L), reg(start))
+        sop("SMIN", "ms_v", reg("ms_v"), Expr.of(C))
+        win = TileVar(name, Space.UB, _F32, (1, 2 * C))
+        keep = TileVar("m" + name, Space.UB, dt.bool_, (1, 2 * C))
+        b.body.append(TLoad(win, src, row, (reg("ms_a") + reg(start)) * 2 + base, loc))
+        b.body.append(TLoad(keep, mask, Expr(), Expr.of(2 * C) - reg("ms_v") * 2, loc))
+        lists.append(b.op("TSEL", win, keep, win, sent))
+    merged = b.op("TMRGSORT2", TileVar("M", Space.UB, _F32, (1, 4 * C)), *lists)
+    out = TileVar(merged.name, Space.UB, _F32, (1, 2 * C))
+    b.body.append(TStore(dst, row, (reg("ms_a") + reg("ms_d")) * 2, out, loc))
+    _kernel(lw, "sort_merge", (("r", R), ("t", N // C)), b)
+
+
+def _total_order(b: _Build, v: TileVar, name: str) -> TileVar:
+    """int32 keys ordered as the f32 bits ``v`` in IEEE total order: a negative one's other
+    bits flipped (``~v`` with the sign set again)."""
+    op, shape = b.op, v.shape
+    neg = op("TCMPS", TileVar(name + "n", Space.UB, dt.bool_, shape), v, 0.0, Cond.LT)
+    flip = op("TNOT", TileVar(name + "f", Space.UB, _I32, shape), v)
+    op("TXORS", flip, flip, -2147483648.0)
+    return op("TSEL", TileVar(name + "k", Space.UB, _I32, shape), neg, flip, v)
+
+
+def _long_extract(
+    lw: Lowering,
+    ws: str,
+    dst: str,
+    d: dt.DType,
+    R: int,
+    n: int,
+    values: bool,
+    loc: SourceLoc | None,
+) -> None:
+    """Step 3: the second word of the first ``n`` structures of each row, as indices or as
+    the values they carry (converted back to ``d``)."""
+    C = LONG_BLOCK
+    full, tail = n // C, n % C
+    row = Expr.reg("r")
+
+    def chunk(width: int, col: Expr) -> _Build:
+        b = _Build(d, "total", loc)
+        s = TileVar("s", Space.UB, _F32, (1, 2 * C))
+        b.body.append(TLoad(s, ws, row, col * 2, loc))
+        pick = b.const("pick", (2 * np.arange(width, dtype=np.int32) + 1).reshape(1, width), _I32)
+        out = b.op("TGATHER", TileVar("w2", Space.UB, _F32, (1, width)), s, pick)
+        if not values:  # the words are indices
+            out = TileVar(out.name, Space.UB, _I32, (1, width))
+        elif d is not _F32:
+            out = b.op("TCVT", TileVar("v", Space.UB, d, (1, width)), out)
+        b.body.append(TStore(dst, row, col, out, loc))
+        return b
+
+    if full:
+        _kernel(lw, "sort_out", (("r", R), ("c", full)), chunk(C, Expr.reg("c") * C))
+    if tail:
+        _kernel(lw, "sort_out_tail", (("r", R),), chunk(tail, Expr.of(full * C)))
 
 
 def _gather(lw: Lowering, e: Eqn) -> None:

@@ -115,6 +115,14 @@ def core(kind: str, *lines: str) -> str:
         ),
         (core("aiv", "TMRGSORT UB[0]:f16[8,64], UB[0x800]:f16[8,64], 0"), "runs of 0 structures"),
         (
+            core("aiv", "TMRGSORT2 UB[0]:f32[8,96], UB[0x800]:f32[8,32], UB[0x1000]:f32[8,32]"),
+            "TMRGSORT2 of [8, 32] and [8, 32] writes [8,64], not [8, 96]",
+        ),
+        (
+            core("aiv", "TMRGSORT2 UB[0]:f32[8,64], UB[0x800]:f32[8,32], UB[0x1000]:f16[8,32]"),
+            "TMRGSORT2 merges lists of whole structures of one dtype and row count",
+        ),
+        (
             core("aic", "TTRANS L1[0]:f16[32,16], L1[0x400]:f16[16,32]"),
             "TTRANS from L1 writes L0A or L0B, not L1",
         ),

@@ -262,6 +262,33 @@ def test_sort32_and_merge(sim, dtype) -> None:
                 assert vals[r].tobytes() == hx[r, want].tobytes()  # bits: NaN signs, -0.0
 
 
+@pytest.mark.parametrize("dtype", [F32, np.float16], ids=["f32", "f16"])
+def test_merge_two_lists(sim, dtype) -> None:
+    """TMRGSORT2 merges two sorted lists of any lengths (here 32 and 64 structures), the
+    first list's structures first among equal values."""
+    x, y = _sort_values(dtype)[:, :32], _sort_values(dtype)[:, 32:96]
+    xi = RNG.integers(0, 1000, x.shape).astype(np.int32)
+    yi = RNG.integers(0, 1000, y.shape).astype(np.int32)
+    per = 8 // np.dtype(dtype).itemsize
+    sd = short(np.dtype(dtype))
+    t0, t1 = f"UB[0x10000]:{sd}[8,{32 * per}]", f"UB[0x12000]:{sd}[8,{64 * per}]"
+    line = (
+        f"TSORT32 {t0}, {{i0}}, {{i1}}\n  TSORT32 {t1}, {{i2}}, {{i3}}\n"
+        f"  TMRGSORT2 {{o}}, {t0}, {t1}"
+    )
+    inputs = [(x, False), (xi, False), (y, False), (yi, False)]
+    got = run_vector(sim, line, inputs, dtype, 8, 96 * per)
+    for g, hx, hxi, hy, hyi in zip(got, halves(x), halves(xi), halves(y), halves(yi)):
+        vals, ids = _structs(g, dtype)
+        both, both_i = np.concatenate([hx, hy], 1), np.concatenate([hxi, hyi], 1)
+        for r in range(8):
+            # each list is sorted first (blocks of 32), so the merge is the whole row's
+            # descending order with list 0's elements first among equals
+            order = _desc_total(both[r])
+            np.testing.assert_array_equal(ids[r], both_i[r, order])
+            assert vals[r].tobytes() == both[r, order].tobytes()
+
+
 @pytest.mark.parametrize(
     ("src", "dst"),
     [

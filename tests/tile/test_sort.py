@@ -5,6 +5,8 @@ long ``top_k`` rows in stages — and their gradients equal ``jax.grad``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -111,16 +113,55 @@ def test_top_k_of_long_rows_runs_in_stages(n: int, widths: list[int]) -> None:
     assert len(stores) == 2 and all(": +7]" in ln for ln in stores)
 
 
-def test_a_row_longer_than_ub_is_a_clear_error() -> None:
-    x = np.zeros((2, 5000), np.float32)
+@pytest.mark.parametrize(
+    ("n", "dtype", "machine"),
+    [(5000, np.float32, "tiny"), (9000, np.float16, "tiny"), (4500, "bfloat16", "ascend910b")],
+)
+def test_rows_longer_than_ub_merge_through_gm(n: int, dtype: Any, machine: str) -> None:
+    """Blocks of 2,048 sorted in UB, padded to a power of two of blocks, merged pairwise
+    through GM by the merge path: exact, stable, NaN and signed zeros as JAX's, for the
+    permutation and for the values (carried in the structures)."""
+    d = getattr(pto, dtype).np if isinstance(dtype, str) else np.dtype(dtype)
+    a = _floats((2, n), d)
+    a[0, :] = a[0, 0]  # one row of equal elements: stability across every merge
+
+    def fn(x: pto.Tensor) -> tuple[pto.Tensor, ...]:
+        return pto.argsort(x), pto.sort(x, descending=True), pto.argsort(x, descending=True)
+
+    f = pto.jit(fn, machine=machine)
+    got = f(pto.tensor(a))
+    j = jnp.asarray(a)
+    want = (
+        jnp.argsort(j, stable=True),
+        jnp.sort(j, descending=True),
+        jnp.argsort(j, stable=True, descending=True),
+    )
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        _same(g, w, f"output {i}, rows of {n}")
+    names = [k.name for k in f.lower(pto.tensor(a)).tile_ir.kernels]
+    assert any(k.startswith("sort_merge") for k in names), names
+
+
+def test_top_k_beyond_its_stages_uses_the_long_sort() -> None:
+    # k above a quarter of the block: the whole row is sorted in IEEE total order
+    a = _floats((1, 5000), np.dtype(np.float32))
+    vals, idx = pto.jit(lambda x: pto.top_k(x, 600), machine="tiny")(pto.tensor(a))
+    want_v, want_i = jax.lax.top_k(jnp.asarray(a), 600)
+    _same(idx, want_i, "indices")
+    _same(vals, want_v, "values")
+
+
+def test_a_long_int32_row_is_a_clear_error() -> None:
+    x = np.zeros((2, 5000), np.int32)
     with pytest.raises(pto.TileError) as ei:
         pto.jit(pto.argsort, machine="ascend910b").lower(x)
     msg = str(ei.value)
-    assert "a row of 5000 f32 elements does not fit the 196608 bytes of UB" in msg
-    assert "at most about 4352 elements" in msg and "backend='interpret'" in msg
-    # and the longest it names does fit
-    pto.jit(pto.argsort, machine="ascend910b").lower(np.zeros((2, 4352), np.float32))
+    assert "a row of 5000 i32 elements does not fit the 196608 bytes of UB" in msg
+    assert "int32 rows are sorted in UB only" in msg
+    assert "at most about 2560 int32 elements" in msg and "backend='interpret'" in msg
     assert "test_sort.py" in msg  # the user's line
+    # and the longest it names does fit
+    pto.jit(pto.argsort, machine="ascend910b").lower(np.zeros((2, 2560), np.int32))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
