@@ -268,6 +268,19 @@ class TileRef:
         addr = t.addr + s * (t.cols * t.dtype.itemsize)
         return TileRef(self.buffer, replace(t, addr=addr, shape=(n, t.cols)))
 
+    def view(self, dtype: Any) -> TileRef:
+        """The same bytes read as ``dtype`` of the same width: a sort's f32 structures as i32,
+        whose odd elements are the indices."""
+        t = self.tile
+        d = dt.dtype(dtype, op="view")
+        if d.itemsize != t.dtype.itemsize:
+            raise ProgramError(
+                f"view as {d.short} of a {t.dtype.short} tile: the widths differ",
+                loc=_caller(),
+                hint="view as a dtype of the same size (f32 <-> i32, f16 <-> bf16)",
+            )
+        return TileRef(self.buffer, replace(t, dtype=d))
+
     def on(self, peer: str) -> TileRef:
         """This tile in the buffer of cluster peer ``peer`` (``"aic"``, ``"aiv0"``, ``"aiv1"``)."""
         if peer not in PEERS:
@@ -326,6 +339,10 @@ class Buffer:
     def on(self, peer: str) -> TileRef:
         """A single-slot buffer on cluster peer ``peer``."""
         return self.tile(_caller()).on(peer)
+
+    def view(self, dtype: Any) -> TileRef:
+        """A single-slot buffer's bytes read as ``dtype`` of the same width."""
+        return self.tile(_caller()).view(dtype)
 
     def ir(self) -> Buf:
         parity = next(iter(self._slot_regs)) if len(self._slot_regs) == 1 else None
@@ -708,6 +725,10 @@ class Builder:
             if isinstance(a, bool) or not isinstance(a, int | float | np.number):
                 raise ProgramError(f"b.{op.lower()}: {a!r} is not a number", loc=loc)
             return float(a)
+        if kind == "I":
+            if isinstance(a, bool) or not isinstance(a, int | np.integer):
+                raise ProgramError(f"b.{op.lower()}: {a!r} is not an int", loc=loc)
+            return int(a)
         assert kind == "K"
         return str(a)
 

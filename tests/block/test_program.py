@@ -435,3 +435,45 @@ def test_a_block_program_addresses_rows_by_scalar_loads() -> None:
     check_invariants(prof)
     np.testing.assert_array_equal(np.asarray(prof.outputs[0]), table[ids[:, 0]])
     assert "SLD %" in str(lookup.isa)
+
+
+def test_a_block_program_sorts_rows_with_the_sorting_unit() -> None:
+    """``b.tsort32`` and ``b.tmrgsort`` sort each 128-wide row descending into structures; the
+    structures viewed as int32 give the indices (their odd elements) by ``b.tgather``."""
+
+    @program(In((16, 128), f32), In((1, 128), dt.int32), Out((16, 128), dt.int32), grid=1)
+    def argsort_desc(b, x, iota, y):
+        keys = b.aiv.buffer("UB", (8, 128), f32)
+        ix = b.aiv.buffer("UB", (8, 128), dt.int32)
+        s0 = b.aiv.buffer("UB", (8, 256), f32)
+        s1 = b.aiv.buffer("UB", (8, 256), f32)
+        pick = b.aiv.buffer("UB", (8, 128), dt.int32)
+        out = b.aiv.buffer("UB", (8, 128), dt.int32)
+        with b.aiv:
+            b.tload(keys, x[b.sub * 8, 0])
+            for r in range(8):  # every row carries its column numbers
+                b.tload(ix.rows(r, 1), iota[0, 0])
+            b.set_flag("MTE2", "V", 0)
+            b.wait_flag("MTE2", "V", 0)
+            b.tsort32(s0, keys, ix)
+            b.tmrgsort(s1, s0, 32)  # runs of 128 structures: the whole row
+            b.texpands(pick, 0.0)  # pick[r, j] = 256 r + 2 j + 1: built from the indices
+            b.tmuls(pick, ix, 2.0)
+            b.tadds(pick, pick, 1.0)
+            for r in range(8):
+                b.tadds(pick.rows(r, 1), pick.rows(r, 1), float(256 * r))
+            b.tgather(out, s1.view(dt.int32), pick)
+            b.set_flag("V", "MTE3", 0)
+            b.wait_flag("V", "MTE3", 0)
+            b.tstore(y[b.sub * 8, 0], out)
+
+    x = RNG.integers(-20, 20, (16, 128)).astype(np.float32)  # ties: equal keys keep order
+    iota = np.arange(128, dtype=np.int32).reshape(1, 128)
+    prof = argsort_desc.profile(x, iota)
+    check_invariants(prof)
+    want = np.argsort(-x, axis=1, kind="stable")
+    np.testing.assert_array_equal(np.asarray(prof.outputs[0]), want)
+    with pytest.raises(ProgramError, match="view as f16 of a f32 tile: the widths differ"):
+        program(In((8, 8), f32), Out((8, 8), f32), grid=1)(
+            lambda b, x, y: b.aiv.buffer("UB", (8, 8), f32).view(dt.float16)
+        )
