@@ -32,13 +32,13 @@ in UB, and the permutation is stored only if something else reads it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core.errors import SourceLoc, TileError
-from pypto.graph.ir import Eqn, Var
+from pypto.graph.ir import Eqn, Lit, Var
 from pypto.isa.ir import Cond, Expr, Space
 from pypto.ops.table import register_rule
 from pypto.tile.ir import For, Kernel, Section, SOp, Stmt, TileVar, TLoad, TOp, TStore
@@ -164,12 +164,14 @@ def _sort_kernel(
     tr: int,
     row: Expr,
     keep: tuple[int, ...],
-    values: tuple[int, ...] | None,
+    gathers: list[tuple[dt.DType | None, tuple[int, ...]]],
     loc: SourceLoc | None,
 ) -> _Build:
     """One grid point's sort of the rows from ``row`` (module docstring). The permutation is
     stored once per width in ``keep`` (its first columns: ``n`` is the whole row, less a
-    ``top_k``'s slice), the values gathered when ``values`` is not None and stored likewise."""
+    ``top_k``'s slice). Each entry ``(dtype, widths)`` of ``gathers`` reorders a tensor by
+    the permutation and stores it likewise: the sorted rows themselves (``dtype`` None) or the
+    rows of another tensor, loaded as ``y<i>`` (``gather_last(y, argsort(x))``: a VJP's)."""
     npad = -(-n // 32) * 32
     b = _Build(d, order, loc)
     op = b.op
@@ -205,17 +207,30 @@ def _sort_kernel(
 
     perm = op("TGATHER", TileVar("perm", Space.UB, _I32, (tr, n)), structs, pick)
     store(perm, keep, "perm")
-    if values is not None:
-        g = gather_dtype(d)
+    if gathers:
         rows = b.const("perm_rows", np.broadcast_to(i * n, (tr, n)).copy(), _I32)
         # in place when the permutation is not stored (nothing else then reads it)
         at = op("TADD", perm if not keep else TileVar("vat", Space.UB, _I32, (tr, n)), perm, rows)
-        src = xt if g is d else op("TCVT", TileVar("xg", Space.UB, g, (tr, n)), xt)
-        vals = op("TGATHER", TileVar("vals", Space.UB, g, (tr, n)), src, at)
-        if g is not d:
-            vals = op("TCVT", TileVar("valsd", Space.UB, d, (tr, n)), vals)
-        store(vals, values, "vals")
+    for gi, (yd, widths) in enumerate(gathers):
+        src, sd = xt, d
+        if yd is not None:
+            src, sd = TileVar(f"y{gi}", Space.UB, yd, (tr, n)), yd
+            b.body.append(TLoad(src, src.name, row, Expr(), loc))
+        g = gather_dtype(sd)
+        if g is not sd:
+            src = op("TCVT", TileVar(f"g{gi}", Space.UB, g, (tr, n)), src)
+        vals = op("TGATHER", TileVar(f"vals{gi}", Space.UB, g, (tr, n)), src, at)
+        if g is not sd:
+            vals = op("TCVT", TileVar(f"valsd{gi}", Space.UB, sd, (tr, n)), vals)
+        store(vals, widths, f"vals{gi}")
     return b
+
+
+def _made_before(lw: Lowering, v: Var | Lit, e: Eqn) -> bool:
+    """Whether ``v`` holds its values when ``e``'s kernel runs: an input, a constant, or the
+    result of an equation before ``e`` (lowered already)."""
+    made = [i for i, eq in enumerate(lw.func.eqns) if eq.out is v]
+    return not made or made[0] < next(i for i, eq in enumerate(lw.func.eqns) if eq is e)
 
 
 def _rows_window(
@@ -278,23 +293,32 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
         lw.view(lw.buffer(e.out), (R, n))
         return
     m = lw.machine
-    # a sort's values (the gather_last of this input by this permutation) are gathered here,
-    # from the rows already in UB, when their tiles fit too
+    # a tensor reordered by this permutation (a sort's values: this input; a sort's VJP: the
+    # cotangent) is gathered here, from rows in UB, when its tiles fit too
     readers = _readers(lw, e.out)
     fused = [
-        r for r in readers if r.op == "gather_last" and r.inputs[0] is x and r.inputs[1] is e.out
+        r
+        for r in readers
+        if r.op == "gather_last"
+        and r.inputs[1] is e.out
+        and r.inputs[0].aval.shape == shape
+        and _made_before(lw, r.inputs[0], e)
     ]
 
-    def fits(n: int, tr: int, values: bool) -> bool:
-        k = _sort_kernel(n, d, order, tr, Expr(), (n,), (n,) if values else None, loc)
-        return k.ub_bytes(m.align_bytes) <= m.ub_bytes
+    def sources(rs: list[Eqn]) -> list[dt.DType | None]:
+        return [None if r.inputs[0] is x else r.inputs[0].aval.dtype for r in rs]
 
-    if not fits(n, 1, False):
+    def fits(n: int, tr: int, rs: list[Eqn]) -> bool:
+        k = _sort_kernel(n, d, order, tr, Expr(), (n,), [(y, (n,)) for y in sources(rs)], loc)
+        loads = ("x", *(f"y{i}" for i in range(len(rs))))
+        return k.ub_bytes(m.align_bytes, loads) <= m.ub_bytes
+
+    if not fits(n, 1, []):
         if d is _I32:  # two radix passes need the first's order gathered over the whole row
             lo, hi = 32, n  # the longest whole blocks of 32 that fit, for the hint
             while hi - lo > 32:
                 mid = (lo + hi) // 64 * 32
-                lo, hi = (mid, hi) if fits(mid, 1, False) else (lo, mid)
+                lo, hi = (mid, hi) if fits(mid, 1, []) else (lo, mid)
             raise TileError(
                 f"a row of {n} i32 elements does not fit the {m.ub_bytes} bytes of UB of a "
                 f"vector core of {m.name} with its sort keys and buffers, and int32 rows are "
@@ -305,28 +329,33 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
             )
         _long_sort(lw, e, readers, fused)
         return
-    if fused and not fits(n, 1, True):
-        fused = []
+    while fused and not fits(n, 1, fused):
+        fused = fused[:-1]
     tr = 1
     for t in sorted({t for t in range(1, min(R, 1024) + 1) if R % t == 0}, reverse=True):
-        if fits(n, t, bool(fused)):
+        if fits(n, t, fused):
             tr = t
             break
     # where each result goes: whole rows into its buffer, or only the columns that the
     # slices reading it keep (top_k's) into theirs
     gm: dict[str, str] = {}
     perm_w = _stores(lw, e.out, [r for r in readers if r not in fused], n, "perm", gm, R)
-    vals_w = None
-    for r in fused:
-        vals_w = _stores(lw, r.out, _readers(lw, r.out), n, "vals", gm, R)
+    gathers = []
+    for gi, (r, y) in enumerate(zip(fused, sources(fused), strict=True)):
+        gathers.append((y, _stores(lw, r.out, _readers(lw, r.out), n, f"vals{gi}", gm, R)))
         lw.skip.add(id(r))
     row = Expr.reg("r") * tr if R // tr > 1 else Expr()
-    k = _sort_kernel(n, d, order, tr, row, perm_w, vals_w, loc)
-    xbuf, wdw = _rows_window(lw, x, R, n, tr, row, loc)
+    k = _sort_kernel(n, d, order, tr, row, perm_w, gathers, loc)
+    windows = {"x": _rows_window(lw, x, R, n, tr, row, loc)}
+    for gi, r in enumerate(fused):
+        src = r.inputs[0]
+        assert isinstance(src, Var)
+        windows[f"y{gi}"] = _rows_window(lw, src, R, n, tr, row, loc)
     body: list[Stmt] = []
     for st in k.body:
-        if isinstance(st, TLoad):  # the input's window
-            st = TLoad(TileVar("x", Space.UB, d, wdw[0]), xbuf, wdw[1], wdw[2], loc)
+        if isinstance(st, TLoad):  # an input's window
+            buf, wdw = windows[st.tensor]
+            st = TLoad(replace(st.dst, shape=wdw[0]), buf, wdw[1], wdw[2], loc)
         elif isinstance(st, TStore):
             st = TStore(gm[st.tensor], st.row, st.col, st.src, loc)
         body.append(st)
@@ -374,30 +403,50 @@ def _long_sort(lw: Lowering, e: Eqn, readers: list[Eqn], fused: list[Eqn]) -> No
     (x,) = e.inputs
     assert isinstance(x, Var)
     order = dict(e.params)["order"]
-    shape, d, loc = x.aval.shape, x.aval.dtype, e.loc
+    outs: list[tuple[Var | None, Var]] = []
+    if e.out in lw.outputs_of or len(fused) < len(readers):
+        outs.append((None, e.out))
+    for r in fused:
+        y = r.inputs[0]
+        assert isinstance(y, Var)
+        outs.append((y, r.out))
+        lw.skip.add(id(r))
+    _long_kernels(lw, x, order, outs, e.loc)
+
+
+def _long_kernels(
+    lw: Lowering,
+    x: Var,
+    order: str,
+    outs: list[tuple[Var | None, Var]],
+    loc: SourceLoc | None,
+) -> None:
+    """The kernels of :func:`_long_sort` sorting by the keys ``x``, one sort per result
+    ``(carried, out)``: ``out`` gets the permutation (``carried`` None) or the tensor
+    ``carried`` reordered by it."""
+    shape, d = x.aval.shape, x.aval.dtype
     n, R = shape[-1], math.prod(shape[:-1])
     C = LONG_BLOCK
     nb = -(-n // C)
     p = max(1, math.ceil(math.log2(nb)))
     N = C << p
     W = 2 * (N + C)  # words of a workspace row: the structures, and a guard a window may read
-    xbuf, _ = _rows_window(lw, x, R, n, 1, Expr.reg("r"), loc)
-    outs: list[tuple[bool, str]] = []  # (carry the values?, the buffer of the result)
-    if e.out in lw.outputs_of or len(fused) < len(readers):
-        outs.append((False, lw.buffer(e.out)))
-        lw.view(outs[-1][1], (R, n))
-    for r in fused:
-        outs.append((True, lw.buffer(r.out)))
-        lw.view(outs[-1][1], (R, n))
-        lw.skip.add(id(r))
-    for values, dst in outs:
+    row = Expr.reg("r")
+    xbuf, _ = _rows_window(lw, x, R, n, 1, row, loc)
+    for y, out in outs:
+        dst = lw.buffer(out)
+        lw.view(dst, (R, n))
+        carried = None
+        if y is not None:  # the tensor whose values the structures carry
+            ybuf = xbuf if y is x else _rows_window(lw, y, R, n, 1, row, loc)[0]
+            carried = (ybuf, y.aval.dtype)
         ws = [lw.new_buffer("sort_ws", _F32, R * W) for _ in range(2)]
         for w in ws:
             lw.view(w, (R, W))
-        _long_blocks(lw, xbuf, ws[0], d, order, R, n, N, values, loc)
+        _long_blocks(lw, xbuf, ws[0], d, order, R, n, N, carried, loc)
         for q in range(p):
             _long_merge(lw, ws[q % 2], ws[1 - q % 2], R, N, C << q, loc)
-        _long_extract(lw, ws[p % 2], dst, d, R, n, values, loc)
+        _long_extract(lw, ws[p % 2], dst, R, n, carried[1] if carried else None, loc)
 
 
 def _kernel(lw: Lowering, name: str, grid: tuple[tuple[str, int], ...], b: _Build) -> None:
@@ -426,11 +475,12 @@ def _long_blocks(
     R: int,
     n: int,
     N: int,
-    values: bool,
+    carried: tuple[str, dt.DType] | None,
     loc: SourceLoc | None,
 ) -> None:
     """Step 1: the sorted blocks' structures into ``ws``, carrying each element's index (a GM
-    table read at the block's offset) or its value's bits (f32)."""
+    table read at the block's offset) or, with ``carried`` (a buffer and its dtype), a value
+    as 32 bits: f32 (floats, exact) or i32 (integers)."""
     C = LONG_BLOCK
     full, tail = n // C, n % C
     row = Expr.reg("r")
@@ -441,7 +491,8 @@ def _long_blocks(
         xt = TileVar("x", Space.UB, d, (1, width))
         b.body.append(TLoad(xt, xbuf, row, col, loc))
         xf = b.f32(xt, "xf")
-        keys = b.keys(xf, "k", C, xf is not xt and not values)
+        own = carried is not None and carried[0] == xbuf  # carries its own values
+        keys = b.keys(xf, "k", C, xf is not xt and not own)
         if order == "total":
             # the smallest key marks padding and what lies past a run's end: a NaN with those
             # very bits is taken as the next one up (a merge gives ties to the earlier run)
@@ -451,16 +502,23 @@ def _long_blocks(
             )
             up = b.const("next_col", _bits_col(_SMALLEST - 1, 1), _F32)
             b.op("TSEL", keys, at, up, keys)
-        if values:  # the f32 value's bits ride where the index would
-            bits = TileVar(xf.name, Space.UB, _I32, (1, width))
-            if width < C:
-                bits = b.op(
-                    "TGATHER", TileVar("cv", Space.UB, _I32, (1, C)), bits, b.consts["spread"][0]
-                )
-            carry = bits
-        else:
+        if carried is None:
             carry = TileVar("ix", Space.UB, _I32, (1, C))
             b.body.append(TLoad(carry, iota, Expr(), col, loc))
+        else:
+            cbuf, cd = carried
+            if own:
+                ct, wide = xt, xf
+            else:
+                ct = TileVar("cy", Space.UB, cd, (1, width))
+                b.body.append(TLoad(ct, cbuf, row, col, loc))
+                wide = b.f32(ct, "cf") if cd.is_floating else ct
+            if not cd.is_floating and cd is not _I32:  # int8 and bool as int32
+                wide = b.op("TCVT", TileVar("ci", Space.UB, _I32, (1, width)), ct)
+            carry = TileVar(wide.name, Space.UB, _I32, (1, width))  # its 32 bits
+            if width < C:
+                spread = b.consts["spread"][0]
+                carry = b.op("TGATHER", TileVar("cv", Space.UB, _I32, (1, C)), carry, spread)
         s = b.sort_pass(keys, carry)
         b.body.append(TStore(ws, row, col * 2, TileVar(s.name, Space.UB, _F32, (1, 2 * C)), loc))
         return b
@@ -570,28 +628,27 @@ def _long_extract(
     lw: Lowering,
     ws: str,
     dst: str,
-    d: dt.DType,
     R: int,
     n: int,
-    values: bool,
+    carried: dt.DType | None,
     loc: SourceLoc | None,
 ) -> None:
-    """Step 3: the second word of the first ``n`` structures of each row, as indices or as
-    the values they carry (converted back to ``d``)."""
+    """Step 3: the second word of the first ``n`` structures of each row: the indices, or the
+    values they carry, converted back to their dtype ``carried``."""
     C = LONG_BLOCK
     full, tail = n // C, n % C
     row = Expr.reg("r")
 
     def chunk(width: int, col: Expr) -> _Build:
-        b = _Build(d, "total", loc)
+        b = _Build(dt.float32, "total", loc)
         s = TileVar("s", Space.UB, _F32, (1, 2 * C))
         b.body.append(TLoad(s, ws, row, col * 2, loc))
         pick = b.const("pick", (2 * np.arange(width, dtype=np.int32) + 1).reshape(1, width), _I32)
         out = b.op("TGATHER", TileVar("w2", Space.UB, _F32, (1, width)), s, pick)
-        if not values:  # the words are indices
+        if carried is None or not carried.is_floating:  # indices, or integers as int32
             out = TileVar(out.name, Space.UB, _I32, (1, width))
-        elif d is not _F32:
-            out = b.op("TCVT", TileVar("v", Space.UB, d, (1, width)), out)
+        if carried is not None and carried not in (_F32, _I32):
+            out = b.op("TCVT", TileVar("v", Space.UB, carried, (1, width)), out)
         b.body.append(TStore(dst, row, col, out, loc))
         return b
 
@@ -616,6 +673,13 @@ def _gather(lw: Lowering, e: Eqn) -> None:
     # gather dtype, the gathered values and the stored result double-buffered
     per_row = n * (2 * d.itemsize + g.itemsize) + k * (2 * 4 + 4 + 4 + g.itemsize + 2 * d.itemsize)
     cap = lw.machine.ub_bytes
+    made = [eq for eq in lw.func.eqns if eq.out is idx]
+    if per_row > cap and made and made[0].op == "argsort_last" and k == n:
+        # a permutation from a sort of rows too long for UB: sort again, carrying ``x``
+        keys = made[0].inputs[0]
+        assert isinstance(keys, Var)
+        _long_kernels(lw, keys, dict(made[0].params)["order"], [(x, e.out)], loc)
+        return
     if per_row > cap:
         raise TileError(
             f"gathering {k} of {n} {d.short} elements per row needs {per_row} bytes of UB, "
