@@ -1,4 +1,5 @@
-"""The tile rules of ``argsort_last`` and ``gather_last``: each row sorted in UB.
+"""The tile rules of ``argsort_last`` and ``gather_last``: rows sorted in UB, or through GM
+when they are too long for it (:func:`_long_sort`).
 
 The input is seen as ``[R, n]``; each grid point owns ``tr`` whole rows. A row is sorted by
 the vector unit's sorting instructions (pto-isa's ``TSORT32`` and ``TMRGSORT``), which order
@@ -24,9 +25,10 @@ first's order among equal high parts — a radix sort of two digits.
 
 ``gather_last`` loads a row block and its indices and gathers with one ``TGATHER``
 (indices clamped into the row unless they are a permutation, then offset by each row's
-start). A sort's values — ``gather_last`` of the sorted input
-by its own permutation — are gathered in the argsort kernel instead, from the rows it holds
-in UB, and the permutation is stored only if something else reads it.
+start). A reordering by a sort's permutation — ``gather_last(y, argsort_last(x))``: a
+sort's values (``y`` is ``x``) or its VJP (``y`` the cotangent) — is gathered in the argsort
+kernel instead, from rows in UB, and the permutation is stored only if something else reads
+it.
 """
 
 from __future__ import annotations
@@ -67,8 +69,9 @@ def _bits_col(bits: int, rows: int) -> np.ndarray:
 class _Build:
     """The statements of a sort kernel's grid point as they are built, before the GM buffers
     are known: constant tiles are listed with their data; loads and stores may name ``x``,
-    ``perm:<w>`` and ``vals:<w>`` (the permutation or the values, their first ``w`` columns),
-    which the rule maps to buffers."""
+    ``y<i>``, ``perm:<w>`` and ``vals<i>:<w>`` (the input, a tensor to reorder, the
+    permutation or a reordered tensor, their first ``w`` columns), which the rule maps to
+    buffers."""
 
     d: dt.DType
     order: str
