@@ -918,14 +918,15 @@ def _last_axis(v: Any, a: int, fn: Callable[[Any], Any]) -> Any:
 
 
 def _sort_keys(op: str, x: Any, axis: int | None) -> tuple[Any, int]:
-    """``x`` (flattened when ``axis`` is None) with bools and int8 as int32, and its axis."""
+    """``x`` (flattened when ``axis`` is None) with bools and int8 as float32 keys, and its
+    axis. float32 holds them exactly, and sorts in one pass on the NPU (int32 takes two)."""
     v = api.asvalue(x, op)
     if axis is None:
         v, a = api.reshape(v, (-1,)), 0
     else:
         a = _axis(op, v, axis)
     if v.dtype in (dt.bool_, dt.int8):  # type: ignore[attr-defined]
-        v = api.cast(v, dt.int32)
+        v = api.cast(v, dt.float32)
     return v, a
 
 
@@ -992,7 +993,7 @@ def sort(x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool
     desc = rules.flag("sort", "descending", descending)
     nd = len(v0.shape)  # type: ignore[attr-defined]
     perm = (*(i for i in range(nd) if i != a), a)
-    if a != nd - 1:  # bools and int8 sort by their int32 keys and keep their dtype
+    if a != nd - 1:  # bools and int8 sort by their float32 keys and keep their dtype
         same = keys is v0
         v0 = api.transpose(v0, perm)
         keys = v0 if same else api.transpose(keys, perm)
@@ -1120,7 +1121,7 @@ def top_k(x: Any, k: int) -> tuple[Any, Any]:
     head = (Ellipsis, slice(0, k))
     vals = api.getitem(_permute(v, perm), head)
     ids = perm if ids is None else _permute(ids, perm)
-    if vals.dtype is not v0.dtype:  # the int32 keys of int8 and bool
+    if vals.dtype is not v0.dtype:  # the float32 keys of int8 and bool
         vals = api.cast(vals, v0.dtype)
     return vals, api.getitem(ids, head)
 
