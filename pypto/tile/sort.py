@@ -317,19 +317,6 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
         return k.ub_bytes(m.align_bytes, loads) <= m.ub_bytes
 
     if not fits(n, 1, []):
-        if d is _I32:  # two radix passes need the first's order gathered over the whole row
-            lo, hi = 32, n  # the longest whole blocks of 32 that fit, for the hint
-            while hi - lo > 32:
-                mid = (lo + hi) // 64 * 32
-                lo, hi = (mid, hi) if fits(mid, 1, []) else (lo, mid)
-            raise TileError(
-                f"a row of {n} i32 elements does not fit the {m.ub_bytes} bytes of UB of a "
-                f"vector core of {m.name} with its sort keys and buffers, and int32 rows are "
-                f"sorted in UB only (tensor {x.aval})",
-                op="argsort",
-                hint=f"sort along an axis of at most about {lo} int32 elements on the NPU, "
-                "convert exactly representable keys to float32, or use backend='interpret'",
-            )
         _long_sort(lw, e, readers, fused)
         return
     while fused and not fits(n, 1, fused):
@@ -417,6 +404,11 @@ def _long_sort(lw: Lowering, e: Eqn, readers: list[Eqn], fused: list[Eqn]) -> No
     _long_kernels(lw, x, order, outs, e.loc)
 
 
+Src = tuple[str, dt.DType, str]
+"""A GM buffer of ``[R, n]`` rows, its dtype and which part of each element: ``""`` the
+value, ``"lo"`` / ``"hi"`` an int32's low 12 bits / the rest (arithmetic shift)."""
+
+
 def _long_kernels(
     lw: Lowering,
     x: Var,
@@ -426,30 +418,75 @@ def _long_kernels(
 ) -> None:
     """The kernels of :func:`_long_sort` sorting by the keys ``x``, one sort per result
     ``(carried, out)``: ``out`` gets the permutation (``carried`` None) or the tensor
-    ``carried`` reordered by it."""
+    ``carried`` reordered by it.
+
+    int32 keys are a radix sort of two stable sorts: by the low digit, carrying the index
+    (the first permutation) and, in a second sort, the high digit (now in that order); then
+    by those high digits, carrying the first permutation (the result). A tensor to reorder
+    is first carried through a sort by the low digit too."""
     shape, d = x.aval.shape, x.aval.dtype
     n, R = shape[-1], math.prod(shape[:-1])
-    C = LONG_BLOCK
-    nb = -(-n // C)
-    p = max(1, math.ceil(math.log2(nb)))
-    N = C << p
-    W = 2 * (N + C)  # words of a workspace row: the structures, and a guard a window may read
     row = Expr.reg("r")
     xbuf, _ = _rows_window(lw, x, R, n, 1, row, loc)
+
+    def temp(dtype: dt.DType) -> str:
+        b = lw.new_buffer("sort_tmp", dtype, R * n)
+        lw.view(b, (R, n))
+        return b
+
+    first: str | None = None
+    high: str | None = None
+    if d is _I32:  # the first digit's sorts
+        first, high = temp(_I32), temp(_I32)
+        _long_pass(lw, (xbuf, d, "lo"), order, None, first, R, n, loc)
+        _long_pass(lw, (xbuf, d, "lo"), order, (xbuf, d, "hi"), high, R, n, loc)
     for y, out in outs:
         dst = lw.buffer(out)
         lw.view(dst, (R, n))
-        carried = None
+        carried: Src | None = None
         if y is not None:  # the tensor whose values the structures carry
             ybuf = xbuf if y is x else _rows_window(lw, y, R, n, 1, row, loc)[0]
-            carried = (ybuf, y.aval.dtype)
-        ws = [lw.new_buffer("sort_ws", _F32, R * W) for _ in range(2)]
-        for w in ws:
-            lw.view(w, (R, W))
-        _long_blocks(lw, xbuf, ws[0], d, order, R, n, N, carried, loc)
-        for q in range(p):
-            _long_merge(lw, ws[q % 2], ws[1 - q % 2], R, N, C << q, loc)
-        _long_extract(lw, ws[p % 2], dst, R, n, carried[1] if carried else None, loc)
+            carried = (ybuf, y.aval.dtype, "")
+        if d is not _I32:
+            _long_pass(lw, (xbuf, d, ""), order, carried, dst, R, n, loc)
+            continue
+        assert first is not None and high is not None
+        if carried is None:
+            carried = (first, _I32, "")
+        else:  # the tensor in the first digit's order
+            moved = temp(carried[1])
+            _long_pass(lw, (xbuf, d, "lo"), order, carried, moved, R, n, loc)
+            carried = (moved, carried[1], "")
+        _long_pass(lw, (high, _I32, ""), order, carried, dst, R, n, loc)
+
+
+def _long_pass(
+    lw: Lowering,
+    key: Src,
+    order: str,
+    carried: Src | None,
+    dst: str,
+    R: int,
+    n: int,
+    loc: SourceLoc | None,
+) -> None:
+    """One stable sort of rows of ``n`` by ``key``: blocks, merges, and ``dst`` gets the
+    permutation (``carried`` None) or the carried values in the sorted order."""
+    C = LONG_BLOCK
+    p = max(1, math.ceil(math.log2(-(-n // C))))
+    N = C << p
+    W = 2 * (N + C)  # words of a workspace row: the structures, and a guard a window may read
+    ws = [lw.new_buffer("sort_ws", _F32, R * W) for _ in range(2)]
+    for w in ws:
+        lw.view(w, (R, W))
+    _long_blocks(lw, key, ws[0], order, R, n, N, carried, loc)
+    for q in range(p):
+        _long_merge(lw, ws[q % 2], ws[1 - q % 2], R, N, C << q, loc)
+    _long_extract(lw, ws[p % 2], dst, R, n, None if carried is None else _carry_dtype(carried), loc)
+
+
+def _carry_dtype(c: Src) -> dt.DType:
+    return _I32 if c[2] else c[1]
 
 
 def _kernel(lw: Lowering, name: str, grid: tuple[tuple[str, int], ...], b: _Build) -> None:
@@ -471,30 +508,40 @@ def _kernel(lw: Lowering, name: str, grid: tuple[tuple[str, int], ...], b: _Buil
 
 def _long_blocks(
     lw: Lowering,
-    xbuf: str,
+    key: Src,
     ws: str,
-    d: dt.DType,
     order: str,
     R: int,
     n: int,
     N: int,
-    carried: tuple[str, dt.DType] | None,
+    carried: Src | None,
     loc: SourceLoc | None,
 ) -> None:
     """Step 1: the sorted blocks' structures into ``ws``, carrying each element's index (a GM
-    table read at the block's offset) or, with ``carried`` (a buffer and its dtype), a value
-    as 32 bits: f32 (floats, exact) or i32 (integers)."""
+    table read at the block's offset) or, with ``carried``, a value as 32 bits: f32 (floats,
+    exact) or i32 (integers)."""
     C = LONG_BLOCK
     full, tail = n // C, n % C
     row = Expr.reg("r")
     iota = lw.const_buffer("sort_index", np.arange(N, dtype=np.int32).reshape(1, N))
+    kbuf, kd, kpart = key
+
+    def part(b: _Build, t: TileVar, which: str) -> TileVar:
+        """The digit ``which`` of the int32 tile ``t`` (``t`` itself for ``""``)."""
+        if not which:
+            return t
+        dst = TileVar(t.name + which, Space.UB, _I32, t.shape)
+        if which == "lo":
+            return b.op("TANDS", dst, t, float(2**_LO_BITS - 1))
+        return b.op("TSHRS", dst, t, float(_LO_BITS))
 
     def block(width: int, col: Expr) -> _Build:
-        b = _Build(d, order, loc)
-        xt = TileVar("x", Space.UB, d, (1, width))
-        b.body.append(TLoad(xt, xbuf, row, col, loc))
-        xf = b.f32(xt, "xf")
-        own = carried is not None and carried[0] == xbuf  # carries its own values
+        b = _Build(_I32 if kpart else kd, order, loc)
+        xt = TileVar("x", Space.UB, kd, (1, width))
+        b.body.append(TLoad(xt, kbuf, row, col, loc))
+        kt = part(b, xt, kpart)
+        xf = b.f32(kt, "xf")
+        own = carried is not None and carried[0] == kbuf and not carried[2] and not kpart
         keys = b.keys(xf, "k", C, xf is not xt and not own)
         if order == "total":
             # the smallest key marks padding and what lies past a run's end: a NaN with those
@@ -509,14 +556,16 @@ def _long_blocks(
             carry = TileVar("ix", Space.UB, _I32, (1, C))
             b.body.append(TLoad(carry, iota, Expr(), col, loc))
         else:
-            cbuf, cd = carried
+            cbuf, cd, cpart = carried
             if own:
                 ct, wide = xt, xf
             else:
-                ct = TileVar("cy", Space.UB, cd, (1, width))
-                b.body.append(TLoad(ct, cbuf, row, col, loc))
-                wide = b.f32(ct, "cf") if cd.is_floating else ct
-            if not cd.is_floating and cd is not _I32:  # int8 and bool as int32
+                ct = xt if cbuf == kbuf else TileVar("cy", Space.UB, cd, (1, width))
+                if ct is not xt:
+                    b.body.append(TLoad(ct, cbuf, row, col, loc))
+                ct = part(b, ct, cpart)
+                wide = b.f32(ct, "cf") if ct.dtype.is_floating else ct
+            if not wide.dtype.is_floating and wide.dtype is not _I32:  # int8, bool as int32
                 wide = b.op("TCVT", TileVar("ci", Space.UB, _I32, (1, width)), ct)
             carry = TileVar(wide.name, Space.UB, _I32, (1, width))  # its 32 bits
             if width < C:
@@ -534,7 +583,7 @@ def _long_blocks(
         _kernel(lw, "sort_tail", (("r", R),), b)
     pad_blocks = N // C - (full + (1 if tail else 0))
     if pad_blocks:
-        b = _Build(d, order, loc)
+        b = _Build(kd, order, loc)
         sent = b.const(
             "sentinels", np.full((1, 2 * C), _SMALLEST, np.uint32).view(np.float32), _F32
         )

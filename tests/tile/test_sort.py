@@ -151,17 +151,27 @@ def test_top_k_beyond_its_stages_uses_the_long_sort() -> None:
     _same(vals, want_v, "values")
 
 
-def test_a_long_int32_row_is_a_clear_error() -> None:
-    x = np.zeros((2, 5000), np.int32)
+def test_long_int32_rows_sort_by_two_digits_through_gm() -> None:
+    """Rows of int32 too long for UB: a stable sort by the low 12 bits (carrying the index,
+    and in a second sort the high bits), then by the high bits carrying the first order."""
+    a = _ints((2, 5000))
+    f = pto.jit(lambda x: (pto.argsort(x), pto.sort(x, descending=True)), machine="tiny")
+    got = f(pto.tensor(a))
+    j = jnp.asarray(a)
+    want = (jnp.argsort(j, stable=True), jnp.sort(j, descending=True))
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        _same(g, w, f"output {i}")
+
+
+def test_a_long_gather_by_other_indices_is_a_clear_error() -> None:
+    x = np.zeros((2, 8000), np.float32)
+    i = np.zeros((2, 8000), np.int32)
+    f = pto.jit(lambda x, i: pto.take_along_axis(x, i, axis=1), machine="ascend910b")
     with pytest.raises(pto.TileError) as ei:
-        pto.jit(pto.argsort, machine="ascend910b").lower(x)
+        f.lower(x, i)
     msg = str(ei.value)
-    assert "a row of 5000 i32 elements does not fit the 196608 bytes of UB" in msg
-    assert "int32 rows are sorted in UB only" in msg
-    assert "at most about 2560 int32 elements" in msg and "backend='interpret'" in msg
-    assert "test_sort.py" in msg  # the user's line
-    # and the longest it names does fit
-    pto.jit(pto.argsort, machine="ascend910b").lower(np.zeros((2, 2560), np.int32))
+    assert "take_along_axis: gathering 8000 of 8000 f32 elements per row needs" in msg
+    assert "backend='interpret'" in msg and "test_sort.py" in msg
 
 
 @pytest.mark.parametrize(("dtype", "n"), [(np.float32, 40), (np.float16, 40), (np.float32, 6000)])
