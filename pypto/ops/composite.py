@@ -951,9 +951,10 @@ def argsort(x: Any, axis: int | None = -1, *, stable: bool = True, descending: b
     ``-0.0`` equals ``0.0``, NaN sorts above ``+inf`` (first when descending). The sort is
     always stable (``stable=False`` is accepted and gives the same order).
 
-    Compiled, each row is sorted in UB: blocks of 32 by ``TSORT32``, then 4-way merges
-    (``TMRGSORT``) of ever longer runs; int32 keys take two passes (their low 12 bits, then the
-    rest), since the sorting unit compares floats.
+    Compiled, a row is sorted in UB (blocks of 32 by ``TSORT32``, then 4-way merges of ever
+    longer runs by ``TMRGSORT``) or, when it is too long for UB, in blocks merged pairwise
+    through GM; int32 keys take two passes (their low 12 bits, then the rest), since the
+    sorting unit compares floats.
 
     >>> import pypto as pto
     >>> pto.argsort(pto.tensor([3.0, 1.0, 2.0, 1.0])).numpy()
@@ -985,24 +986,19 @@ def sort(x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool
     >>> pto.sort(pto.tensor([[3.0, 1.0, 2.0]]), descending=True).numpy()
     array([[3., 2., 1.]], dtype=float32)
     """
-    v0 = api.asvalue(x, "sort")
+    v = api.asvalue(x, "sort")
     if axis is None:
-        v0, axis = api.reshape(v0, (-1,)), 0
-    keys, a = _sort_keys("sort", v0, axis)
+        v, axis = api.reshape(v, (-1,)), 0
+    a = _axis("sort", v, axis)
     rules.flag("sort", "stable", stable)
     desc = rules.flag("sort", "descending", descending)
-    nd = len(v0.shape)  # type: ignore[attr-defined]
-    perm = (*(i for i in range(nd) if i != a), a)
-    if a != nd - 1:  # bools and int8 sort by their float32 keys and keep their dtype
-        same = keys is v0
-        v0 = api.transpose(v0, perm)
-        keys = v0 if same else api.transpose(keys, perm)
-    out = _permute(v0, _argsort(keys, "ascending"))
-    if desc:
-        out = api.getitem(out, (Ellipsis, slice(None, None, -1)))
-    if a != nd - 1:
-        out = api.transpose(out, tuple(perm.index(i) for i in range(nd)))
-    return out
+
+    def rows(r: Any) -> Any:
+        keys = api.cast(r, dt.float32) if r.dtype in (dt.bool_, dt.int8) else r
+        out = _permute(r, _argsort(keys, "ascending"))  # bools and int8 keep their dtype
+        return api.getitem(out, (Ellipsis, slice(None, None, -1))) if desc else out
+
+    return _last_axis(v, a, rows)
 
 
 def _take_along_axis_jax(arr: Any, indices: Any, axis: int | None) -> Any:
