@@ -78,6 +78,8 @@ class _Build:
     loc: SourceLoc | None
     consts: dict[str, tuple[TileVar, np.ndarray]] = field(default_factory=dict)
     body: list[Stmt] = field(default_factory=list)
+    width: int = 0
+    """structures per row after the last :meth:`sort_pass`"""
 
     def const(self, name: str, data: np.ndarray, dtype: dt.DType) -> TileVar:
         """A constant tile, loaded once per core."""
@@ -122,17 +124,33 @@ class _Build:
         pad = op("TCMPS", TileVar("pad", Space.UB, dt.bool_, (1, npad)), cols, float(n), Cond.GE)
         return op("TSEL", kp, pad, self.const("pad_col", _bits_col(_SMALLEST, tr), _F32), kp)
 
-    def sort_pass(self, k: TileVar, idx: TileVar) -> TileVar:
+    def sort_pass(self, k: TileVar, idx: TileVar, top: int = 0) -> TileVar:
         """The structures of ``k``'s rows sorted descending, carrying ``idx`` (an ``i32`` view
-        of them)."""
+        of them). With ``top``, only the first ``top`` of each row are wanted: once the runs
+        are longer, each is cut to its first ``top`` structures (a ``TGATHER``) before the
+        next merge, since a row's top ``top`` are among its runs' (the row's width must be
+        a multiple of the runs' length then)."""
         tr, npad = k.shape
         bufs = [TileVar(s, Space.UB, _F32, (tr, 2 * npad)) for s in ("s0", "s1")]
         self.op("TSORT32", bufs[0], k, idx)
-        run, cur = 32, 0
-        while run < npad:
-            self.op("TMRGSORT", bufs[1 - cur], bufs[cur], run)
+        run, cur, width = 32, 0, npad
+        while run < width:
+            src = TileVar(bufs[cur].name, Space.UB, _F32, (tr, 2 * width))
+            dst = TileVar(bufs[1 - cur].name, Space.UB, _F32, (tr, 2 * width))
+            self.op("TMRGSORT", dst, src, run)
             run, cur = run * 4, 1 - cur
-        return TileVar(bufs[cur].name, Space.UB, _I32, (tr, 2 * npad))
+            if top and top < run < width:
+                runs = -(-width // run)
+                i = np.arange(tr, dtype=np.int32)[:, None, None]
+                j = np.arange(runs, dtype=np.int32)[None, :, None]
+                w = np.arange(2 * top, dtype=np.int32)[None, None, :]
+                cut = (i * 2 * width + j * 2 * run + w).reshape(tr, runs * 2 * top)
+                src = TileVar(bufs[cur].name, Space.UB, _F32, (tr, 2 * width))
+                dst = TileVar(bufs[1 - cur].name, Space.UB, _F32, (tr, runs * 2 * top))
+                self.op("TGATHER", dst, src, self.const(f"cut{width}", cut, _I32))
+                run, cur, width = top, 1 - cur, runs * top
+        self.width = width
+        return TileVar(bufs[cur].name, Space.UB, _I32, (tr, 2 * width))
 
     def ub_bytes(self, align: int, loads: tuple[str, ...] = ("x",)) -> int:
         """UB the tiles take without reuse, the tiles loaded from ``loads`` and every stored
@@ -166,29 +184,41 @@ def _sort_kernel(
     order: str,
     tr: int,
     row: Expr,
-    keep: tuple[int, ...],
-    gathers: list[tuple[dt.DType | None, tuple[int, ...]]],
+    keep: list[int],
+    gathers: list[tuple[dt.DType | None, list[int]]],
     loc: SourceLoc | None,
 ) -> _Build:
     """One grid point's sort of the rows from ``row`` (module docstring). The permutation is
     stored once per width in ``keep`` (its first columns: ``n`` is the whole row, less a
-    ``top_k``'s slice). Each entry ``(dtype, widths)`` of ``gathers`` reorders a tensor by
-    the permutation and stores it likewise: the sorted rows themselves (``dtype`` None) or the
-    rows of another tensor, loaded as ``y<i>`` (``gather_last(y, argsort(x))``: a VJP's)."""
+    ``top_k``'s slice), to ``perm:<position in keep>``. Each entry ``(dtype, widths)`` of
+    ``gathers`` reorders a tensor by the permutation and stores it likewise: the sorted rows
+    themselves (``dtype`` None) or the rows of another tensor, loaded as ``y<i>``
+    (``gather_last(y, argsort(x))``: a VJP's). When every width is less than ``n`` (a
+    top-k), the merges keep only what the widest needs (:meth:`_Build.sort_pass`)."""
+    widths = keep + [w for _, ws in gathers for w in ws]
+    K = max(widths, default=0)
+    top = 0
     npad = -(-n // 32) * 32
+    if 0 < K < n and d is not _I32:
+        top = 32  # the run length kept: 32 * 2^a >= K
+        while top < K:
+            top *= 2
+        first = 32  # whole runs of the first merged length of at least ``top``
+        while first < top:
+            first *= 4
+        npad = -(-n // first) * first
     b = _Build(d, order, loc)
     op = b.op
     i, j = np.arange(tr, dtype=np.int32)[:, None], np.arange(npad, dtype=np.int32)[None, :]
     iota = b.const("iota", np.broadcast_to(j, (tr, npad)).copy(), _I32)
-    # the odd words of each row's structures: their indices
-    odd = (i * 2 * npad + 2 * j + 1).astype(np.int32)
-    pick = b.const("pick", np.ascontiguousarray(odd[:, :n]), _I32)
     xt = TileVar("x", Space.UB, d, (tr, n))
     b.body.append(TLoad(xt, "x", row, Expr(), loc))
     if d is not _I32:
         xf = b.f32(xt, "xf")
-        structs = b.sort_pass(b.keys(xf, "k", npad, xf is not xt), iota)
+        structs = b.sort_pass(b.keys(xf, "k", npad, xf is not xt), iota, top)
     else:
+        # the odd words of each row's structures: their indices
+        odd = (i * 2 * npad + 2 * j + 1).astype(np.int32)
         lo = op("TANDS", TileVar("lo", Space.UB, _I32, (tr, n)), xt, float(2**_LO_BITS - 1))
         hi = op("TSHRS", TileVar("hi", Space.UB, _I32, (tr, n)), xt, float(_LO_BITS))
         first = b.sort_pass(b.keys(b.f32(lo, "lof"), "klo", npad, True), iota)
@@ -200,21 +230,26 @@ def _sort_kernel(
         # the high keys in the first pass's order (the padding stays last)
         khi_s = op("TGATHER", TileVar("khis", Space.UB, _F32, (tr, npad)), khi, at)
         structs = b.sort_pass(khi_s, perm1)
+    m = K if top else n  # the permutation's columns the kernel needs
+    width = b.width
+    jm = np.arange(m, dtype=np.int32)[None, :]
+    pick = b.const("pick", (i * 2 * width + 2 * jm + 1).astype(np.int32), _I32)
 
-    def store(t: TileVar, widths: tuple[int, ...], what: str) -> None:
-        for w in widths:
-            if w < n:  # a slice of the leading columns: only they leave UB
+    def store(t: TileVar, ws: list[int], what: str) -> None:
+        for pos, w in enumerate(ws):
+            out = t
+            if w < m:  # a slice of the leading columns: only they leave UB
                 tw = TileVar(f"{t.name}_{w}", Space.UB, t.dtype, (tr, w))
-                t = op("TEXTRACT", tw, t, Expr(), Expr())
-            b.body.append(TStore(f"{what}:{w}", row, Expr(), t, loc))
+                out = op("TEXTRACT", tw, t, Expr(), Expr())
+            b.body.append(TStore(f"{what}:{pos}", row, Expr(), out, loc))
 
-    perm = op("TGATHER", TileVar("perm", Space.UB, _I32, (tr, n)), structs, pick)
+    perm = op("TGATHER", TileVar("perm", Space.UB, _I32, (tr, m)), structs, pick)
     store(perm, keep, "perm")
     if gathers:
-        rows = b.const("perm_rows", np.broadcast_to(i * n, (tr, n)).copy(), _I32)
+        rows = b.const("perm_rows", np.broadcast_to(i * n, (tr, m)).copy(), _I32)
         # in place when the permutation is not stored (nothing else then reads it)
-        at = op("TADD", perm if not keep else TileVar("vat", Space.UB, _I32, (tr, n)), perm, rows)
-    for gi, (yd, widths) in enumerate(gathers):
+        at = op("TADD", perm if not keep else TileVar("vat", Space.UB, _I32, (tr, m)), perm, rows)
+    for gi, (yd, ws) in enumerate(gathers):
         src, sd = xt, d
         if yd is not None:
             src, sd = TileVar(f"y{gi}", Space.UB, yd, (tr, n)), yd
@@ -222,10 +257,10 @@ def _sort_kernel(
         g = gather_dtype(sd)
         if g is not sd:
             src = op("TCVT", TileVar(f"g{gi}", Space.UB, g, (tr, n)), src)
-        vals = op("TGATHER", TileVar(f"vals{gi}", Space.UB, g, (tr, n)), src, at)
+        vals = op("TGATHER", TileVar(f"vals{gi}", Space.UB, g, (tr, m)), src, at)
         if g is not sd:
-            vals = op("TCVT", TileVar(f"valsd{gi}", Space.UB, sd, (tr, n)), vals)
-        store(vals, widths, f"vals{gi}")
+            vals = op("TCVT", TileVar(f"valsd{gi}", Space.UB, sd, (tr, m)), vals)
+        store(vals, ws, f"vals{gi}")
     return b
 
 
@@ -264,25 +299,16 @@ def _prefix(r: Eqn, v: Var) -> int | None:
     return last[1] if last[0] == 0 and last[2] == 1 and last[1] > 0 else None
 
 
-def _stores(
-    lw: Lowering, v: Var, readers: list[Eqn], n: int, what: str, gm: dict[str, str], R: int
-) -> tuple[int, ...]:
-    """The widths a kernel stores of ``v`` (rows of ``n``) and, in ``gm``, the buffer each goes
-    to: the prefixes its slices keep (the slices are then done) when nothing else reads it,
-    else the whole rows."""
+def _plan_stores(lw: Lowering, v: Var, readers: list[Eqn], n: int) -> list[tuple[int, Eqn | None]]:
+    """Where a kernel stores ``v`` (rows of ``n``): ``[(n, None)]`` for whole rows into ``v``'s
+    buffer; or, when nothing but slices of its first columns reads it, ``(width, slice)`` for
+    each, into the slice's buffer (the slice is then done); nothing when nothing reads it."""
+    if v in lw.outputs_of:
+        return [(n, None)]
     widths = [_prefix(r, v) for r in readers]
-    if v not in lw.outputs_of and not readers:
-        return ()
-    if v in lw.outputs_of or None in widths:
-        gm[f"{what}:{n}"] = lw.buffer(v)
-        lw.view(gm[f"{what}:{n}"], (R, n))
-        return (n,)
-    for r, w in zip(readers, widths, strict=True):
-        assert w is not None
-        gm[f"{what}:{w}"] = buf = lw.buffer(r.out)
-        lw.view(buf, (R, w))
-        lw.skip.add(id(r))
-    return tuple(dict.fromkeys(w for w in widths if w is not None))
+    if None in widths:
+        return [(n, None)]
+    return [(w, r) for r, w in zip(readers, widths, strict=True) if w is not None]
 
 
 def _argsort(lw: Lowering, e: Eqn) -> None:
@@ -311,8 +337,17 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
     def sources(rs: list[Eqn]) -> list[dt.DType | None]:
         return [None if r.inputs[0] is x else r.inputs[0].aval.dtype for r in rs]
 
-    def fits(n: int, tr: int, rs: list[Eqn]) -> bool:
-        k = _sort_kernel(n, d, order, tr, Expr(), (n,), [(y, (n,)) for y in sources(rs)], loc)
+    def fits(
+        n: int,
+        tr: int,
+        rs: list[Eqn],
+        keep: list[int] | None = None,
+        gathers: list[tuple[dt.DType | None, list[int]]] | None = None,
+    ) -> bool:
+        """Whether the kernel's tiles fit UB (whole rows stored, unless widths are given)."""
+        keep = [n] if keep is None else keep
+        gathers = [(y, [n]) for y in sources(rs)] if gathers is None else gathers
+        k = _sort_kernel(n, d, order, tr, Expr(), keep, gathers, loc)
         loads = ("x", *(f"y{i}" for i in range(len(rs))))
         return k.ub_bytes(m.align_bytes, loads) <= m.ub_bytes
 
@@ -321,18 +356,32 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
         return
     while fused and not fits(n, 1, fused):
         fused = fused[:-1]
-    tr = 1
-    for t in sorted({t for t in range(1, min(R, 1024) + 1) if R % t == 0}, reverse=True):
-        if fits(n, t, fused):
-            tr = t
-            break
     # where each result goes: whole rows into its buffer, or only the columns that the
     # slices reading it keep (top_k's) into theirs
+    plans = [(e.out, _plan_stores(lw, e.out, [r for r in readers if r not in fused], n))]
+    plans += [(r.out, _plan_stores(lw, r.out, _readers(lw, r.out), n)) for r in fused]
+    perm_w = [w for w, _ in plans[0][1]]
+    gathers = [
+        (y, [w for w, _ in pl]) for y, (_, pl) in zip(sources(fused), plans[1:], strict=True)
+    ]
+    if not fits(n, 1, fused, perm_w, gathers):  # a top-k's narrower sort takes more padding
+        perm_w = [n]
+        gathers = [(y, [n]) for y, _ in gathers]
+        plans = [(v, [(n, None)]) for v, _ in plans]
+    tr = 1
+    for t in sorted({t for t in range(1, min(R, 1024) + 1) if R % t == 0}, reverse=True):
+        if fits(n, t, fused, perm_w, gathers):
+            tr = t
+            break
     gm: dict[str, str] = {}
-    perm_w = _stores(lw, e.out, [r for r in readers if r not in fused], n, "perm", gm, R)
-    gathers = []
-    for gi, (r, y) in enumerate(zip(fused, sources(fused), strict=True)):
-        gathers.append((y, _stores(lw, r.out, _readers(lw, r.out), n, f"vals{gi}", gm, R)))
+    for what, (v, plan) in zip(["perm", *(f"vals{i}" for i in range(len(fused)))], plans):
+        for pos, (w, sl) in enumerate(plan):
+            buf = lw.buffer(v if sl is None else sl.out)
+            lw.view(buf, (R, w))
+            gm[f"{what}:{pos}"] = buf
+            if sl is not None:
+                lw.skip.add(id(sl))
+    for r in fused:
         lw.skip.add(id(r))
     row = Expr.reg("r") * tr if R // tr > 1 else Expr()
     k = _sort_kernel(n, d, order, tr, row, perm_w, gathers, loc)
