@@ -203,10 +203,10 @@ def _sort_kernel(
         top = 32  # the run length kept: 32 * 2^a >= K
         while top < K:
             top *= 2
-        first = 32  # whole runs of the first merged length of at least ``top``
-        while first < top:
-            first *= 4
-        npad = -(-n // first) * first
+        run = 32  # whole runs of the first merged length of at least ``top``
+        while run < top:
+            run *= 4
+        npad = -(-n // run) * run
     b = _Build(d, order, loc)
     op = b.op
     i, j = np.arange(tr, dtype=np.int32)[:, None], np.arange(npad, dtype=np.int32)[None, :]
