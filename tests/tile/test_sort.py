@@ -1,7 +1,8 @@
 """Sorting on the simulated NPU: ``sort``, ``argsort`` and ``top_k`` compiled through the four
 levels equal JAX exactly — stable orders, NaN and signed zeros, int32 over its whole range (two
 radix passes), rows padded to the sorting unit's blocks of 32, rows spread over grid points,
-long ``top_k`` rows in stages — and their gradients equal ``jax.grad``."""
+rows too long for UB merged through GM, ``top_k`` of long rows in stages with its runs cut to
+their first k — and their gradients equal ``jax.grad``."""
 
 from __future__ import annotations
 
