@@ -1079,6 +1079,161 @@ def take_along_axis(arr: Any, indices: Any, axis: int | None) -> Any:
     return out
 
 
+_QUANTILE_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile_jax(
+    x: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False
+) -> Any:
+    return jnp.quantile(x, q, axis=axis, method=method, keepdims=keepdims)
+
+
+def _static_q(op: str, q: Any) -> np.ndarray:
+    """``q`` as a float32 numpy array of rank 0 or 1 (JAX's float32 for a Python number)."""
+    if isinstance(q, bool | np.bool_):
+        raise DTypeError(f"q must be numbers, got {q!r}", op=op)
+    if not isinstance(q, numbers.Number | list | tuple | np.ndarray | np.generic):
+        try:  # an eager tensor holds its values; a traced one does not
+            values = np.asarray(q)
+            if values.dtype == object:
+                raise TypeError
+        except Exception:
+            raise DTypeError(
+                f"q must be a number or a sequence of numbers known when the function is "
+                f"traced, got a traced {api._aval(q)}",
+                op=op,
+                hint="pass q as a Python float or a numpy array (a static argument)",
+            ) from None
+        q = values
+    try:
+        arr = np.asarray(q, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise DTypeError(f"q must be numbers, got {q!r:.60}", op=op) from None
+    if arr.ndim > 1:
+        raise ShapeError(f"q must have rank 0 or 1, got shape {arr.shape}", op=op)
+    return arr
+
+
+@_composite("quantile", "the q-th quantiles over axes (after sorting)", _quantile_jax)
+def quantile(
+    x: Any,
+    q: Any,
+    axis: int | Sequence[int] | None = None,
+    method: str = "linear",
+    keepdims: bool = False,
+) -> Any:
+    """The ``q``-th quantiles (``q`` in [0, 1], a number or a 1-d sequence: its axis comes
+    first) of ``x`` over ``axis`` (all axes when None; several are merged), as
+    ``jnp.quantile``: ``method`` is ``"linear"``, ``"lower"``, ``"higher"``, ``"midpoint"`` or
+    ``"nearest"``; a NaN along the axis makes its quantiles NaN; integers and bools give
+    float32, floats keep their dtype.
+
+    ``x`` is sorted along the axis; the positions ``q·(n - 1)``, their floors and ceilings and
+    the weights between them are known when the function is traced (computed in float32, as
+    JAX does), so the quantiles are slices of the sorted values, interpolated in float32.
+
+    >>> import pypto as pto
+    >>> pto.quantile(pto.tensor([1.0, 2.0, 3.0, 4.0]), 0.5).numpy()
+    array(2.5, dtype=float32)
+    >>> pto.quantile(pto.tensor([[1.0, 9.0, 5.0]]), [0.0, 1.0], axis=1).numpy()
+    array([[1.],
+           [9.]], dtype=float32)
+    """
+    if method not in _QUANTILE_METHODS:
+        raise ShapeError(
+            f"method {method!r} is not one of {_QUANTILE_METHODS}",
+            op="quantile",
+            hint="the weighted 'inverted_cdf' is not supported",
+        )
+    qs = _static_q("quantile", q)
+    if ((qs < 0) | (qs > 1) | np.isnan(qs)).any():
+        raise ShapeError(f"q must lie in [0, 1], got {q!r:.60}", op="quantile")
+    keep = rules.flag("quantile", "keepdims", keepdims)
+    v = api.asvalue(x, "quantile")
+    if not v.dtype.is_floating:  # type: ignore[attr-defined]
+        v = api.cast(v, dt.float32)
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    axes = rules.normalize_axes("quantile", axis, api._aval(v))
+    kept = [d for d in range(nd) if d not in axes]
+    shape = tuple(v.shape)  # type: ignore[attr-defined]
+    n = math.prod(shape[d] for d in axes)
+    if n == 0:
+        raise ShapeError(
+            f"quantile over a zero-size axis {axis!r} of {api._aval(v)}",
+            op="quantile",
+            hint="quantiles need at least one element",
+        )
+    rows = api.reshape(api.transpose(v, (*kept, *axes)), (*(shape[d] for d in kept), n))
+    if v.dtype.is_floating:  # type: ignore[attr-defined]
+        # a NaN anywhere along the axis makes every element NaN, so the quantiles are NaN
+        nan = any(isnan(rows), -1, True)
+        rows = api.where(nan, math.nan, rows)
+    srt = sort(rows, -1)
+    pos = qs.reshape(-1) * np.float32(n - 1)
+    lo = np.clip(np.floor(pos), 0, n - 1).astype(int)
+    hi = np.clip(np.ceil(pos), 0, n - 1).astype(int)
+    hw = (pos - np.floor(pos)).astype(np.float32)
+    outs = []
+    for a, b, w in zip(lo, hi, hw, strict=True):
+        low, high = api.getitem(srt, (Ellipsis, int(a))), api.getitem(srt, (Ellipsis, int(b)))
+        if method == "linear":
+            wide = [api.cast(t, dt.float32) for t in (low, high)]
+            r = api.add(api.mul(wide[0], np.float32(1) - w), api.mul(wide[1], w))
+            r = api.cast(r, v.dtype)  # type: ignore[attr-defined]
+        elif method == "lower":
+            r = low
+        elif method == "higher":
+            r = high
+        elif method == "nearest":
+            r = low if w <= 0.5 else high
+        else:
+            r = api.mul(api.add(low, high), 0.5)
+        if keep:
+            r = api.reshape(r, tuple(1 if d in axes else shape[d] for d in range(nd)))
+        outs.append(r)
+    return outs[0] if qs.ndim == 0 else stack(outs, 0)
+
+
+def _median_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return jnp.median(x, axis=axis, keepdims=keepdims)
+
+
+@_composite("median", "the median over axes", _median_jax)
+def median(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """The median of ``x`` over ``axis`` (all axes when None), as ``jnp.median``: the midpoint
+    of the two middle elements of the sorted values (NaN if any is NaN; float32 for integers).
+
+    >>> import pypto as pto
+    >>> pto.median(pto.tensor([[3.0, 1.0, 2.0], [4.0, 8.0, 6.0]]), axis=1).numpy()
+    array([2., 6.], dtype=float32)
+    """
+    return quantile(x, 0.5, axis, "midpoint", keepdims)
+
+
+def _percentile_jax(
+    x: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False
+) -> Any:
+    return jnp.percentile(x, q, axis=axis, method=method, keepdims=keepdims)
+
+
+@_composite("percentile", "the q-th percentiles over axes", _percentile_jax)
+def percentile(
+    x: Any,
+    q: Any,
+    axis: int | Sequence[int] | None = None,
+    method: str = "linear",
+    keepdims: bool = False,
+) -> Any:
+    """:func:`quantile` with ``q`` in percent (``q / 100``, in float32, as ``jnp.percentile``).
+
+    >>> import pypto as pto
+    >>> pto.percentile(pto.tensor([1.0, 2.0, 3.0, 4.0, 5.0]), 25).numpy()
+    array(2., dtype=float32)
+    """
+    qs = _static_q("percentile", q)
+    return quantile(x, qs / np.float32(100), axis, method, keepdims)
+
+
 def _top_k_jax(x: Any, k: int) -> Any:
     return tuple(jax.lax.top_k(x, k))
 

@@ -1037,6 +1037,42 @@ def _top_k(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(vals, want_v, what=f"top_k k={k} values")
 
 
+@case("quantile", "median", "percentile", dtypes=DTYPES, group="heavy")
+def _quantile(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    if 0 in shape:
+        shape = tuple(max(s, 1) for s in shape)
+    a = values(data, dtype, shape, -3.0, 3.0, ints=(-50, 50), specials=(np.nan, np.inf, -0.0))
+    x = as_input(data, a)
+    nd = len(shape)
+    axis = data.draw(
+        st.none() | st.integers(-nd, nd - 1) | st.just(tuple(range(0, nd, 2))), label="axis"
+    )
+    keep = data.draw(st.booleans(), label="keepdims")
+    if name == "median":
+        out = pto.median(x, axis, keepdims=keep)
+        want = jitted(ref(name), ("axis", "keepdims"))(a, axis=axis, keepdims=keep)
+    else:
+        # percentiles compare linear interpolation only: JAX's compiled q / 100 may round one
+        # ulp low, which moves a discrete method's result at an exact position
+        methods = (
+            ["linear"]
+            if name == "percentile"
+            else ["linear", "lower", "higher", "midpoint", "nearest"]
+        )
+        method = data.draw(st.sampled_from(methods), label="method")
+        scale = 100.0 if name == "percentile" else 1.0
+        q = data.draw(
+            st.floats(0, 1) | st.lists(st.floats(0, 1), min_size=1, max_size=3), label="q"
+        )
+        q = np.asarray(q, np.float32) * np.float32(scale)
+        out = getattr(pto, name)(x, q, axis, method, keep)
+        want = jitted(ref(name), ("axis", "method", "keepdims"))(
+            a, q, axis=axis, method=method, keepdims=keep
+        )
+    assert_matches(out, want, what=f"{name} axis={axis} keepdims={keep}")
+
+
 @case("argsort_last", dtypes=(pto.float32, pto.float16, pto.bfloat16, pto.int32), group="heavy")
 def _argsort_last(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(min_dims=1), label="shape")

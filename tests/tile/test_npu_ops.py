@@ -176,6 +176,13 @@ CASES: dict[str, Case] = {
         F + I,
     ),
     "top_k": (lambda x: (*pto.top_k(x, 5), *pto.top_k(x.T * 0.0, 6)), [(X, "i")], F + I),
+    "quantile": (
+        lambda x: (pto.quantile(x, [0.1, 0.5, 0.9], axis=1), pto.quantile(x, 0.3, 0, "nearest")),
+        [(X, "n")],
+        F + I,
+    ),
+    "median": (lambda x: (pto.median(x, 1), pto.median(x, keepdims=True)), [(X, "i")], F + I),
+    "percentile": (lambda x: pto.percentile(x, 25.0, axis=1) * 2, [(X, "n")], F),
     # int32 keys wider than f32's mantissa: two radix passes
     "argsort_last": (
         lambda x: (

@@ -216,3 +216,31 @@ def test_vmap_of_sort_compiles() -> None:
     a = _floats((3, 4, 50), np.dtype(np.float32))
     got = pto.jit(pto.vmap(lambda x: pto.sort(x, axis=0)), machine="tiny")(pto.tensor(a))
     _same(got, jax.vmap(lambda x: jnp.sort(x, axis=0))(jnp.asarray(a)), "vmap(sort)")
+
+
+def test_quantiles_and_their_gradients_on_the_npu() -> None:
+    a = RNG.standard_normal((6, 40)).astype(np.float32)
+
+    def f(x: pto.Tensor) -> pto.Tensor:
+        return pto.quantile(x, [0.25, 0.75], axis=1).sum() + pto.median(x, 0).sum()
+
+    def jf(x: jax.Array) -> jax.Array:
+        return jnp.quantile(x, jnp.array([0.25, 0.75]), axis=1).sum() + jnp.median(x, 0).sum()
+
+    np.testing.assert_allclose(float(pto.jit(f, machine="tiny")(a)), float(jf(a)), rtol=1e-6)
+    g = pto.jit(pto.grad(f), machine="tiny")(pto.tensor(a))
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(jf)(a)), rtol=1e-6, atol=1e-7)
+
+
+def test_quantile_misuse_is_a_clear_error() -> None:
+    x = pto.tensor(np.ones((3, 4), np.float32))
+    with pytest.raises(pto.ShapeError, match="q must lie in"):
+        pto.quantile(x, 1.5)
+    with pytest.raises(pto.ShapeError, match="method 'inverted_cdf' is not one of"):
+        pto.quantile(x, 0.5, method="inverted_cdf")
+    with pytest.raises(pto.ShapeError, match="q must have rank 0 or 1"):
+        pto.quantile(x, [[0.5]])
+    with pytest.raises(pto.ShapeError, match="zero-size axis"):
+        pto.median(pto.tensor(np.ones((3, 0), np.float32)), 1)
+    with pytest.raises(pto.DTypeError, match="q must be a number or a sequence"):
+        pto.jit(lambda x, q: pto.quantile(x, q), backend="interpret")(x, pto.tensor(0.5))
