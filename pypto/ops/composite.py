@@ -1234,6 +1234,61 @@ def percentile(
     return quantile(x, qs / np.float32(100), axis, method, keepdims)
 
 
+def _searchsorted_jax(
+    a: Any, v: Any, side: str = "left", sorter: Any = None, *, method: str = "scan"
+) -> Any:
+    return jnp.searchsorted(a, v, side=side, sorter=sorter, method=method)
+
+
+@_composite(
+    "searchsorted",
+    "insertion indices of values into a sorted 1-d tensor",
+    _searchsorted_jax,
+    differentiable=False,
+)
+def searchsorted(
+    a: Any, v: Any, side: str = "left", sorter: Any = None, *, method: str = "scan"
+) -> Any:
+    """Where each element of ``v`` would be inserted into the sorted 1-d ``a`` to keep it
+    sorted (int32, ``v``'s shape), as ``jnp.searchsorted``: ``side="left"`` counts the
+    elements of ``a`` that sort before the value, ``"right"`` those that sort before or equal
+    to it, in ``sort``'s order (``-0.0`` equals ``0.0``, NaN above ``+inf``). ``sorter``
+    gives ``a``'s sorting permutation when ``a`` is not sorted itself.
+
+    Every value is compared with every element (JAX's ``method="compare_all"``; the other
+    methods give the same indices): elementwise kernels and a row sum when compiled.
+
+    >>> import pypto as pto
+    >>> pto.searchsorted(pto.tensor([1.0, 2.0, 2.0, 5.0]), pto.tensor([2.0, 3.0])).numpy()
+    array([1, 3], dtype=int32)
+    """
+    if side not in ("left", "right"):
+        raise ShapeError(f"side must be 'left' or 'right', got {side!r}", op="searchsorted")
+    if method not in ("scan", "scan_unrolled", "sort", "compare_all"):
+        raise ShapeError(f"unknown method {method!r}", op="searchsorted")
+    av, vv = api.promote("searchsorted", (a, v))
+    if len(av.shape) != 1:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"a must be 1-d, got {api._aval(av)}",
+            op="searchsorted",
+            hint="search each row separately, or flatten a",
+        )
+    if sorter is not None:
+        av = api.take(av, sorter, axis=0)
+    if av.dtype is dt.bool_:  # type: ignore[attr-defined]
+        av, vv = api.cast(av, dt.int32), api.cast(vv, dt.int32)
+    x = api.reshape(vv, (*vv.shape, 1))  # type: ignore[attr-defined]
+    if av.dtype.is_floating:  # type: ignore[attr-defined]
+        an, xn = isnan(av), isnan(x)
+        if side == "left":  # a before v: a < v, every number before a NaN v
+            before = logical_or(logical_and(xn, logical_not(an)), api.less(av, x))
+        else:  # a before or equal to v: a <= v, everything before a NaN v
+            before = logical_or(xn, api.less_equal(av, x))
+    else:
+        before = (api.less if side == "left" else api.less_equal)(av, x)
+    return api.sum(api.cast(before, dt.int32), -1)
+
+
 def _top_k_jax(x: Any, k: int) -> Any:
     return tuple(jax.lax.top_k(x, k))
 

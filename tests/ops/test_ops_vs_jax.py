@@ -1073,6 +1073,31 @@ def _quantile(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, want, what=f"{name} axis={axis} keepdims={keep}")
 
 
+@case("searchsorted", dtypes=DTYPES, group="heavy")
+def _searchsorted(data: Draw, dtype: pto.DType, name: str) -> None:
+    n = data.draw(st.integers(0, 12), label="n")
+    ints = data.draw(st.sampled_from([(-3, 3), (-(2**31), 2**31 - 1)]), label="ints")
+    a = np.sort(values(data, dtype, (n,), -3.0, 3.0, ints=ints, specials=_SORT_SPECIALS))
+    v = values(
+        data,
+        dtype,
+        data.draw(shapes(), label="v shape"),
+        -3.0,
+        3.0,
+        ints=ints,
+        specials=_SORT_SPECIALS,
+    )
+    side = data.draw(st.sampled_from(["left", "right"]), label="side")
+    sorter = None
+    if data.draw(st.booleans(), label="sorter") and n:
+        sorter = rng(data).permutation(n).astype(np.int32)
+        a = a[np.argsort(sorter, kind="stable")]  # a[sorter] is sorted
+    x, y = operands(data, [a, v])
+    out = pto.searchsorted(x, y, side, sorter)
+    want = jitted(ref(name), ("side",))(a, v, side=side, sorter=sorter)
+    assert_matches(out, want, what=f"searchsorted side={side}")
+
+
 @case("argsort_last", dtypes=(pto.float32, pto.float16, pto.bfloat16, pto.int32), group="heavy")
 def _argsort_last(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(min_dims=1), label="shape")

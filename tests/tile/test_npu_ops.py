@@ -183,6 +183,14 @@ CASES: dict[str, Case] = {
     ),
     "median": (lambda x: (pto.median(x, 1), pto.median(x, keepdims=True)), [(X, "i")], F + I),
     "percentile": (lambda x: pto.percentile(x, 25.0, axis=1) * 2, [(X, "n")], F),
+    "searchsorted": (
+        lambda x: (
+            pto.searchsorted(pto.sort(x[0]), x),
+            pto.searchsorted(x[1].sort(), x[2], "right"),
+        ),
+        [(X, "i")],
+        F + I,
+    ),
     # int32 keys wider than f32's mantissa: two radix passes
     "argsort_last": (
         lambda x: (
