@@ -12,6 +12,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import pypto as pto
 
@@ -244,3 +246,55 @@ def test_quantile_misuse_is_a_clear_error() -> None:
         pto.median(pto.tensor(np.ones((3, 0), np.float32)), 1)
     with pytest.raises(pto.DTypeError, match="q must be a number or a sequence"):
         pto.jit(lambda x, q: pto.quantile(x, q), backend="interpret")(x, pto.tensor(0.5))
+
+
+@st.composite
+def _sort_cases(draw: st.DrawFn) -> dict[str, Any]:
+    """A sort on the NPU: rows around the sorting unit's block of 32, the 2,048 of a top_k
+    block and UB's limit (longer rows merge through GM), every dtype and result."""
+    n = draw(st.sampled_from([1, 5, 32, 33, 200, 2047, 2049, 4100, 5000]), label="n")
+    rows = draw(st.integers(1, 3), label="rows")
+    dtype = draw(st.sampled_from(["float32", "float16", "bfloat16", "int32", "int8"]))
+    what = draw(st.sampled_from(["argsort", "sort", "top_k", "median"]), label="what")
+    return {
+        "n": n,
+        "rows": rows,
+        "dtype": dtype,
+        "what": what,
+        "descending": draw(st.booleans(), label="descending"),
+        "k": draw(st.integers(0, min(n, 700)), label="k"),
+        "seed": draw(st.integers(0, 2**16), label="seed"),
+    }
+
+
+@settings(max_examples=20)
+@given(_sort_cases())
+def test_random_sorts_on_tiny(case: dict[str, Any]) -> None:
+    d = getattr(pto, case["dtype"]).np
+    rng = np.random.default_rng(case["seed"])
+    shape = (case["rows"], case["n"])
+    if case["dtype"] == "int32":
+        a = rng.integers(-(2**31), 2**31 - 1, shape, endpoint=True).astype(np.int32)
+        a.reshape(-1)[::2] = rng.integers(-3, 3, a.size // 2 + a.size % 2)  # ties
+    else:
+        a = rng.integers(-20, 20, shape).astype(np.float32)
+        if case["dtype"] != "int8":
+            mask = rng.random(shape) < 0.1
+            a[mask] = rng.choice(SPECIALS, int(mask.sum()))
+        a = a.astype(d)
+    j, desc, k = jnp.asarray(a), case["descending"], case["k"]
+    fns = {
+        "argsort": (
+            lambda x: pto.argsort(x, descending=desc),
+            lambda x: jnp.argsort(x, stable=True, descending=desc),
+        ),
+        "sort": (lambda x: pto.sort(x, descending=desc), lambda x: jnp.sort(x, descending=desc)),
+        "top_k": (lambda x: pto.top_k(x, k), lambda x: tuple(jax.lax.top_k(x, k))),
+        "median": (lambda x: pto.median(x, axis=1), lambda x: jnp.median(x, axis=1)),
+    }
+    fn, ref = fns[case["what"]]
+    got = pto.jit(fn, machine="tiny")(pto.tensor(a))
+    want = ref(j)
+    got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        _same(g, w, f"{case} output {i}")
