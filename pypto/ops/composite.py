@@ -930,6 +930,23 @@ def _sort_keys(op: str, x: Any, axis: int | None) -> tuple[Any, int]:
     return v, a
 
 
+def _sort_flags(op: str, kind: Any, order: Any, stable: Any) -> None:
+    """numpy's ``kind`` and ``order`` are refused (as JAX does); ``stable`` is a bool."""
+    if kind is not None:
+        raise DTypeError(
+            f"kind={kind!r} is not supported",
+            op=op,
+            hint="pypto's sorts are always stable: drop kind (stable=True is the default)",
+        )
+    if order is not None:
+        raise DTypeError(
+            f"order={order!r} is not supported (there are no structured dtypes)",
+            op=op,
+            hint="sort by several keys with pto.lexsort",
+        )
+    rules.flag(op, "stable", stable)
+
+
 def _argsort(v: Any, order: str) -> Any:
     return dispatch.bind(OPS["argsort_last"], (v,), {"order": order})
 
@@ -939,13 +956,21 @@ def _permute(v: Any, idx: Any) -> Any:
 
 
 def _argsort_jax(
-    x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool = False
+    x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool = False, **_: Any
 ) -> Any:
     return jnp.argsort(x, axis=axis, stable=True, descending=descending)
 
 
 @_composite("argsort", "indices that sort along an axis (stable), int32", _argsort_jax)
-def argsort(x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool = False) -> Any:
+def argsort(
+    x: Any,
+    axis: int | None = -1,
+    *,
+    kind: None = None,
+    order: None = None,
+    stable: bool = True,
+    descending: bool = False,
+) -> Any:
     """The int32 indices that sort ``x`` along ``axis`` (of the flattened tensor when None),
     as ``jnp.argsort(x, axis, stable=True, descending=...)``: equal elements keep their order,
     ``-0.0`` equals ``0.0``, NaN sorts above ``+inf`` (first when descending). The sort is
@@ -962,20 +987,28 @@ def argsort(x: Any, axis: int | None = -1, *, stable: bool = True, descending: b
     >>> pto.argsort(pto.tensor([3, 1, 2, 1]), descending=True).numpy()
     array([0, 2, 1, 3], dtype=int32)
     """
-    rules.flag("argsort", "stable", stable)
+    _sort_flags("argsort", kind, order, stable)
     v, a = _sort_keys("argsort", x, axis)
-    order = "descending" if rules.flag("argsort", "descending", descending) else "ascending"
-    return _last_axis(v, a, lambda r: _argsort(r, order))
+    way = "descending" if rules.flag("argsort", "descending", descending) else "ascending"
+    return _last_axis(v, a, lambda r: _argsort(r, way))
 
 
 def _sort_jax(
-    x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool = False
+    x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool = False, **_: Any
 ) -> Any:
     return jnp.sort(x, axis=axis, stable=True, descending=descending)
 
 
 @_composite("sort", "sorted along an axis", _sort_jax)
-def sort(x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool = False) -> Any:
+def sort(
+    x: Any,
+    axis: int | None = -1,
+    *,
+    kind: None = None,
+    order: None = None,
+    stable: bool = True,
+    descending: bool = False,
+) -> Any:
     """``x`` sorted along ``axis`` (of the flattened tensor when None), as ``jnp.sort``: NaN
     last (first when descending, which is the ascending result reversed).
 
@@ -990,7 +1023,7 @@ def sort(x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool
     if axis is None:
         v, axis = api.reshape(v, (-1,)), 0
     a = _axis("sort", v, axis)
-    rules.flag("sort", "stable", stable)
+    _sort_flags("sort", kind, order, stable)
     desc = rules.flag("sort", "descending", descending)
 
     def rows(r: Any) -> Any:
@@ -999,6 +1032,53 @@ def sort(x: Any, axis: int | None = -1, *, stable: bool = True, descending: bool
         return api.getitem(out, (Ellipsis, slice(None, None, -1))) if desc else out
 
     return _last_axis(v, a, rows)
+
+
+def _lexsort_jax(keys: Any, axis: int = -1) -> Any:
+    return jnp.lexsort(keys, axis=axis)
+
+
+@_composite("lexsort", "the permutation that sorts by several keys, the last primary", _lexsort_jax)
+def lexsort(keys: Any, axis: int = -1) -> Any:
+    """The int32 indices that sort by several keys along ``axis``, as ``jnp.lexsort``: the
+    last key first, ties broken by the one before it, and so on (a 2-d tensor is a sequence
+    of its rows). Stable sorts from the first key to the last: each sorts the permutation so
+    far by its key in that order.
+
+    >>> import pypto as pto
+    >>> pto.lexsort([pto.tensor([1, 0, 1, 0]), pto.tensor([2, 2, 1, 1])]).numpy()
+    array([3, 2, 1, 0], dtype=int32)
+    """
+    if isinstance(keys, list | tuple):
+        ks = [api.asvalue(k, "lexsort") for k in keys]
+    else:
+        whole = api.asvalue(keys, "lexsort")
+        n = whole.shape[0] if whole.shape else 0  # type: ignore[attr-defined]
+        ks = [api.getitem(whole, i) for i in range(n)]
+    if not ks:
+        raise ShapeError("lexsort needs at least one key", op="lexsort")
+    shape = tuple(ks[0].shape)  # type: ignore[attr-defined]
+    for k in ks[1:]:
+        if tuple(k.shape) != shape:  # type: ignore[attr-defined]
+            raise ShapeError(
+                f"keys of different shapes: {api._aval(ks[0])} and {api._aval(k)}",
+                op="lexsort",
+                hint="every key has the same shape",
+            )
+    if not shape:
+        raise ShapeError("lexsort of 0-d keys", op="lexsort", hint="keys are at least 1-d")
+    a = _axis("lexsort", ks[0], axis)
+    moved = [_sort_keys("lexsort", k, a)[0] for k in ks]
+    nd = len(shape)
+    perm_axes = (*(d for d in range(nd) if d != a), a)
+    if a != nd - 1:
+        moved = [api.transpose(k, perm_axes) for k in moved]
+    perm = _argsort(moved[0], "ascending")
+    for k in moved[1:]:
+        perm = _permute(perm, _argsort(_permute(k, perm), "ascending"))
+    if a != nd - 1:
+        perm = api.transpose(perm, tuple(perm_axes.index(d) for d in range(nd)))
+    return perm
 
 
 def _take_along_axis_jax(arr: Any, indices: Any, axis: int | None) -> Any:

@@ -1073,6 +1073,22 @@ def _quantile(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, want, what=f"{name} axis={axis} keepdims={keep}")
 
 
+@case("lexsort", dtypes=DTYPES, group="heavy")
+def _lexsort(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    nk = data.draw(st.integers(1, 3), label="keys")
+    keys = [
+        values(data, dtype, shape, -2.0, 2.0, ints=(-2, 2), specials=_SORT_SPECIALS)
+        for _ in range(nk)
+    ]
+    nd = len(shape)
+    axis = data.draw(st.integers(-nd, nd - 1), label="axis")
+    ops = [as_input(data, k) for k in keys]
+    out = pto.lexsort(ops if data.draw(st.booleans(), label="list") else tuple(ops), axis)
+    want = jitted(ref(name), ("axis",))(tuple(keys), axis=axis)
+    assert_matches(out, want, what=f"lexsort axis={axis}")
+
+
 @case("searchsorted", dtypes=DTYPES, group="heavy")
 def _searchsorted(data: Draw, dtype: pto.DType, name: str) -> None:
     n = data.draw(st.integers(0, 12), label="n")

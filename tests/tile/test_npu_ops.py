@@ -191,6 +191,7 @@ CASES: dict[str, Case] = {
         [(X, "i")],
         F + I,
     ),
+    "lexsort": (lambda x: pto.lexsort([x, x * 0, x % 2], axis=0), [(X, "i")], F + I),
     # int32 keys wider than f32's mantissa: two radix passes
     "argsort_last": (
         lambda x: (

@@ -298,3 +298,15 @@ def test_random_sorts_on_tiny(case: dict[str, Any]) -> None:
     got, want = (got, want) if isinstance(want, tuple) else ((got,), (want,))
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         _same(g, w, f"{case} output {i}")
+
+
+def test_numpy_sort_arguments_are_refused_with_the_fix() -> None:
+    x = pto.tensor(np.arange(4.0, dtype=np.float32))
+    with pytest.raises(pto.DTypeError, match="kind='mergesort' is not supported") as ei:
+        pto.sort(x, kind="mergesort")
+    assert "always stable" in str(ei.value)
+    with pytest.raises(pto.DTypeError, match="order='f0' is not supported") as ei:
+        pto.argsort(x, order="f0")
+    assert "pto.lexsort" in str(ei.value)
+    with pytest.raises(pto.ShapeError, match="keys of different shapes"):
+        pto.lexsort([x, pto.tensor(np.ones(3, np.float32))])
