@@ -293,7 +293,7 @@ def _verify_vector(c: _Ctx, ins: Instr) -> None:
 
 
 def _verify_sort(c: _Ctx, op: str, dst: Tile, srcs: list[Tile], n: object) -> None:
-    """TSORT32 and TMRGSORT: f32 or f16 values; a row of structures holds 8 bytes per element."""
+    """TSORT32, TMRGSORT and TMRGSORT2: f32 or f16 values; a structure holds 8 bytes."""
     src = srcs[0]
     if dst.dtype not in (dt.float32, dt.float16) or src.dtype is not dst.dtype:
         raise c.fail(
