@@ -416,9 +416,8 @@ def _argsort(lw: Lowering, e: Eqn) -> None:
 
 LONG_BLOCK = 2048
 """Rows too long to sort in UB are sorted in blocks of this many elements, which are then
-merged pairwise through GM in chunks of this many structures."""
-
-_MASK_WORDS = 2 * LONG_BLOCK
+merged pairwise through GM in chunks of this many structures (or fewer, a power of two, when
+the machine's UB does not hold a block's tiles)."""
 
 
 def _long_sort(lw: Lowering, e: Eqn, readers: list[Eqn], fused: list[Eqn]) -> None:
@@ -521,24 +520,60 @@ def _long_pass(
 ) -> None:
     """One stable sort of rows of ``n`` by ``key``: blocks, merges, and ``dst`` gets the
     permutation (``carried`` None) or the carried values in the sorted order."""
-    C = LONG_BLOCK
+    C = _long_block(lw, key, order, carried, loc)
     p = max(1, math.ceil(math.log2(-(-n // C))))
     N = C << p
     W = 2 * (N + C)  # words of a workspace row: the structures, and a guard a window may read
     ws = [lw.new_buffer("sort_ws", _F32, R * W) for _ in range(2)]
     for w in ws:
         lw.view(w, (R, W))
-    _long_blocks(lw, key, ws[0], order, R, n, N, carried, loc)
+    _long_blocks(lw, key, ws[0], order, R, n, N, C, carried, loc)
     for q in range(p):
-        _long_merge(lw, ws[q % 2], ws[1 - q % 2], R, N, C << q, loc)
-    _long_extract(lw, ws[p % 2], dst, R, n, None if carried is None else _carry_dtype(carried), loc)
+        _long_merge(lw, ws[q % 2], ws[1 - q % 2], R, N, C << q, C, loc)
+    cd = None if carried is None else _carry_dtype(carried)
+    _long_extract(lw, ws[p % 2], dst, R, n, C, cd, loc)
+
+
+def _long_block(
+    lw: Lowering, key: Src, order: str, carried: Src | None, loc: SourceLoc | None
+) -> int:
+    """The largest block (a power of two up to :data:`LONG_BLOCK`) whose sort, padded tail
+    and merge kernels fit the machine's UB."""
+    m = lw.machine
+    C = LONG_BLOCK
+    while C >= 32:
+        kernels = [
+            _block_build(key, order, carried, w, C, Expr(), "iota", "ws", loc) for w in (C, C - 1)
+        ]
+        kernels.append(_merge_build("ws", "ws2", "mask", C, C, loc))
+        if all(k.ub_bytes(m.align_bytes, _loads(k)) <= m.ub_bytes for k in kernels):
+            return C
+        C //= 2
+    raise TileError(
+        f"{m.name}'s {m.ub_bytes} bytes of UB do not hold the tiles of a sort of 32 elements",
+        op="argsort",
+        hint="use a machine with more UB, or backend='interpret'",
+    )
+
+
+def _loads(b: _Build) -> tuple[str, ...]:
+    """Every tensor the kernel loads from: its tiles may all be double-buffered."""
+    out: list[str] = []
+    stack = list(b.body)
+    while stack:
+        st = stack.pop()
+        if isinstance(st, For):
+            stack.extend(st.body)
+        elif isinstance(st, TLoad):
+            out.append(st.tensor)
+    return tuple(out)
 
 
 def _carry_dtype(c: Src) -> dt.DType:
     return _I32 if c[2] else c[1]
 
 
-def _kernel(lw: Lowering, name: str, grid: tuple[tuple[str, int], ...], b: _Build) -> None:
+def _kernel(lw: Lowering, name: str, grid: tuple[tuple[str, int], ...], b: _Build, C: int) -> None:
     pre: list[Stmt] = [
         TLoad(t, lw.const_buffer("sort_" + t.name, data), Expr(), Expr(), b.loc)
         for t, data in b.consts.values()
@@ -549,7 +584,7 @@ def _kernel(lw: Lowering, name: str, grid: tuple[tuple[str, int], ...], b: _Buil
             "sort",
             grid,
             (Section("aiv", tuple(b.body), tuple(pre)),),
-            (("rows", 1), ("cols", LONG_BLOCK)),
+            (("rows", 1), ("cols", C)),
             loc=b.loc,
         )
     )
@@ -563,17 +598,46 @@ def _long_blocks(
     R: int,
     n: int,
     N: int,
+    C: int,
     carried: Src | None,
     loc: SourceLoc | None,
 ) -> None:
     """Step 1: the sorted blocks' structures into ``ws``, carrying each element's index (a GM
     table read at the block's offset) or, with ``carried``, a value as 32 bits: f32 (floats,
     exact) or i32 (integers)."""
-    C = LONG_BLOCK
     full, tail = n // C, n % C
-    row = Expr.reg("r")
     iota = lw.const_buffer("sort_index", np.arange(N, dtype=np.int32).reshape(1, N))
+    if full:
+        b = _block_build(key, order, carried, C, C, Expr.reg("c") * C, iota, ws, loc)
+        _kernel(lw, "sort_blocks", (("r", R), ("c", full)), b, C)
+    if tail:
+        b = _block_build(key, order, carried, tail, C, Expr.of(full * C), iota, ws, loc)
+        _kernel(lw, "sort_tail", (("r", R),), b, C)
+    pad_blocks = N // C - (full + (1 if tail else 0))
+    if pad_blocks:
+        b = _Build(key[1], order, loc)
+        sent = b.const(
+            "sentinels", np.full((1, 2 * C), _SMALLEST, np.uint32).view(np.float32), _F32
+        )
+        first = full + (1 if tail else 0)
+        b.body.append(TStore(ws, Expr.reg("r"), (Expr.reg("c") + first) * (2 * C), sent, loc))
+        _kernel(lw, "sort_pad", (("r", R), ("c", pad_blocks)), b, C)
+
+
+def _block_build(
+    key: Src,
+    order: str,
+    carried: Src | None,
+    width: int,
+    C: int,
+    col: Expr,
+    iota: str,
+    ws: str,
+    loc: SourceLoc | None,
+) -> _Build:
+    """One block of ``width`` elements (padded to ``C``) of a long sort, at column ``col``."""
     kbuf, kd, kpart = key
+    row = Expr.reg("r")
 
     def part(b: _Build, t: TileVar, which: str) -> TileVar:
         """The digit ``which`` of the int32 tile ``t`` (``t`` itself for ``""``)."""
@@ -584,68 +648,57 @@ def _long_blocks(
             return b.op("TANDS", dst, t, float(2**_LO_BITS - 1))
         return b.op("TSHRS", dst, t, float(_LO_BITS))
 
-    def block(width: int, col: Expr) -> _Build:
-        b = _Build(_I32 if kpart else kd, order, loc)
-        xt = TileVar("x", Space.UB, kd, (1, width))
-        b.body.append(TLoad(xt, kbuf, row, col, loc))
-        kt = part(b, xt, kpart)
-        xf = b.f32(kt, "xf")
-        own = carried is not None and carried[0] == kbuf and not carried[2] and not kpart
-        keys = b.keys(xf, "k", C, xf is not xt and not own)
-        if order == "total":
-            # the smallest key marks padding and what lies past a run's end: a NaN with those
-            # very bits is taken as the next one up (a merge gives ties to the earlier run)
-            k32 = TileVar(keys.name, Space.UB, _I32, keys.shape)
-            at = b.op(
-                "TCMPS", TileVar("lowest", Space.UB, dt.bool_, keys.shape), k32, -1.0, Cond.EQ
-            )
-            up = b.const("next_col", _bits_col(_SMALLEST - 1, 1), _F32)
-            b.op("TSEL", keys, at, up, keys)
-        if carried is None:
-            carry = TileVar("ix", Space.UB, _I32, (1, C))
-            b.body.append(TLoad(carry, iota, Expr(), col, loc))
+    b = _Build(_I32 if kpart else kd, order, loc)
+    xt = TileVar("x", Space.UB, kd, (1, width))
+    b.body.append(TLoad(xt, kbuf, row, col, loc))
+    kt = part(b, xt, kpart)
+    xf = b.f32(kt, "xf")
+    own = carried is not None and carried[0] == kbuf and not carried[2] and not kpart
+    keys = b.keys(xf, "k", C, xf is not xt and not own)
+    if order == "total":
+        # the smallest key marks padding and what lies past a run's end: a NaN with those
+        # very bits is taken as the next one up (a merge gives ties to the earlier run)
+        k32 = TileVar(keys.name, Space.UB, _I32, keys.shape)
+        at = b.op("TCMPS", TileVar("lowest", Space.UB, dt.bool_, keys.shape), k32, -1.0, Cond.EQ)
+        up = b.const("next_col", _bits_col(_SMALLEST - 1, 1), _F32)
+        b.op("TSEL", keys, at, up, keys)
+    if carried is None:
+        carry = TileVar("ix", Space.UB, _I32, (1, C))
+        b.body.append(TLoad(carry, iota, Expr(), col, loc))
+    else:
+        cbuf, cd, cpart = carried
+        if own:
+            ct, wide = xt, xf
         else:
-            cbuf, cd, cpart = carried
-            if own:
-                ct, wide = xt, xf
-            else:
-                ct = xt if cbuf == kbuf else TileVar("cy", Space.UB, cd, (1, width))
-                if ct is not xt:
-                    b.body.append(TLoad(ct, cbuf, row, col, loc))
-                ct = part(b, ct, cpart)
-                wide = b.f32(ct, "cf") if ct.dtype.is_floating else ct
-            if not wide.dtype.is_floating and wide.dtype is not _I32:  # int8, bool as int32
-                wide = b.op("TCVT", TileVar("ci", Space.UB, _I32, (1, width)), ct)
-            carry = TileVar(wide.name, Space.UB, _I32, (1, width))  # its 32 bits
-            if width < C:
-                spread = b.consts["spread"][0]
-                carry = b.op("TGATHER", TileVar("cv", Space.UB, _I32, (1, C)), carry, spread)
-        s = b.sort_pass(keys, carry)
-        b.body.append(TStore(ws, row, col * 2, TileVar(s.name, Space.UB, _F32, (1, 2 * C)), loc))
-        return b
-
-    if full:
-        b = block(C, Expr.reg("c") * C)
-        _kernel(lw, "sort_blocks", (("r", R), ("c", full)), b)
-    if tail:
-        b = block(tail, Expr.of(full * C))
-        _kernel(lw, "sort_tail", (("r", R),), b)
-    pad_blocks = N // C - (full + (1 if tail else 0))
-    if pad_blocks:
-        b = _Build(kd, order, loc)
-        sent = b.const(
-            "sentinels", np.full((1, 2 * C), _SMALLEST, np.uint32).view(np.float32), _F32
-        )
-        first = full + (1 if tail else 0)
-        b.body.append(TStore(ws, row, (Expr.reg("c") + first) * (2 * C), sent, loc))
-        _kernel(lw, "sort_pad", (("r", R), ("c", pad_blocks)), b)
+            ct = xt if cbuf == kbuf else TileVar("cy", Space.UB, cd, (1, width))
+            if ct is not xt:
+                b.body.append(TLoad(ct, cbuf, row, col, loc))
+            ct = part(b, ct, cpart)
+            wide = b.f32(ct, "cf") if ct.dtype.is_floating else ct
+        if not wide.dtype.is_floating and wide.dtype is not _I32:  # int8, bool as int32
+            wide = b.op("TCVT", TileVar("ci", Space.UB, _I32, (1, width)), ct)
+        carry = TileVar(wide.name, Space.UB, _I32, (1, width))  # its 32 bits
+        if width < C:
+            spread = b.consts["spread"][0]
+            carry = b.op("TGATHER", TileVar("cv", Space.UB, _I32, (1, C)), carry, spread)
+    s = b.sort_pass(keys, carry)
+    b.body.append(TStore(ws, row, col * 2, TileVar(s.name, Space.UB, _F32, (1, 2 * C)), loc))
+    return b
 
 
 def _long_merge(
-    lw: Lowering, src: str, dst: str, R: int, N: int, L: int, loc: SourceLoc | None
+    lw: Lowering, src: str, dst: str, R: int, N: int, L: int, C: int, loc: SourceLoc | None
 ) -> None:
     """Step 2, one pass: runs of ``L`` structures merged pairwise, ``C`` outputs per point."""
-    C = LONG_BLOCK
+    mask = lw.const_buffer(
+        "sort_window_mask", np.repeat(np.array([True, False]), 2 * C).reshape(1, 4 * C)
+    )
+    b = _merge_build(src, dst, mask, L, C, loc)
+    _kernel(lw, "sort_merge", (("r", R), ("t", N // C)), b, C)
+
+
+def _merge_build(src: str, dst: str, mask: str, L: int, C: int, loc: SourceLoc | None) -> _Build:
+    """A grid point of a merge pass (:func:`_long_sort`, step 2)."""
     per_pair = 2 * L // C
     b = _Build(dt.float32, "total", loc)
     row, t = Expr.reg("r"), Expr.reg("t")
@@ -695,9 +748,6 @@ def _long_merge(
     steps = math.ceil(math.log2(L + 1)) + 1
     b.body.append(For("ms_s", Expr(), Expr.of(steps), 1, tuple(step)))
     sop("SSUB", "ms_j", reg("ms_d"), reg("ms_lo"))  # B's structures before output d
-    mask = lw.const_buffer(
-        "sort_window_mask", np.repeat(np.array([True, False]), 2 * C).reshape(1, 4 * C)
-    )
     sent = b.const("sentinels", np.full((1, 2 * C), _SMALLEST, np.uint32).view(np.float32), _F32)
     lists = []
     for name, start, base in (("A", "ms_lo", Expr()), ("B", "ms_j", Expr.of(2 * L))):
@@ -712,7 +762,7 @@ def _long_merge(
     merged = b.op("TMRGSORT2", TileVar("M", Space.UB, _F32, (1, 4 * C)), *lists)
     out = TileVar(merged.name, Space.UB, _F32, (1, 2 * C))
     b.body.append(TStore(dst, row, (reg("ms_a") + reg("ms_d")) * 2, out, loc))
-    _kernel(lw, "sort_merge", (("r", R), ("t", N // C)), b)
+    return b
 
 
 def _total_order(b: _Build, v: TileVar, name: str) -> TileVar:
@@ -731,12 +781,12 @@ def _long_extract(
     dst: str,
     R: int,
     n: int,
+    C: int,
     carried: dt.DType | None,
     loc: SourceLoc | None,
 ) -> None:
     """Step 3: the second word of the first ``n`` structures of each row: the indices, or the
     values they carry, converted back to their dtype ``carried``."""
-    C = LONG_BLOCK
     full, tail = n // C, n % C
     row = Expr.reg("r")
 
@@ -754,9 +804,9 @@ def _long_extract(
         return b
 
     if full:
-        _kernel(lw, "sort_out", (("r", R), ("c", full)), chunk(C, Expr.reg("c") * C))
+        _kernel(lw, "sort_out", (("r", R), ("c", full)), chunk(C, Expr.reg("c") * C), C)
     if tail:
-        _kernel(lw, "sort_out_tail", (("r", R),), chunk(tail, Expr.of(full * C)))
+        _kernel(lw, "sort_out_tail", (("r", R),), chunk(tail, Expr.of(full * C)), C)
 
 
 def _gather(lw: Lowering, e: Eqn) -> None:

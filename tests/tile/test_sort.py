@@ -310,3 +310,18 @@ def test_numpy_sort_arguments_are_refused_with_the_fix() -> None:
     assert "pto.lexsort" in str(ei.value)
     with pytest.raises(pto.ShapeError, match="keys of different shapes"):
         pto.lexsort([x, pto.tensor(np.ones(3, np.float32))])
+
+
+@pytest.mark.parametrize(("ub", "n", "block"), [(16 * 1024, 1000, 128), (64 * 1024, 3000, 512)])
+def test_a_smaller_ub_takes_smaller_blocks(ub: int, n: int, block: int) -> None:
+    """The blocks of a sort through GM shrink (by powers of two) until their kernels fit the
+    machine's UB; the results do not change."""
+    m = pto.npu.machine("tiny").replace(ub_bytes=ub)
+    a = _floats((2, n), np.dtype(np.float32))
+    ints = _ints((1, 700))
+    f = pto.jit(lambda x, i: (pto.sort(x), pto.argsort(i, descending=True)), machine=m)
+    got = f(pto.tensor(a), pto.tensor(ints))
+    _same(got[0], jnp.sort(jnp.asarray(a)), "sort")
+    _same(got[1], jnp.argsort(jnp.asarray(ints), stable=True, descending=True), "argsort")
+    kernels = pto.jit(pto.sort, machine=m).lower(a).tile_ir.kernels
+    assert {dict(k.tile)["cols"] for k in kernels if "merge" in k.name} == {block}
