@@ -415,7 +415,7 @@ def gather_last(ct: V, x: V, idx: V, *, out: V, perm: bool) -> Cts:
     to: the cotangent reordered by the inverse permutation (its own ascending argsort)."""
     if perm:
         # positions below 2^24 are exact in float32, which sorts in one pass on the NPU (int32
-        # keys take two, and only in UB)
+        # keys take two)
         keys = api.cast(idx, dt.float32) if idx.shape[-1] <= 2**24 else idx
         inv = dispatch.bind(ARGSORT_LAST, (keys,), {"order": "ascending"})
         return (dispatch.bind(GATHER_LAST, (ct, inv), {"perm": True}), None)
