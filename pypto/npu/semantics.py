@@ -41,6 +41,7 @@ from pypto.isa.ir import Cond, Expr, GmRef, Instr, Space, Tile
 from pypto.isa.opcodes import BINARY, REDUCTIONS, TILE_SCALAR, UNARY
 from pypto.npu.compile import Compiled
 from pypto.ops.elementwise import bit_shift, float_power
+from pypto.ops.sorting import total_order_key
 
 __all__ = ["SPACE_NO", "Widened", "build_access", "build_exec", "flush_l0c", "to_dtype", "untag"]
 
@@ -443,16 +444,6 @@ def _operand(
     return operand
 
 
-def _total_key(v: np.ndarray) -> np.ndarray:
-    """Signed integers ordered as ``v``'s floats in IEEE total order (-NaN < -inf < … < -0 <
-    +0 < … < +inf < +NaN): the sign-magnitude bits with the magnitude of negatives flipped."""
-    if v.dtype.itemsize == 4:
-        b = v.view(np.int32)
-        return b ^ ((b >> 31) & np.int32(0x7FFFFFFF))
-    h = v.view(np.int16)
-    return h ^ ((h >> 15) & np.int16(0x7FFF))
-
-
 def _put_structs(d: np.ndarray, vals: np.ndarray, ids: np.ndarray, per: int) -> None:
     """Write 8-byte (value, index) structures: an f32 value and its index, or an f16 value, two
     zero bytes and its index (pto-isa's layout for sorted half values)."""
@@ -559,7 +550,7 @@ def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any], where: str) ->
             src, idx = vs(core, item), vi(core, item)
             r, c = src.shape
             blocks = src.reshape(r, c // 32, 32)
-            order = np.argsort(~_total_key(blocks), axis=-1, kind="stable")
+            order = np.argsort(~total_order_key(blocks), axis=-1, kind="stable")
             vals = np.take_along_axis(blocks, order, -1).reshape(r, c)
             ids = np.take_along_axis(idx.reshape(r, c // 32, 32), order, -1).reshape(r, c)
             _put_structs(vd(core, item), vals, ids, per)
@@ -573,7 +564,7 @@ def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any], where: str) ->
             a, ai = _get_structs(v0(core, item), per)
             b, bi = _get_structs(v1(core, item), per)
             vals, ids = np.concatenate([a, b], axis=1), np.concatenate([ai, bi], axis=1)
-            order = np.argsort(~_total_key(vals), axis=-1, kind="stable")
+            order = np.argsort(~total_order_key(vals), axis=-1, kind="stable")
             _put_structs(
                 vd(core, item),
                 np.take_along_axis(vals, order, -1),
@@ -595,7 +586,7 @@ def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any], where: str) ->
             # a merge of sorted runs, earlier runs first on ties, is the stable sort of the group
             for g in range(0, n, 4 * run):
                 v = vals[:, g : g + 4 * run]
-                order = np.argsort(~_total_key(v), axis=-1, kind="stable")
+                order = np.argsort(~total_order_key(v), axis=-1, kind="stable")
                 out_v[:, g : g + 4 * run] = np.take_along_axis(v, order, -1)
                 out_i[:, g : g + 4 * run] = np.take_along_axis(ids[:, g : g + 4 * run], order, -1)
             _put_structs(vd(core, item), out_v, out_i, per)

@@ -32,13 +32,18 @@ _DTYPES = (dt.float32, dt.float16, dt.bfloat16, dt.int32)
 
 
 def total_order_key(x: np.ndarray) -> np.ndarray:
-    """int32 keys ordered as ``x`` in IEEE total order (integers are their own keys).
+    """int32 keys ordered as ``x`` in IEEE total order (``-NaN < -inf < … < -0.0 < 0.0 < … <
+    +inf < +NaN``; integers are their own keys): the sign-magnitude bits with the magnitude of
+    negatives flipped.
 
     >>> total_order_key(np.array([-0.0, 0.0, -np.inf], np.float32)).argsort().tolist()
     [2, 0, 1]
     """
     if x.dtype.kind in "iub":
         return x.astype(np.int32)
+    if x.dtype.itemsize == 2:  # float16, bfloat16: their own bits (a cast could quiet a NaN)
+        h = x.view(np.int16)
+        return (h ^ ((h >> 15) & np.int16(0x7FFF))).astype(np.int32)
     b = x.astype(np.float32).view(np.int32)
     return b ^ ((b >> 31) & np.int32(0x7FFFFFFF))
 
@@ -70,14 +75,11 @@ def _argsort_shape(x: AVal, *, order: str) -> Shape:
 
 
 def _argsort_impl(x: np.ndarray, *, order: str) -> np.ndarray:
-    if x.dtype.kind == "f" or x.dtype == dt.bfloat16.np:
+    if order != "total" and (x.dtype.kind == "f" or x.dtype == dt.bfloat16.np):
+        # -0.0 as 0.0 and every NaN the same (positive) NaN
         f = x.astype(np.float32)
-        if order != "total":  # -0.0 as 0.0 and every NaN the same (positive) NaN
-            f = np.where(f == 0, np.float32(0), f)
-            f = np.where(np.isnan(f), np.float32(np.nan), f)
-        key = total_order_key(f)
-    else:
-        key = x.astype(np.int32)
+        x = np.where(np.isnan(f), np.float32(np.nan), np.where(f == 0, np.float32(0), f))
+    key = total_order_key(x)
     # ~key reverses int32 order without overflow: a stable descending sort
     return np.argsort(key if order == "ascending" else ~key, axis=-1, kind="stable").astype(
         np.int32
