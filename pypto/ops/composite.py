@@ -905,13 +905,15 @@ def cumsum(x: Any, axis: int | None = None) -> Any:
     return api.cast(v, out_d) if out_d is not work else v
 
 
-def _last_axis(v: Any, a: int, fn: Callable[[Any], Any]) -> Any:
-    """``fn`` applied with axis ``a`` moved last, the result's last axis moved back."""
+def _last_axis(v: Any, a: int, fn: Callable[..., Any], *more: Any) -> Any:
+    """``fn`` applied to ``v`` (and ``more`` tensors of its shape) with axis ``a`` moved last,
+    the result's last axis moved back."""
     nd = len(v.shape)
     perm = (*(i for i in range(nd) if i != a), a)
+    vs = [v, *more]
     if a != nd - 1:
-        v = api.transpose(v, perm)
-    r = fn(v)
+        vs = [api.transpose(t, perm) for t in vs]
+    r = fn(*vs)
     if a != nd - 1:
         r = api.transpose(r, tuple(perm.index(i) for i in range(nd)))
     return r
@@ -1068,17 +1070,15 @@ def lexsort(keys: Any, axis: int = -1) -> Any:
     if not shape:
         raise ShapeError("lexsort of 0-d keys", op="lexsort", hint="keys are at least 1-d")
     a = _axis("lexsort", ks[0], axis)
-    moved = [_sort_keys("lexsort", k, a)[0] for k in ks]
-    nd = len(shape)
-    perm_axes = (*(d for d in range(nd) if d != a), a)
-    if a != nd - 1:
-        moved = [api.transpose(k, perm_axes) for k in moved]
-    perm = _argsort(moved[0], "ascending")
-    for k in moved[1:]:
-        perm = _permute(perm, _argsort(_permute(k, perm), "ascending"))
-    if a != nd - 1:
-        perm = api.transpose(perm, tuple(perm_axes.index(d) for d in range(nd)))
-    return perm
+
+    def rows(first: Any, *rest: Any) -> Any:
+        perm = _argsort(first, "ascending")
+        for k in rest:
+            perm = _permute(perm, _argsort(_permute(k, perm), "ascending"))
+        return perm
+
+    first, *rest = (_sort_keys("lexsort", k, a)[0] for k in ks)
+    return _last_axis(first, a, rows, *rest)
 
 
 def _take_along_axis_jax(arr: Any, indices: Any, axis: int | None) -> Any:
