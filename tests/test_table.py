@@ -61,7 +61,8 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
     "slice": ((np.ones((5, 6), f32),), {"index": ((4, None, -2), (1, 5, 3))}),
     "take": ((np.ones((5, 6), f32), np.array([[0, -1], [2, 3]], np.int32)), {"axis": 1}),
     "pad": ((np.ones((2, 3), f32),), {"config": ((1, 0, 0), (0, 2, 1))}),
-    "scan_add": ((np.ones((2, 3, 5), np.int32),), {}),
+    "scan": ((np.ones((2, 3, 5), np.int32),), {"op": "max"}),
+    "scan_affine": ((np.ones((2, 3, 5), f32), np.ones((2, 3, 5), f32)), {}),
     "argsort_last": ((np.ones((2, 5), f32),), {"order": "descending"}),
     "gather_last": (
         (np.ones((2, 3), f32), np.array([[2, 0, 1], [0, 1, 2]], np.int32)),
@@ -86,7 +87,9 @@ def test_table_is_complete() -> None:
 VIA_SYNTAX = {
     "slice": "x[start:stop:step]",
     "pad": "internal: the VJP of slice",
-    "scan_add": "internal: cumsum's running sums along the last axis",
+    "scan": "internal: the running sums, products, maxima and minima of cumsum, cumprod, "
+    "cummax and cummin along the last axis",
+    "scan_affine": "internal: the linear recurrence of their gradients",
     "argsort_last": "internal: the permutation of sort, argsort and top_k",
     "gather_last": "internal: take_along_axis's core, and the values of sort and top_k",
     "custom_vjp_call": "a traced call of a pto.custom_vjp function",

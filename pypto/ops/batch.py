@@ -87,10 +87,18 @@ for _name in ("sum", "max", "min", "argmax"):
     register_rule("batch", _name)(_reduce(_name))
 
 
-@register_rule("batch", "scan_add")
-def _scan_add(args: list[V], batched: list[bool], size: int, out: AVal) -> V:
+@register_rule("batch", "scan")
+def _scan(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
     # along the last axis, which the batch axis in front leaves where it is
-    return _bind("scan_add", args)
+    return _bind("scan", args, **params)
+
+
+@register_rule("batch", "scan_affine")
+def _scan_affine(args: list[V], batched: list[bool], size: int, out: AVal) -> V:
+    return _bind(
+        "scan_affine",
+        [a if b else broadcast_batch(a, size) for a, b in zip(args, batched, strict=True)],
+    )
 
 
 @register_rule("batch", "matmul")

@@ -866,43 +866,129 @@ def triu(x: Any, k: int = 0) -> Any:
     return api.where(_tri_mask("triu", v, rules.integer("triu", "k", k) - 1), zero, v)
 
 
-def _cumsum_jax(x: Any, axis: int | None = None) -> Any:
-    return jnp.cumsum(x, axis)
+def _running(op: str, x: Any, axis: int | None, reverse: bool) -> Any:
+    """``x``'s running ``op`` (``scan``'s add, mul, max or min) along ``axis`` (of the flattened
+    tensor when None; from the end when ``reverse``), computed in float32 or int32."""
+    name = {"add": "cumsum", "mul": "cumprod", "max": "cummax", "min": "cummin"}[op]
+    v = api.asvalue(x, name)
+    if axis is None:
+        v, a = api.reshape(v, (-1,)), 0
+    else:
+        a = _axis(name, v, axis)
+    d = v.dtype  # type: ignore[attr-defined]
+    work = dt.float32 if d.is_floating else dt.int32
+    # sums and products of bools count in int32 (as JAX); their maxima and minima stay bools
+    out_d = dt.int32 if d is dt.bool_ and op in ("add", "mul") else d
+    if work is not d:
+        v = api.cast(v, work)
+
+    def run(u: Any) -> Any:
+        rev = (Ellipsis, slice(None, None, -1))
+        if reverse:
+            u = api.getitem(u, rev)
+        u = dispatch.bind(OPS["scan"], (u,), {"op": op})
+        return api.getitem(u, rev) if reverse else u
+
+    v = _last_axis(v, a, run)
+    return api.cast(v, out_d) if out_d is not work else v
 
 
-@_composite("cumsum", "running sums along an axis (bools count in int32)", _cumsum_jax)
-def cumsum(x: Any, axis: int | None = None) -> Any:
-    """Running sums along ``axis`` (of the flattened tensor when None), in ``x``'s dtype
-    (bools in int32; integers wrap, as in JAX; float16 and bfloat16 are summed in float32 and
-    rounded once).
+def _lax_running(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The JAX reference of a running reduction: ``jax.lax``'s, with pypto's axis=None."""
 
-    The axis is moved last and summed by ``scan_add`` (float32 or int32; int8 wraps the same
-    way when summed in int32 and converted back). Compiled, a kernel scans rows in UB in
+    def ref(x: Any, axis: int | None = None, reverse: bool = False) -> Any:
+        if axis is None:
+            x, axis = x.reshape(-1), 0
+        if x.dtype == jnp.bool_ and fn in (jax.lax.cummax, jax.lax.cummin):
+            return fn(x.astype(jnp.int32), axis % x.ndim, reverse=reverse).astype(jnp.bool_)
+        if x.dtype == jnp.bool_:
+            x = x.astype(jnp.int32)
+        return fn(x, axis % x.ndim, reverse=reverse)
+
+    return ref
+
+
+@_composite(
+    "cumsum", "running sums along an axis (bools count in int32)", _lax_running(jax.lax.cumsum)
+)
+def cumsum(x: Any, axis: int | None = None, reverse: bool = False) -> Any:
+    """Running sums along ``axis`` (of the flattened tensor when None; from the last element
+    back when ``reverse``, as ``jax.lax.cumsum``), in ``x``'s dtype (bools in int32; integers
+    wrap, as in JAX; float16 and bfloat16 are summed in float32 and rounded once).
+
+    The axis is moved last and summed by ``scan`` (float32 or int32; int8 wraps the same way
+    when summed in int32 and converted back). Compiled, a kernel scans rows in UB in
     ⌈log₂ w⌉ shifted adds per chunk of ``w`` columns, carrying each chunk's last sums into the
     next: float sums are added in a different order than a serial loop.
 
     >>> import pypto as pto
     >>> pto.cumsum(pto.tensor([1, 2, 3, 4])).numpy()
     array([ 1,  3,  6, 10], dtype=int32)
+    >>> pto.cumsum(pto.tensor([1, 2, 3, 4]), reverse=True).numpy()
+    array([10,  9,  7,  4], dtype=int32)
     """
-    v = api.asvalue(x, "cumsum")
-    if axis is None:
-        v, a = api.reshape(v, (-1,)), 0
-    else:
-        a = _axis("cumsum", v, axis)
-    d = v.dtype  # type: ignore[attr-defined]
-    work = dt.float32 if d.is_floating else dt.int32
-    out_d = dt.int32 if d is dt.bool_ else d
-    if work is not d:
-        v = api.cast(v, work)
-    nd = len(v.shape)  # type: ignore[attr-defined]
-    perm = (*(i for i in range(nd) if i != a), a)
-    if a != nd - 1:
-        v = api.transpose(v, perm)
-    v = dispatch.bind(OPS["scan_add"], (v,), {})
-    if a != nd - 1:
-        v = api.transpose(v, tuple(perm.index(i) for i in range(nd)))
-    return api.cast(v, out_d) if out_d is not work else v
+    return _running("add", x, axis, reverse)
+
+
+@_composite(
+    "cumprod",
+    "running products along an axis (bools count in int32)",
+    _lax_running(jax.lax.cumprod),
+)
+def cumprod(x: Any, axis: int | None = None, reverse: bool = False) -> Any:
+    """Running products along ``axis`` (of the flattened tensor when None; from the end when
+    ``reverse``), in ``x``'s dtype (bools in int32; integers wrap; float16 and bfloat16 are
+    multiplied in float32 and rounded once).
+
+    Compiled, it is ``cumsum``'s kernel with multiplies. Its gradient is exact where ``x`` has
+    zeros (a linear recurrence from the end, ``scan_affine``; no division by ``x``), as JAX's.
+
+    >>> import pypto as pto
+    >>> pto.cumprod(pto.tensor([1.0, 2.0, 3.0, 4.0])).numpy()
+    array([ 1.,  2.,  6., 24.], dtype=float32)
+    >>> pto.grad(lambda x: pto.cumprod(x).sum())(pto.tensor([2.0, 0.0, 3.0])).numpy()
+    array([1., 8., 0.], dtype=float32)
+    """
+    return _running("mul", x, axis, reverse)
+
+
+@_composite(
+    "cummax",
+    "running maxima along an axis (NaN propagates), as jax.lax.cummax",
+    _lax_running(jax.lax.cummax),
+)
+def cummax(x: Any, axis: int | None = None, reverse: bool = False) -> Any:
+    """Running maxima along ``axis`` (of the flattened tensor when None; from the end when
+    ``reverse``), as ``jax.lax.cummax`` and ``np.maximum.accumulate``: a NaN propagates to every
+    later position. Any dtype, bools included (their running ``any``).
+
+    The gradient of each output goes to the first element that reached it. JAX's splits ties
+    among equal elements in shares that depend on its scan tree; with distinct values the two
+    agree.
+
+    >>> import pypto as pto
+    >>> pto.cummax(pto.tensor([1, 3, 2, 5])).numpy()
+    array([1, 3, 3, 5], dtype=int32)
+    >>> pto.cummax(pto.tensor([[1, 3], [2, 0]]), axis=0).numpy()
+    array([[1, 3],
+           [2, 3]], dtype=int32)
+    """
+    return _running("max", x, axis, reverse)
+
+
+@_composite(
+    "cummin",
+    "running minima along an axis (NaN propagates), as jax.lax.cummin",
+    _lax_running(jax.lax.cummin),
+)
+def cummin(x: Any, axis: int | None = None, reverse: bool = False) -> Any:
+    """Running minima along ``axis``: :func:`cummax` with the order reversed.
+
+    >>> import pypto as pto
+    >>> pto.cummin(pto.tensor([3.0, 1.0, 2.0]), reverse=True).numpy()
+    array([1., 1., 2.], dtype=float32)
+    """
+    return _running("min", x, axis, reverse)
 
 
 def _last_axis(v: Any, a: int, fn: Callable[..., Any], *more: Any) -> Any:

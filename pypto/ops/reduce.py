@@ -1,5 +1,5 @@
-"""Reduction primitives: sum, max, min over axes, and argmax; and ``scan_add``, the running sum
-along the last axis that ``cumsum`` is built on.
+"""Reduction primitives: sum, max, min over axes, and argmax (the running reductions are in
+:mod:`pypto.ops.scan`).
 
 Float16/bfloat16 sums accumulate in float32 and round once; integer and bool sums accumulate in
 int32 (JAX's default integer), as ``jnp.sum`` does.
@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from pypto import dtypes as dt
-from pypto.core.errors import DTypeError, ShapeError
+from pypto.core.errors import ShapeError
 from pypto.ops import rules
 from pypto.ops.table import AVal, Cost, Op, Shape, register
 
@@ -137,51 +137,5 @@ ARGMAX = register(
         jax_impl=_argmax_jax,
         cost_rule=_reduce_cost,
         differentiable=False,
-    )
-)
-
-
-def _scan_shape(x: AVal) -> Shape:
-    if x.ndim == 0:
-        raise ShapeError(
-            f"scan_add of a 0-d tensor {x}: it runs along the last axis", op="scan_add"
-        )
-    return x.shape
-
-
-def _scan_dtype(x: AVal) -> dt.DType:
-    if x.dtype not in (dt.float32, dt.int32):
-        raise DTypeError(
-            f"scan_add runs on f32 and i32, got {x}",
-            op="scan_add",
-            hint="pto.cumsum converts the other dtypes",
-        )
-    return x.dtype
-
-
-def _scan_impl(x: np.ndarray) -> np.ndarray:
-    return np.cumsum(x, axis=-1, dtype=x.dtype)
-
-
-def _scan_jax(x: Any) -> Any:
-    return jnp.cumsum(x, axis=-1)
-
-
-def _scan_cost(x: AVal, *, out: AVal, **params: Any) -> Cost:
-    # the least work a scan needs, one add per element (the kernel does more: a log-step scan)
-    return Cost(flops=x.size, unit="vector", bytes_in=x.nbytes, bytes_out=out.nbytes)
-
-
-SCAN_ADD = register(
-    Op(
-        name="scan_add",
-        kind="scan",
-        doc="running sums along the last axis, f32 or i32 (integers wrap): cumsum's core",
-        shape_rule=_scan_shape,
-        dtype_rule=_scan_dtype,
-        impl=_scan_impl,
-        jax_impl=_scan_jax,
-        cost_rule=_scan_cost,
-        dtypes=(dt.float32, dt.int32),
     )
 )

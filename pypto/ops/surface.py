@@ -190,6 +190,7 @@ class TensorSurface(Value):
     clip = composite.clip
     squeeze = composite.squeeze
     cumsum = composite.cumsum
+    cumprod = composite.cumprod
     sort = composite.sort
     argsort = composite.argsort
     prod = composite.prod

@@ -34,7 +34,7 @@ import numpy as np
 from pypto import dtypes as dt
 from pypto.core import dispatch
 from pypto.ops import api, layout
-from pypto.ops.reduce import SCAN_ADD
+from pypto.ops.scan import SCAN, SCAN_AFFINE
 from pypto.ops.sorting import ARGSORT_LAST, GATHER_LAST
 from pypto.ops.table import register_rule, require_rule
 
@@ -275,13 +275,60 @@ def sum(ct: V, x: V, *, out: V, axes: tuple[int, ...], keepdims: bool) -> Cts:
     return (api.broadcast_to(_keepdims(ct, x.shape, axes), x.shape),)
 
 
-@register_rule("vjp", "scan_add")
+_REV = (Ellipsis, slice(None, None, -1))
+
+
+def _rev(v: V) -> V:
+    """``v`` reversed along its last axis."""
+    return api.getitem(v, _REV)
+
+
+def _after(v: V) -> V:
+    """``v`` moved one place along its last axis: ``out[..., i] = v[..., i-1]``, 0 at 0."""
+    n = v.shape[-1]
+    body = api.getitem(v, (Ellipsis, slice(0, n - 1)))
+    return _pad(body, ((0, 0, 0),) * (len(v.shape) - 1) + ((1, 0, 0),))
+
+
+def _from_end(a: V, b: V) -> V:
+    """``g[..., i] = b[..., i] + a[..., i+1]·g[..., i+1]``: the linear recurrence run from the
+    last element (``scan_affine`` on the reversed rows)."""
+    return _rev(dispatch.bind(SCAN_AFFINE, (_after(_rev(a)), _rev(b)), {}))
+
+
+def _first(v: V) -> V:
+    """1 at the first position of ``v``'s last axis, 0 elsewhere, in ``v``'s dtype."""
+    e = np.zeros(v.shape[-1], v.dtype.np)
+    e[0] = 1
+    return api.asvalue(e)
+
+
+@register_rule("vjp", "scan")
 @_floats_only
-def scan_add(ct: V, x: V, *, out: V) -> Cts:
-    """Element i reaches every running sum from i on: the running sums of the cotangent taken
-    from the end."""
-    rev = (Ellipsis, slice(None, None, -1))
-    return (api.getitem(dispatch.bind(SCAN_ADD, (api.getitem(ct, rev),), {}), rev),)
+def scan(ct: V, x: V, *, out: V, op: str) -> Cts:
+    """Running sums: element i reaches every sum from i on, so its cotangent is the running sum
+    of the cotangent taken from the end. Running products: ``G[i] = ct[i] + x[i+1]·G[i+1]``
+    from the end, times the product before ``i`` — no division, so exact where ``x`` has zeros.
+    Running maxima (minima): each output's cotangent goes to the first element that reached it
+    (JAX, through its scan tree, splits ties among equal elements instead)."""
+    if op == "add":
+        return (_rev(dispatch.bind(SCAN, (_rev(ct),), {"op": "add"})),)
+    if op == "mul":
+        before = api.add(_after(out), _first(out))  # out[i-1], and 1 before the first
+        return (api.mul(before, _from_end(x, ct)),)
+    # a record: the first element, or one past the previous running extreme
+    past = (api.greater if op == "max" else api.less)(x, _after(out))
+    rec = api.maximum(api.cast(past, x.dtype), _first(x))
+    # G[i] = ct[i] + (1 - rec[i+1])·G[i+1]: the cotangents up to the next record, summed
+    return (api.mul(rec, _from_end(api.sub(1.0, rec), ct)),)
+
+
+@register_rule("vjp", "scan_affine")
+def scan_affine(ct: V, a: V, b: V, *, out: V) -> Cts:
+    """The transpose of the recurrence runs from the end: ``λ[i] = ct[i] + a[i+1]·λ[i+1]`` is
+    ``b``'s cotangent, and ``a[i]``'s is ``λ[i]·h[i-1]`` (``a[..., 0]`` is never read)."""
+    lam = _from_end(a, ct)
+    return (api.mul(lam, _after(out)), lam)
 
 
 def _extreme(ct: V, x: V, out: V, axes: tuple[int, ...]) -> Cts:

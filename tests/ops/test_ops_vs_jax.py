@@ -45,6 +45,7 @@ from jaxref import (
 
 import pypto as pto
 from pypto.core import dispatch
+from pypto.ops.scan import MONOIDS
 from pypto.ops.table import OPS
 from pypto.tile.examples import rms_norm_matmul
 
@@ -974,32 +975,54 @@ def _triangle(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, jitted(ref(name), ("k",))(a, k=k), what=f"{name} k={k}")
 
 
-@case("scan_add", dtypes=(pto.float32, pto.int32), group="heavy")
-def _scan_add(data: Draw, dtype: pto.DType, name: str) -> None:
+@case("scan", dtypes=(pto.float32, pto.int32), group="heavy")
+def _scan(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(min_dims=1), label="shape")
-    # an internal primitive (cumsum's core): bound directly; integers wrap over their range
-    a = values(data, dtype, shape, ints=(-(2**31), 2**31 - 1), specials=(np.nan, np.inf))
+    op = data.draw(st.sampled_from(MONOIDS), label="op")
+    # an internal primitive (the running reductions' core): bound directly; integers wrap over
+    # their range; products of factors up to 1.5 stay finite
+    lo, hi = (-1.5, 1.5) if op == "mul" else (-10.0, 10.0)
+    specials = (np.nan, np.inf, -np.inf)
+    a = values(data, dtype, shape, lo, hi, ints=(-(2**31), 2**31 - 1), specials=specials)
     x = as_input(data, a, allow_numpy=False)
-    out = dispatch.bind(OPS[name], (x,), {})
-    assert_matches(out, jitted(ref(name))(a), shape[-1], what="scan_add")
+    out = dispatch.bind(OPS[name], (x,), {"op": op})
+    assert_matches(out, jitted(ref(name), ("op",))(a, op=op), shape[-1], what=f"scan op={op}")
 
 
-@case("cumsum", dtypes=DTYPES, group="heavy")
-def _cumsum(data: Draw, dtype: pto.DType, name: str) -> None:
+@case("scan_affine", dtypes=(pto.float32,), group="heavy")
+def _scan_affine(data: Draw, dtype: pto.DType, name: str) -> None:
+    # an internal primitive (the running reductions' gradients): h[i] = a[i]·h[i-1] + b[i]
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    a = values(data, dtype, shape, -1.5, 1.5)
+    b = values(data, dtype, shape)
+    xa = as_input(data, a, allow_numpy=False)
+    xb = as_input(data, b, allow_numpy=False)
+    out = dispatch.bind(OPS[name], (xa, xb), {})
+    assert_matches(out, jitted(ref(name))(a, b), shape[-1], what="scan_affine")
+
+
+@case("cumsum", "cumprod", "cummax", "cummin", dtypes=DTYPES, group="heavy")
+def _running(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(), label="shape")
-    # integers over their whole range (the sums wrap, as in JAX); inf and NaN spread
-    a = values(data, dtype, shape, ints=(-(2**31), 2**31 - 1), specials=(np.nan, np.inf))
+    # integers over their whole range (sums and products wrap, as in JAX); inf and NaN spread;
+    # float factors up to 1.5 keep the products finite
+    lo, hi = (-1.5, 1.5) if name == "cumprod" else (-10.0, 10.0)
+    specials = (np.nan, np.inf, -np.inf)
+    a = values(data, dtype, shape, lo, hi, ints=(-(2**31), 2**31 - 1), specials=specials)
     (x,) = operands(data, [a])
     nd = len(shape)
     axis = data.draw(st.none() | st.integers(-nd, nd - 1) if nd else st.none(), label="axis")
-    if axis is None and data.draw(st.booleans()):
-        out = pto.cumsum(x)
-    elif isinstance(x, pto.Tensor) and data.draw(st.booleans(), label="method"):
-        out = x.cumsum(axis)
+    reverse = data.draw(st.booleans(), label="reverse")
+    method = name in ("cumsum", "cumprod") and isinstance(x, pto.Tensor) and not reverse
+    if axis is None and not reverse and data.draw(st.booleans()):
+        out = getattr(pto, name)(x)
+    elif method and data.draw(st.booleans(), label="method"):
+        out = getattr(x, name)(axis)
     else:
-        out = pto.cumsum(x, axis=axis)
+        out = getattr(pto, name)(x, axis=axis, reverse=reverse)
     n = a.size if axis is None else shape[axis]
-    assert_matches(out, jitted(ref(name), ("axis",))(a, axis=axis), n, what=f"cumsum axis={axis}")
+    expect = jitted(ref(name), ("axis", "reverse"))(a, axis=axis, reverse=reverse)
+    assert_matches(out, expect, n, what=f"{name} axis={axis} reverse={reverse}")
 
 
 _SORT_SPECIALS = (np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0)

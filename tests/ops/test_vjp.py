@@ -51,6 +51,12 @@ def ties(shape: Sequence[int], seed: int, dtype: Any = f32) -> np.ndarray:
     return _rng(seed).integers(-2, 3, tuple(shape)).astype(dtype)
 
 
+# a product's zeros: one in the middle of a row, two in a row, one first
+_ZEROS = np.array(
+    [[1.5, -0.5, 0.0, 2.0, 0.75, -1.25, 0.5], [0.0, 0.0, 1.5, -2.0, 0.5, 1.0, 0.25]], f32
+)
+
+
 def is_float(a: np.ndarray) -> bool:
     return pto.dtypes.from_numpy(a.dtype).is_floating
 
@@ -281,7 +287,19 @@ CASES: dict[str, list[Case]] = {
         ([normal((4, 7), 72)], _spec((4, 7), (slice(1, 3), slice(None, None, 2))), 1),
         ([normal((4, 7), 73)], _spec((4, 7), (slice(3, 1), slice(6, 0, -4))), 1),
     ],
-    "scan_add": [([normal((3, 7), 129)], {}, 7), ([normal((2, 1, 40), 130)], {}, 40)],
+    "scan": [
+        ([normal((3, 7), 129)], {"op": "add"}, 7),
+        ([normal((2, 1, 40), 130)], {"op": "add"}, 40),
+        ([normal((3, 7), 140)], {"op": "mul"}, 7),
+        # zeros in a product: its gradient has no division to break
+        ([_ZEROS], {"op": "mul"}, 7),
+        ([normal((3, 9), 141)], {"op": "max"}, 9),
+        ([normal((2, 1, 9), 142)], {"op": "min"}, 9),
+    ],
+    "scan_affine": [
+        ([uniform((3, 7), 143, -1.5, 1.5), normal((3, 7), 144)], {}, 7),
+        ([_ZEROS, normal((2, 7), 145)], {}, 7),
+    ],
     "pad": [
         ([normal((2, 3), 74)], {"config": ((1, 0, 0), (2, 1, 2))}, 1),
         ([normal((3, 0, 2), 75)], {"config": ((0, 0, 1), (1, 2, 3), (0, 0, 0))}, 1),
@@ -546,6 +564,12 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("triu", [normal((4, 3), 108)], {"k": -1}, 1),
     ("cumsum", [normal((3, 7), 109)], {"axis": 1}, 7),
     ("cumsum", [normal((2, 5), 110, bf16)], {"axis": None}, 10),
+    ("cumsum", [normal((3, 4), 146)], {"axis": 0, "reverse": True}, 3),
+    ("cumprod", [_ZEROS], {"axis": 1}, 7),
+    ("cumprod", [uniform((3, 4), 147, -1.5, 1.5, bf16)], {"axis": 0, "reverse": True}, 3),
+    ("cummax", [normal((3, 6), 148)], {"axis": 1}, 1),
+    ("cummax", [normal((4, 3), 149, bf16)], {"axis": 0, "reverse": True}, 1),
+    ("cummin", [normal((2, 3, 4), 150)], {"axis": None}, 1),
     ("log1p", [np.abs(normal((3, 4), 111))], {}, 2),
     ("expm1", [normal((3, 4), 112)], {}, 2),
     ("expm1", [normal((3, 4), 112, bf16)], {}, 2),

@@ -146,8 +146,22 @@ CASES: dict[str, Case] = {
     "tril": (lambda x: pto.tril(x, 1) + 1, [(X, "n")], F + I),
     "triu": (lambda x: pto.triu(x.reshape(2, 3, 40), -1) * 2, [(X, "n")], F + I),
     "cumsum": (lambda x: (pto.cumsum(x, 1), x.cumsum(0) * 2), [(X, "n")], F + I),
-    # cumsum's core, along the middle axis (moved last by transposes around the scan kernel)
-    "scan_add": (lambda x: pto.cumsum(x.reshape(2, 3, 40), 1) + 1, [(X, "n")], F + I),
+    "cumprod": (lambda x: (pto.cumprod(x * 0.4, 1), x.cumprod(0) + 1), [(X, "n")], F + I),
+    "cummax": (lambda x: (pto.cummax(x, 1), pto.cummax(x, 0, reverse=True) * 2), [(X, "n")], F + I),
+    "cummin": (lambda x: (pto.cummin(x, 1, reverse=True), pto.cummin(x)), [(X, "n")], F + I),
+    # the running reductions' core, along the middle axis (moved last by transposes around the
+    # scan kernel)
+    "scan": (
+        lambda x: pto.cummax(x.reshape(2, 3, 40), 1) + pto.cumsum(x, 1).reshape(2, 3, 40),
+        [(X, "n")],
+        F + I,
+    ),
+    # cumprod's gradient: a linear recurrence from the end
+    "scan_affine": (
+        lambda x: pto.vjp(lambda u: pto.cumprod(u * 0.5, 1), x)[1](x)[0],
+        [(X, "n")],
+        F,
+    ),
     # x in -4..4 and y in 0.25..2 ("p"); integers: y in -4..4 with its zeros (x % 0 is 0)
     "fmod": (lambda x, y: pto.fmod(x, y) + pto.fmod(x, 3), [(X, "n"), (ROW, "p")], F + I),
     "remainder": (lambda x, y: (x % y, x % -3), [(X, "n"), (ROW, "p")], F + I),
