@@ -48,7 +48,7 @@ def _scan(lw: Lowering, e: Eqn) -> None:
     affine = e.op == "scan_affine"
     ins = e.inputs
     assert all(isinstance(x, Var) for x in ins)
-    shape = ins[0].aval.shape  # type: ignore[union-attr]
+    shape = ins[0].aval.shape
     d = e.out.aval.dtype
     op = "add" if affine else e.kwargs["op"]
     n = shape[-1]
