@@ -61,8 +61,8 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
     "slice": ((np.ones((5, 6), f32),), {"index": ((4, None, -2), (1, 5, 3))}),
     "take": ((np.ones((5, 6), f32), np.array([[0, -1], [2, 3]], np.int32)), {"axis": 1}),
     "pad": ((np.ones((2, 3), f32),), {"config": ((1, 0, 0), (0, 2, 1))}),
-    "scan": ((np.ones((2, 3, 5), np.int32),), {"op": "max"}),
-    "scan_affine": ((np.ones((2, 3, 5), f32), np.ones((2, 3, 5), f32)), {}),
+    "scan": ((np.ones((2, 3, 5), np.int32),), {"op": "max", "reverse": True}),
+    "scan_affine": ((np.ones((2, 3, 5), f32), np.ones((2, 3, 5), f32)), {"reverse": False}),
     "argsort_last": ((np.ones((2, 5), f32),), {"order": "descending"}),
     "gather_last": (
         (np.ones((2, 3), f32), np.array([[2, 0, 1], [0, 1, 2]], np.int32)),

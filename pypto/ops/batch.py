@@ -94,11 +94,9 @@ def _scan(args: list[V], batched: list[bool], size: int, out: AVal, **params: An
 
 
 @register_rule("batch", "scan_affine")
-def _scan_affine(args: list[V], batched: list[bool], size: int, out: AVal) -> V:
-    return _bind(
-        "scan_affine",
-        [a if b else broadcast_batch(a, size) for a, b in zip(args, batched, strict=True)],
-    )
+def _scan_affine(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
+    parts = [a if b else broadcast_batch(a, size) for a, b in zip(args, batched, strict=True)]
+    return _bind("scan_affine", parts, **params)
 
 
 @register_rule("batch", "matmul")

@@ -883,11 +883,7 @@ def _running(op: str, x: Any, axis: int | None, reverse: bool) -> Any:
         v = api.cast(v, work)
 
     def run(u: Any) -> Any:
-        rev = (Ellipsis, slice(None, None, -1))
-        if reverse:
-            u = api.getitem(u, rev)
-        u = dispatch.bind(OPS["scan"], (u,), {"op": op})
-        return api.getitem(u, rev) if reverse else u
+        return dispatch.bind(OPS["scan"], (u,), {"op": op, "reverse": bool(reverse)})
 
     v = _last_axis(v, a, run)
     return api.cast(v, out_d) if out_d is not work else v

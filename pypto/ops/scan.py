@@ -1,10 +1,11 @@
-"""Scan primitives along the last axis: ``scan`` (running sums, products, maxima or minima) and
-``scan_affine`` (the linear recurrence ``h[i] = a[i]·h[i-1] + b[i]``).
+"""Scan primitives along the last axis, from its first element or (``reverse=True``) from its
+last: ``scan`` (running sums, products, maxima or minima) and ``scan_affine`` (the linear
+recurrence ``h[i] = a[i]·h[i-1] + b[i]``, or ``h[i] = a[i]·h[i+1] + b[i]`` reversed).
 
 ``pto.cumsum``, ``pto.cumprod``, ``pto.cummax`` and ``pto.cummin`` are composites that move their
 axis last and call ``scan``. ``scan_affine`` is what their gradients are made of: a running
 product's cotangent ``G[i] = ct[i] + x[i+1]·G[i+1]`` and a running maximum's (the cotangent of
-each output summed back to the element it came from) are linear recurrences run from the end,
+each output summed back to the element it came from) are linear recurrences run the other way,
 so the VJPs stay exact where a product has zeros — no division by the input.
 
 Both are associative, so the compiled kernel scans in ``⌈log₂ n⌉`` shifted steps and the numpy
@@ -56,12 +57,12 @@ def _rows(name: str, *xs: AVal) -> None:
         )
 
 
-def _scan_shape(x: AVal, *, op: str) -> Shape:
+def _scan_shape(x: AVal, *, op: str, reverse: bool) -> Shape:
     _rows("scan", x)
     return x.shape
 
 
-def _scan_dtype(x: AVal, *, op: str) -> dt.DType:
+def _scan_dtype(x: AVal, *, op: str, reverse: bool) -> dt.DType:
     if op not in MONOIDS:
         raise ShapeError(f"op must be one of {MONOIDS}, got {op!r}", op="scan")
     if x.dtype not in _DTYPES:
@@ -76,18 +77,21 @@ def _scan_dtype(x: AVal, *, op: str) -> dt.DType:
 _ACCUMULATE = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}
 
 
-def _scan_impl(x: np.ndarray, *, op: str) -> np.ndarray:
+def _scan_impl(x: np.ndarray, *, op: str, reverse: bool) -> np.ndarray:
+    if reverse:
+        r = _ACCUMULATE[op].accumulate(x[..., ::-1], axis=-1, dtype=x.dtype)
+        return np.ascontiguousarray(r[..., ::-1])
     return _ACCUMULATE[op].accumulate(x, axis=-1, dtype=x.dtype)
 
 
-def _scan_jax(x: Any, *, op: str) -> Any:
+def _scan_jax(x: Any, *, op: str, reverse: bool) -> Any:
     fn = {
         "add": jax.lax.cumsum,
         "mul": jax.lax.cumprod,
         "max": jax.lax.cummax,
         "min": jax.lax.cummin,
     }[op]
-    return fn(x, axis=x.ndim - 1)
+    return fn(x, axis=x.ndim - 1, reverse=reverse)
 
 
 def _scan_cost(*xs: AVal, out: AVal, **params: Any) -> Cost:
@@ -106,8 +110,8 @@ SCAN = register(
         name="scan",
         kind="scan",
         doc="running sums, products, maxima or minima along the last axis (op=add|mul|max|min), "
-        "f32 or i32 (integers wrap; max/min propagate NaN): the core of cumsum, cumprod, cummax "
-        "and cummin",
+        "from its end when reverse, f32 or i32 (integers wrap; max/min propagate NaN): the core "
+        "of cumsum, cumprod, cummax and cummin",
         shape_rule=_scan_shape,
         dtype_rule=_scan_dtype,
         impl=_scan_impl,
@@ -118,7 +122,7 @@ SCAN = register(
 )
 
 
-def _affine_shape(a: AVal, b: AVal) -> Shape:
+def _affine_shape(a: AVal, b: AVal, *, reverse: bool) -> Shape:
     _rows("scan_affine", a, b)
     if a.shape != b.shape:
         raise ShapeError(
@@ -128,7 +132,7 @@ def _affine_shape(a: AVal, b: AVal) -> Shape:
     return a.shape
 
 
-def _affine_dtype(a: AVal, b: AVal) -> dt.DType:
+def _affine_dtype(a: AVal, b: AVal, *, reverse: bool) -> dt.DType:
     if a.dtype is not dt.float32 or b.dtype is not dt.float32:
         raise DTypeError(
             f"scan_affine runs on f32, got {rules.show((a, b))}",
@@ -156,12 +160,18 @@ def affine_steps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return B
 
 
-def _affine_jax(a: Any, b: Any) -> Any:
+def _affine_impl(a: np.ndarray, b: np.ndarray, *, reverse: bool) -> np.ndarray:
+    if reverse:
+        return np.ascontiguousarray(affine_steps(a[..., ::-1], b[..., ::-1])[..., ::-1])
+    return affine_steps(a, b)
+
+
+def _affine_jax(a: Any, b: Any, *, reverse: bool) -> Any:
     def combine(left: tuple[Any, Any], right: tuple[Any, Any]) -> tuple[Any, Any]:
         (a1, b1), (a2, b2) = left, right
         return a1 * a2, a2 * b1 + b2
 
-    return jax.lax.associative_scan(combine, (a, b), axis=a.ndim - 1)[1]
+    return jax.lax.associative_scan(combine, (a, b), reverse=reverse, axis=a.ndim - 1)[1]
 
 
 SCAN_AFFINE = register(
@@ -169,10 +179,11 @@ SCAN_AFFINE = register(
         name="scan_affine",
         kind="scan",
         doc="the linear recurrence h[..., i] = a[..., i]·h[..., i-1] + b[..., i] along the last "
-        "axis (h[..., 0] = b[..., 0]), f32: the gradients of cumprod, cummax and cummin",
+        "axis (h[..., 0] = b[..., 0]; with reverse, h[..., i] = a[..., i]·h[..., i+1] + "
+        "b[..., i] from the end), f32: the gradients of cumprod, cummax and cummin",
         shape_rule=_affine_shape,
         dtype_rule=_affine_dtype,
-        impl=affine_steps,
+        impl=_affine_impl,
         jax_impl=_affine_jax,
         cost_rule=_scan_cost,
         dtypes=(dt.float32,),

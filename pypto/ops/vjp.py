@@ -275,60 +275,55 @@ def sum(ct: V, x: V, *, out: V, axes: tuple[int, ...], keepdims: bool) -> Cts:
     return (api.broadcast_to(_keepdims(ct, x.shape, axes), x.shape),)
 
 
-_REV = (Ellipsis, slice(None, None, -1))
-
-
-def _rev(v: V) -> V:
-    """``v`` reversed along its last axis."""
-    return api.getitem(v, _REV)
-
-
-def _after(v: V) -> V:
-    """``v`` moved one place along its last axis: ``out[..., i] = v[..., i-1]``, 0 at 0."""
+def _shift(v: V, later: bool) -> V:
+    """``v`` moved one place along its last axis, a 0 entering: ``out[..., i] = v[..., i-1]``
+    when ``later``, else ``v[..., i+1]``."""
     n = v.shape[-1]
-    body = api.getitem(v, (Ellipsis, slice(0, n - 1)))
-    return _pad(body, ((0, 0, 0),) * (len(v.shape) - 1) + ((1, 0, 0),))
+    body = api.getitem(v, (Ellipsis, slice(0, n - 1) if later else slice(1, n)))
+    return _pad(body, ((0, 0, 0),) * (len(v.shape) - 1) + ((1, 0, 0) if later else (0, 1, 0),))
 
 
-def _from_end(a: V, b: V) -> V:
-    """``g[..., i] = b[..., i] + a[..., i+1]·g[..., i+1]``: the linear recurrence run from the
-    last element (``scan_affine`` on the reversed rows)."""
-    return _rev(dispatch.bind(SCAN_AFFINE, (_after(_rev(a)), _rev(b)), {}))
+def _back(a: V, b: V, reverse: bool) -> V:
+    """The recurrence that carries a scan's cotangent back, run the other way:
+    ``g[i] = b[i] + a[j]·g[j]`` with ``j`` the element after ``i`` in the scan's order."""
+    return dispatch.bind(SCAN_AFFINE, (_shift(a, reverse), b), {"reverse": not reverse})
 
 
-def _first(v: V) -> V:
-    """1 at the first position of ``v``'s last axis, 0 elsewhere, in ``v``'s dtype."""
+def _first(v: V, reverse: bool) -> V:
+    """1 where a scan starts (the first position of the last axis, or the last when
+    ``reverse``), 0 elsewhere, in ``v``'s dtype."""
     e = np.zeros(v.shape[-1], v.dtype.np)
-    e[0] = 1
+    e[-1 if reverse else 0] = 1
     return api.asvalue(e)
 
 
 @register_rule("vjp", "scan")
 @_floats_only
-def scan(ct: V, x: V, *, out: V, op: str) -> Cts:
-    """Running sums: element i reaches every sum from i on, so its cotangent is the running sum
-    of the cotangent taken from the end. Running products: ``G[i] = ct[i] + x[i+1]·G[i+1]``
-    from the end, times the product before ``i`` — no division, so exact where ``x`` has zeros.
+def scan(ct: V, x: V, *, out: V, op: str, reverse: bool) -> Cts:
+    """Running sums: element i reaches every sum after it, so its cotangent is the running sum
+    of the cotangent taken the other way. Running products: ``G[i] = ct[i] + x[i+1]·G[i+1]`` the
+    other way, times the product before ``i`` — no division, so exact where ``x`` has zeros.
     Running maxima (minima): each output's cotangent goes to the first element that reached it
     (JAX, through its scan tree, splits ties among equal elements instead)."""
     if op == "add":
-        return (_rev(dispatch.bind(SCAN, (_rev(ct),), {"op": "add"})),)
+        return (dispatch.bind(SCAN, (ct,), {"op": "add", "reverse": not reverse}),)
+    before = _shift(out, not reverse)  # the scan's result one element earlier (0 at its start)
     if op == "mul":
-        before = api.add(_after(out), _first(out))  # out[i-1], and 1 before the first
-        return (api.mul(before, _from_end(x, ct)),)
-    # a record: the first element, or one past the previous running extreme
-    past = (api.greater if op == "max" else api.less)(x, _after(out))
-    rec = api.maximum(api.cast(past, x.dtype), _first(x))
-    # G[i] = ct[i] + (1 - rec[i+1])·G[i+1]: the cotangents up to the next record, summed
-    return (api.mul(rec, _from_end(api.sub(1.0, rec), ct)),)
+        return (api.mul(api.add(before, _first(out, reverse)), _back(x, ct, reverse)),)
+    # a record: where the scan starts, or an element past the previous running extreme
+    past = (api.greater if op == "max" else api.less)(x, before)
+    rec = api.maximum(api.cast(past, x.dtype), _first(x, reverse))
+    # G[i] = ct[i] + (1 - rec[j])·G[j]: the cotangents up to the next record, summed
+    return (api.mul(rec, _back(api.sub(1.0, rec), ct, reverse)),)
 
 
 @register_rule("vjp", "scan_affine")
-def scan_affine(ct: V, a: V, b: V, *, out: V) -> Cts:
-    """The transpose of the recurrence runs from the end: ``λ[i] = ct[i] + a[i+1]·λ[i+1]`` is
-    ``b``'s cotangent, and ``a[i]``'s is ``λ[i]·h[i-1]`` (``a[..., 0]`` is never read)."""
-    lam = _from_end(a, ct)
-    return (api.mul(lam, _after(out)), lam)
+def scan_affine(ct: V, a: V, b: V, *, out: V, reverse: bool) -> Cts:
+    """The transpose of the recurrence runs the other way: ``λ[i] = ct[i] + a[j]·λ[j]`` (``j``
+    the element after ``i``) is ``b``'s cotangent, and ``a[i]``'s is ``λ[i]`` times the ``h``
+    before ``i`` (the first ``a`` is never read)."""
+    lam = _back(a, ct, reverse)
+    return (api.mul(lam, _shift(out, not reverse)), lam)
 
 
 def _extreme(ct: V, x: V, out: V, axes: tuple[int, ...]) -> Cts:

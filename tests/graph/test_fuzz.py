@@ -74,6 +74,10 @@ UNARY: list[tuple[str, Callable[[Any], Any]]] = [
     ("logsumexp", lambda x: pto.logsumexp(x, -1, keepdims=True) * 0.25 if x.ndim else x),
     # a product of factors near 1 (finite over any length here), down the leading axis
     ("prod", lambda x: pto.prod(pto.tanh(x) * 0.05 + 1.0, 0) if x.ndim > 1 else x),
+    (
+        "cumprod",
+        lambda x: pto.cumprod(pto.tanh(x) * 0.05 + 1.0, -1, reverse=True) * x if x.ndim else x,
+    ),
     ("tril", lambda x: pto.tril(x, -1) + pto.triu(pto.tanh(x)) if x.ndim > 1 else x),
     ("flip-sign", lambda x: pto.flip(x) * pto.sign(x) if x.ndim else x),
     # sorts down the first axis and along the last (top_k of the whole row: total order)

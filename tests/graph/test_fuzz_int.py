@@ -44,6 +44,8 @@ UNARY: dict[str, Callable[[Any], Any]] = {
     "gather-1": lambda x: x[..., np.array([-1, 0])] if x.ndim else x,
     "round": lambda x: pto.round(x) + pto.floor(x) - pto.ceil(x),
     "cumsum": lambda x: pto.cumsum(x, -1) if x.ndim else x,
+    "cummax": lambda x: pto.cummax(x, 0) - pto.cummin(x, -1, reverse=True) if x.ndim else x,
+    "cumprod": lambda x: pto.cumprod(x, -1) if x.ndim else x,  # wraps in int32
     "prod": lambda x: pto.prod(x, -1, keepdims=True) if x.ndim else x,  # wraps in int32
     "sign": lambda x: pto.sign(x) * x - pto.square(x),
     "tri": lambda x: pto.tril(x) - pto.triu(x, 1) if x.ndim > 1 else x,

@@ -979,14 +979,16 @@ def _triangle(data: Draw, dtype: pto.DType, name: str) -> None:
 def _scan(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(min_dims=1), label="shape")
     op = data.draw(st.sampled_from(MONOIDS), label="op")
+    rev = data.draw(st.booleans(), label="reverse")
     # an internal primitive (the running reductions' core): bound directly; integers wrap over
     # their range; products of factors up to 1.5 stay finite
     lo, hi = (-1.5, 1.5) if op == "mul" else (-10.0, 10.0)
     specials = (np.nan, np.inf, -np.inf)
     a = values(data, dtype, shape, lo, hi, ints=(-(2**31), 2**31 - 1), specials=specials)
     x = as_input(data, a, allow_numpy=False)
-    out = dispatch.bind(OPS[name], (x,), {"op": op})
-    assert_matches(out, jitted(ref(name), ("op",))(a, op=op), shape[-1], what=f"scan op={op}")
+    out = dispatch.bind(OPS[name], (x,), {"op": op, "reverse": rev})
+    expect = jitted(ref(name), ("op", "reverse"))(a, op=op, reverse=rev)
+    assert_matches(out, expect, shape[-1], what=f"scan op={op} reverse={rev}")
 
 
 @case("scan_affine", dtypes=(pto.float32,), group="heavy")
@@ -997,8 +999,10 @@ def _scan_affine(data: Draw, dtype: pto.DType, name: str) -> None:
     b = values(data, dtype, shape)
     xa = as_input(data, a, allow_numpy=False)
     xb = as_input(data, b, allow_numpy=False)
-    out = dispatch.bind(OPS[name], (xa, xb), {})
-    assert_matches(out, jitted(ref(name))(a, b), shape[-1], what="scan_affine")
+    rev = data.draw(st.booleans(), label="reverse")
+    out = dispatch.bind(OPS[name], (xa, xb), {"reverse": rev})
+    expect = jitted(ref(name), ("reverse",))(a, b, reverse=rev)
+    assert_matches(out, expect, shape[-1], what=f"scan_affine reverse={rev}")
 
 
 @case("cumsum", "cumprod", "cummax", "cummin", dtypes=DTYPES, group="heavy")

@@ -288,17 +288,18 @@ CASES: dict[str, list[Case]] = {
         ([normal((4, 7), 73)], _spec((4, 7), (slice(3, 1), slice(6, 0, -4))), 1),
     ],
     "scan": [
-        ([normal((3, 7), 129)], {"op": "add"}, 7),
-        ([normal((2, 1, 40), 130)], {"op": "add"}, 40),
-        ([normal((3, 7), 140)], {"op": "mul"}, 7),
+        ([normal((3, 7), 129)], {"op": "add", "reverse": False}, 7),
+        ([normal((2, 1, 40), 130)], {"op": "add", "reverse": True}, 40),
+        ([normal((3, 7), 140)], {"op": "mul", "reverse": False}, 7),
         # zeros in a product: its gradient has no division to break
-        ([_ZEROS], {"op": "mul"}, 7),
-        ([normal((3, 9), 141)], {"op": "max"}, 9),
-        ([normal((2, 1, 9), 142)], {"op": "min"}, 9),
+        ([_ZEROS], {"op": "mul", "reverse": False}, 7),
+        ([_ZEROS], {"op": "mul", "reverse": True}, 7),
+        ([normal((3, 9), 141)], {"op": "max", "reverse": True}, 9),
+        ([normal((2, 1, 9), 142)], {"op": "min", "reverse": False}, 9),
     ],
     "scan_affine": [
-        ([uniform((3, 7), 143, -1.5, 1.5), normal((3, 7), 144)], {}, 7),
-        ([_ZEROS, normal((2, 7), 145)], {}, 7),
+        ([uniform((3, 7), 143, -1.5, 1.5), normal((3, 7), 144)], {"reverse": False}, 7),
+        ([_ZEROS, normal((2, 7), 145)], {"reverse": True}, 7),
     ],
     "pad": [
         ([normal((2, 3), 74)], {"config": ((1, 0, 0), (2, 1, 2))}, 1),
