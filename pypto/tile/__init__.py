@@ -3,7 +3,14 @@ tile language of hand-written kernels (``pto.tile.load``, ``pto.tile.matmul`` ..
 :mod:`pypto.tile.language`).
 
 Importing this package registers the tile rules of every op into the op table.
+
+Called, the package is numpy's ``tile`` (``pto.tile(x, reps)``, :func:`pypto.ops.tile`): the
+one name numpy's library and the Tile level share.
 """
+
+import sys
+import types
+from typing import Any
 
 from pypto.tile import attention, language, layout, reduce, rules, scan, sort  # noqa: F401  (registration)
 
@@ -34,3 +41,16 @@ __all__ = [
     "tile_shapes",
     *language.__all__,
 ]
+
+
+class _TileModule(types.ModuleType):
+    """This package, callable as numpy's ``tile`` (so ``pto.tile(x, (2, 2))`` works beside
+    ``pto.tile.load``)."""
+
+    def __call__(self, x: Any, reps: Any) -> Any:
+        from pypto.ops import tile
+
+        return tile(x, reps)
+
+
+sys.modules[__name__].__class__ = _TileModule

@@ -1,0 +1,1036 @@
+"""More of numpy's array library, as composites over the core ops: elementwise math (``log2``,
+``sinh``, ``logaddexp``, ``hypot``, …), NaN-ignoring and other reductions (``nansum``,
+``nanmax``, ``ptp``, ``average``, …), rearrangements (``roll``, ``repeat``, ``tile``, ``diff``,
+the stacks, ``rot90``, ``meshgrid``, …) and tests (``isclose``, ``allclose``).
+
+Each is checked against its ``jax.numpy`` namesake (tests/ops/test_ops_vs_jax.py) and compiled
+for the NPU like any composite: its parts fuse where they can. Where a formula is chosen for
+accuracy or for its gradient, the docstring says why.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core.errors import ShapeError
+from pypto.ops import api, composite, rules
+from pypto.ops.composite import _composite
+
+_LN2 = math.log(2.0)
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise math
+
+
+def _inexact(op: str, *xs: Any) -> list[Any]:
+    return api.promote(op, xs, inexact=True)
+
+
+def _wide(op: str, *xs: Any) -> tuple[list[Any], dt.DType]:
+    """The operands promoted to a float dtype, then widened to float32, and that dtype: a
+    formula of several steps runs in float32 and is rounded once (float16 would round every
+    step, as the eager decomposition does op by op)."""
+    vs = _inexact(op, *xs)
+    d = vs[0].dtype
+    return ([api.cast(v, dt.float32) for v in vs] if d is not dt.float32 else vs), d
+
+
+def _narrow(v: Any, d: dt.DType) -> Any:
+    return v if d is dt.float32 else api.cast(v, d)
+
+
+@_composite("log2", "base-2 logarithm, elementwise", jnp.log2)
+def log2(x: Any) -> Any:
+    """The base-2 logarithm, ``log(x) / log(2)`` (as JAX computes it: powers of two are exact).
+
+    >>> import pypto as pto
+    >>> pto.log2(pto.tensor([1.0, 8.0, 0.5])).numpy()
+    array([ 0.,  3., -1.], dtype=float32)
+    """
+    (v,), d = _wide("log2", x)
+    return _narrow(api.div(api.log(v), _LN2), d)
+
+
+@_composite("log10", "base-10 logarithm, elementwise", jnp.log10)
+def log10(x: Any) -> Any:
+    """The base-10 logarithm, ``log(x) / log(10)``.
+
+    >>> import pypto as pto
+    >>> pto.log10(pto.tensor([1.0, 100.0])).numpy()
+    array([0., 2.], dtype=float32)
+    """
+    (v,), d = _wide("log10", x)
+    return _narrow(api.div(api.log(v), math.log(10.0)), d)
+
+
+@_composite("exp2", "2 to the power x, elementwise", jnp.exp2)
+def exp2(x: Any) -> Any:
+    """``2 ** x``: a power of a constant base, exact at integers.
+
+    >>> import pypto as pto
+    >>> pto.exp2(pto.tensor([3.0, -1.0, 0.5])).numpy()
+    array([8.       , 0.5      , 1.4142135], dtype=float32)
+    """
+    (v,), d = _wide("exp2", x)
+    return _narrow(api.pow(2.0, v), d)
+
+
+@_composite("sinh", "hyperbolic sine, elementwise", jnp.sinh)
+def sinh(x: Any) -> Any:
+    """The hyperbolic sine, accurate near 0 and up to its overflow.
+
+    Below 1 in magnitude it is ``(u + u / (u + 1)) / 2`` with ``u = expm1(x)`` (no cancellation);
+    above, ``exp(x - ln 2) - exp(-x - ln 2)``, which stays finite as far as sinh does (``exp(x) /
+    2`` would overflow first). Each branch sees only its own inputs, so neither makes a NaN in
+    the other's gradient.
+
+    >>> import pypto as pto
+    >>> pto.sinh(pto.tensor([1e-6, -2.0])).numpy()
+    array([ 1.000000e-06, -3.626860e+00], dtype=float32)
+    """
+    (v,), d = _wide("sinh", x)
+    small = api.less(api.abs(v), 1.0)
+    u = composite.expm1(api.where(small, v, 0.0))
+    near = api.mul(api.add(u, api.div(u, api.add(u, 1.0))), 0.5)
+    xl = api.where(small, 1.0, v)
+    far = api.sub(api.exp(api.sub(xl, _LN2)), api.exp(api.sub(api.neg(xl), _LN2)))
+    return _narrow(api.where(small, near, far), d)
+
+
+@_composite("cosh", "hyperbolic cosine, elementwise", jnp.cosh)
+def cosh(x: Any) -> Any:
+    """The hyperbolic cosine, ``exp(x - ln 2) + exp(-x - ln 2)`` (finite as far as cosh is).
+
+    >>> import pypto as pto
+    >>> pto.cosh(pto.tensor([0.0, 2.0])).numpy()
+    array([1.      , 3.762196], dtype=float32)
+    """
+    (v,), d = _wide("cosh", x)
+    return _narrow(api.add(api.exp(api.sub(v, _LN2)), api.exp(api.sub(api.neg(v), _LN2))), d)
+
+
+@_composite("tan", "tangent, elementwise", jnp.tan)
+def tan(x: Any) -> Any:
+    """The tangent, ``sin(x) / cos(x)`` (each accurate to an ulp, so the ratio is too).
+
+    >>> import pypto as pto
+    >>> pto.tan(pto.tensor([0.0, 1.0])).numpy()
+    array([0.       , 1.5574077], dtype=float32)
+    """
+    (v,), d = _wide("tan", x)
+    return _narrow(api.div(api.sin(v), api.cos(v)), d)
+
+
+@_composite("logaddexp", "log(exp(a) + exp(b)) without overflow, elementwise", jnp.logaddexp)
+def logaddexp(a: Any, b: Any) -> Any:
+    """``log(exp(a) + exp(b))``, as ``max + log1p(exp(min - max))``: no overflow, and at
+    ``a == b`` each side gets half the gradient (as JAX's sigmoid rule gives). Two infinities of
+    one sign give that infinity; a NaN gives NaN.
+
+    >>> import pypto as pto
+    >>> pto.logaddexp(pto.tensor([0.0, 1000.0]), pto.tensor([0.0, 1000.0])).numpy()
+    array([   0.6931472, 1000.6931   ], dtype=float32)
+    """
+    (u, v), d = _wide("logaddexp", a, b)
+    hi, lo = api.maximum(u, v), api.minimum(u, v)
+    gap = api.sub(lo, hi)  # NaN for two equal infinities, or a NaN operand
+    nan = composite.isnan(gap)
+    r = api.add(hi, composite.log1p(api.exp(api.where(nan, 0.0, gap))))
+    return _narrow(api.where(nan, api.add(u, v), r), d)
+
+
+@_composite("logaddexp2", "log2(2**a + 2**b) without overflow, elementwise", jnp.logaddexp2)
+def logaddexp2(a: Any, b: Any) -> Any:
+    """``log2(2**a + 2**b)``: :func:`logaddexp` in base 2.
+
+    >>> import pypto as pto
+    >>> pto.logaddexp2(pto.tensor(3.0), pto.tensor(3.0)).numpy()
+    array(4., dtype=float32)
+    """
+    (u, v), d = _wide("logaddexp2", a, b)
+    return _narrow(api.div(logaddexp(api.mul(u, _LN2), api.mul(v, _LN2)), _LN2), d)
+
+
+@_composite("hypot", "sqrt(a² + b²) without overflow, elementwise", jnp.hypot)
+def hypot(a: Any, b: Any) -> Any:
+    """``sqrt(a² + b²)``, as ``hi · sqrt(1 + (lo / hi)²)`` on the magnitudes: no overflow or
+    underflow in the squares; an infinity gives inf even beside a NaN (IEEE's hypot).
+
+    >>> import pypto as pto
+    >>> pto.hypot(pto.tensor([3.0, 3e30]), pto.tensor([4.0, 4e30])).numpy()
+    array([5.e+00, 5.e+30], dtype=float32)
+    """
+    (u, v), d = _wide("hypot", a, b)
+    u, v = api.abs(u), api.abs(v)
+    hi, lo = api.maximum(u, v), api.minimum(u, v)
+    zero = api.equal(hi, 0.0)
+    r = api.div(lo, api.where(zero, 1.0, hi))
+    out = api.mul(hi, api.sqrt(api.add(api.mul(r, r), 1.0)))
+    inf = composite.logical_or(composite.isinf(u), composite.isinf(v))
+    return _narrow(api.where(inf, math.inf, out), d)
+
+
+@_composite("trunc", "x rounded toward zero, elementwise", jnp.trunc, differentiable=False)
+def trunc(x: Any) -> Any:
+    """``x`` rounded toward zero (``ceil`` below 0, ``floor`` above; integers unchanged).
+
+    >>> import pypto as pto
+    >>> pto.trunc(pto.tensor([-1.7, 1.7])).numpy()
+    array([-1.,  1.], dtype=float32)
+    """
+    v = api.asvalue(x, "trunc")
+    if not v.dtype.is_floating:  # type: ignore[attr-defined]
+        return v
+    return api.where(api.less(v, 0.0), composite.ceil(v), composite.floor(v))
+
+
+def _nan_aware(op: str, a: Any, b: Any) -> Any:
+    u, v = api.promote(op, (a, b))
+    m = (api.maximum if op == "fmax" else api.minimum)(u, v)
+    if not u.dtype.is_floating:  # type: ignore[attr-defined]
+        return m
+    return api.where(composite.isnan(v), u, api.where(composite.isnan(u), v, m))
+
+
+@_composite("fmax", "elementwise maximum that ignores NaN", jnp.fmax)
+def fmax(a: Any, b: Any) -> Any:
+    """The elementwise maximum, taking the other operand where one is NaN (NaN only where
+    both are).
+
+    >>> import pypto as pto
+    >>> pto.fmax(pto.tensor([1.0, float("nan")]), pto.tensor([float("nan"), 2.0])).numpy()
+    array([1., 2.], dtype=float32)
+    """
+    return _nan_aware("fmax", a, b)
+
+
+@_composite("fmin", "elementwise minimum that ignores NaN", jnp.fmin)
+def fmin(a: Any, b: Any) -> Any:
+    """The elementwise minimum, taking the other operand where one is NaN."""
+    return _nan_aware("fmin", a, b)
+
+
+@_composite("deg2rad", "degrees to radians, elementwise", jnp.deg2rad)
+def deg2rad(x: Any) -> Any:
+    """Degrees to radians, ``x · π / 180`` (``pto.radians`` is the same function).
+
+    >>> import pypto as pto
+    >>> pto.deg2rad(pto.tensor(180.0)).numpy()
+    array(3.1415927, dtype=float32)
+    """
+    (v,) = _inexact("deg2rad", x)
+    return api.mul(v, math.pi / 180.0)
+
+
+@_composite("rad2deg", "radians to degrees, elementwise", jnp.rad2deg)
+def rad2deg(x: Any) -> Any:
+    """Radians to degrees, ``x · 180 / π`` (``pto.degrees`` is the same function)."""
+    (v,) = _inexact("rad2deg", x)
+    return api.mul(v, 180.0 / math.pi)
+
+
+@_composite("heaviside", "step function: 0 below 0, 1 above, h2 at 0", jnp.heaviside)
+def heaviside(x1: Any, x2: Any) -> Any:
+    """The Heaviside step: 0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where ``x1 == 0`` (NaN
+    where ``x1`` is NaN).
+
+    >>> import pypto as pto
+    >>> pto.heaviside(pto.tensor([-2.0, 0.0, 3.0]), 0.5).numpy()
+    array([0. , 0.5, 1. ], dtype=float32)
+    """
+    u, v = _inexact("heaviside", x1, x2)
+    at0 = api.where(api.equal(u, 0.0), v, u)  # a NaN x1 stays NaN
+    return api.where(api.less(u, 0.0), 0.0, api.where(api.greater(u, 0.0), 1.0, at0))
+
+
+def _isclose_jax(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Any:
+    return jnp.isclose(a, b, rtol, atol, equal_nan)
+
+
+@_composite(
+    "isclose",
+    "|a - b| <= atol + rtol·|b|, elementwise (infinities equal only to themselves)",
+    _isclose_jax,
+    differentiable=False,
+)
+def isclose(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Any:
+    """Whether ``|a - b| <= atol + rtol·|b|`` elementwise, as bool, in the operands' promoted
+    float dtype (the tolerances rounded to it, as JAX does); an infinity is close only to the
+    same infinity, a NaN to nothing (to a NaN with ``equal_nan``).
+
+    >>> import pypto as pto
+    >>> pto.isclose(pto.tensor([1.0, 1.1, float("inf")]), 1.0000001).numpy()
+    array([ True, False, False])
+    """
+    u, v = _inexact("isclose", a, b)
+    d = u.dtype
+    rt = float(np.asarray(rtol, d.np))
+    at = float(np.asarray(atol, d.np))
+    near = api.less_equal(api.abs(api.sub(u, v)), api.add(api.mul(api.abs(v), rt), at))
+    ui, vi = composite.isinf(u), composite.isinf(v)
+    same_inf = composite.logical_and(composite.logical_and(ui, vi), api.equal(u, v))
+    out = api.where(composite.logical_or(ui, vi), same_inf, near)
+    if equal_nan:
+        both = composite.logical_and(composite.isnan(u), composite.isnan(v))
+        out = composite.logical_or(out, both)
+    return out
+
+
+def _allclose_jax(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Any:
+    return jnp.allclose(a, b, rtol, atol, equal_nan)
+
+
+@_composite(
+    "allclose",
+    "whether isclose holds everywhere (a 0-d bool)",
+    _allclose_jax,
+    differentiable=False,
+)
+def allclose(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Any:
+    """Whether :func:`isclose` holds for every element pair, as a 0-d bool tensor.
+
+    >>> import pypto as pto
+    >>> bool(pto.allclose(pto.tensor([1.0, 2.0]), pto.tensor([1.0, 2.000001])))
+    True
+    """
+    return composite.all(isclose(a, b, rtol, atol, equal_nan))
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions
+
+
+def _count_nonzero_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return jnp.count_nonzero(x, axis=axis, keepdims=keepdims)
+
+
+@_composite(
+    "count_nonzero",
+    "how many elements are nonzero, over axes (int32)",
+    _count_nonzero_jax,
+    differentiable=False,
+)
+def count_nonzero(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """How many elements over ``axis`` (all axes when None) are nonzero, int32 (NaN counts).
+
+    >>> import pypto as pto
+    >>> pto.count_nonzero(pto.tensor([[0, 1], [2, 3]]), axis=1).numpy()
+    array([1, 2], dtype=int32)
+    """
+    v = api.asvalue(x, "count_nonzero")
+    return api.sum(api.not_equal(v, False if v.dtype is dt.bool_ else 0), axis, keepdims)  # type: ignore[attr-defined]
+
+
+def _ptp_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return jnp.ptp(x, axis=axis, keepdims=keepdims)
+
+
+@_composite("ptp", "max - min over axes (peak to peak)", _ptp_jax)
+def ptp(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """The range ``max - min`` over ``axis`` (all axes when None).
+
+    >>> import pypto as pto
+    >>> int(pto.ptp(pto.tensor([4, 9, 2])))
+    7
+    """
+    v = api.asvalue(x, "ptp")
+    return api.sub(api.max(v, axis, keepdims), api.min(v, axis, keepdims))
+
+
+def _average_jax(
+    x: Any, axis: Any = None, weights: Any = None, returned: bool = False, keepdims: bool = False
+) -> Any:
+    return jnp.average(x, axis, weights, returned, keepdims)
+
+
+@_composite("average", "weighted mean over axes", _average_jax)
+def average(
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    weights: Any = None,
+    returned: bool = False,
+    keepdims: bool = False,
+) -> Any:
+    """The mean of ``x`` over ``axis`` weighted by ``weights`` (of ``x``'s shape, or 1-d along a
+    single ``axis``): ``sum(x·w) / sum(w)``; with ``returned``, also ``sum(w)`` (broadcast to
+    the result's shape). Without weights it is :func:`pto.mean`.
+
+    >>> import pypto as pto
+    >>> float(pto.average(pto.tensor([1.0, 2.0, 4.0]), weights=pto.tensor([3.0, 1.0, 0.0])))
+    1.25
+    """
+    v = api.asvalue(x, "average")
+    if weights is None:
+        (v,) = _inexact("average", v)
+        avg = composite.mean(v, axis, keepdims)
+        if not returned:
+            return avg
+        axes = rules.normalize_axes("average", axis, api._aval(v))
+        count = math.prod(v.shape[a] for a in axes)
+        return avg, api.broadcast_to(api.asvalue(np.asarray(count, avg.dtype.np)), avg.shape)
+    u, w = _inexact("average", v, weights)
+    if tuple(w.shape) != tuple(u.shape):
+        if axis is None or not isinstance(axis, int) or len(w.shape) != 1:
+            raise ShapeError(
+                f"weights of shape {tuple(w.shape)} differ from the tensor's "
+                f"{tuple(u.shape)}: 1-d weights need one int axis",
+                op="average",
+                hint="pass weights of the tensor's shape, or 1-d weights with axis=<int>",
+            )
+        a = composite._axis("average", u, axis)
+        if w.shape[0] != u.shape[a]:
+            raise ShapeError(
+                f"{w.shape[0]} weights for axis {axis} of length {u.shape[a]}",
+                op="average",
+            )
+        shape = [1] * len(u.shape)
+        shape[a] = u.shape[a]
+        w = api.broadcast_to(api.reshape(w, tuple(shape)), u.shape)
+    total = api.sum(w, axis, keepdims)
+    avg = api.div(api.sum(api.mul(u, w), axis, keepdims), total)
+    return (avg, api.broadcast_to(total, avg.shape)) if returned else avg
+
+
+def _nan_reduction(name: str, doc: str, jax_fn: Any, **kw: Any) -> Any:
+    def ref(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return jax_fn(x, axis=axis, keepdims=keepdims)
+
+    return _composite(name, doc, ref, **kw)
+
+
+def _floats(v: Any) -> bool:
+    return bool(v.dtype.is_floating)
+
+
+@_nan_reduction("nansum", "sum over axes, NaN counted as 0", jnp.nansum)
+def nansum(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """:func:`pto.sum` with NaN counted as 0.
+
+    >>> import pypto as pto
+    >>> float(pto.nansum(pto.tensor([1.0, float("nan"), 2.0])))
+    3.0
+    """
+    v = api.asvalue(x, "nansum")
+    if _floats(v):
+        v = api.where(composite.isnan(v), 0.0, v)
+    return api.sum(v, axis, keepdims)
+
+
+@_nan_reduction("nanprod", "product over axes, NaN counted as 1", jnp.nanprod)
+def nanprod(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """:func:`pto.prod` with NaN counted as 1."""
+    v = api.asvalue(x, "nanprod")
+    if _floats(v):
+        v = api.where(composite.isnan(v), 1.0, v)
+    return composite.prod(v, axis, keepdims)
+
+
+@_nan_reduction("nanmean", "mean over axes of the elements that are not NaN", jnp.nanmean)
+def nanmean(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """The mean of the elements that are not NaN (NaN where all are); integers in float32.
+
+    >>> import pypto as pto
+    >>> float(pto.nanmean(pto.tensor([1.0, float("nan"), 2.0])))
+    1.5
+    """
+    v = api.asvalue(x, "nanmean")
+    d = v.dtype  # type: ignore[attr-defined]
+    # in float32 and rounded once, as jnp.nanmean computes float16 and bfloat16
+    f = v if d is dt.float32 else api.cast(v, dt.float32)
+    ok = api.cast(composite.logical_not(composite.isnan(f)), dt.float32)
+    s = api.sum(api.where(composite.isnan(f), 0.0, f), axis, keepdims)
+    m = api.div(s, api.sum(ok, axis, keepdims))
+    return api.cast(m, d) if d.is_floating and d is not dt.float32 else m
+
+
+def _nan_extreme(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
+    v = api.asvalue(x, name)
+    big = name == "nanmax"
+    red = api.max if big else api.min
+    if not _floats(v):
+        return red(v, axis, keepdims)
+    nan = composite.isnan(v)
+    r = red(api.where(nan, -math.inf if big else math.inf, v), axis, keepdims)
+    return api.where(composite.all(nan, axis, keepdims), math.nan, r)
+
+
+@_nan_reduction("nanmax", "maximum over axes, ignoring NaN (NaN where all are)", jnp.nanmax)
+def nanmax(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """The maximum of the elements that are not NaN; NaN where every one is.
+
+    >>> import pypto as pto
+    >>> float(pto.nanmax(pto.tensor([1.0, float("nan"), 2.0])))
+    2.0
+    """
+    return _nan_extreme("nanmax", x, axis, keepdims)
+
+
+@_nan_reduction("nanmin", "minimum over axes, ignoring NaN (NaN where all are)", jnp.nanmin)
+def nanmin(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """The minimum of the elements that are not NaN; NaN where every one is."""
+    return _nan_extreme("nanmin", x, axis, keepdims)
+
+
+def _nan_arg(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
+    v = api.asvalue(x, name)
+    arg = api.argmax if name == "nanargmax" else composite.argmin
+    if not _floats(v):
+        return arg(v, axis, keepdims)
+    nan = composite.isnan(v)
+    r = arg(api.where(nan, -math.inf if name == "nanargmax" else math.inf, v), axis, keepdims)
+    return api.where(composite.all(nan, axis, keepdims), -1, r)
+
+
+def _nanarg_jax(fn: Any) -> Any:
+    def ref(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        return fn(x, axis=axis, keepdims=keepdims)
+
+    return ref
+
+
+@_composite(
+    "nanargmax",
+    "index of the first maximum ignoring NaN (-1 where all are NaN), int32",
+    _nanarg_jax(jnp.nanargmax),
+    differentiable=False,
+)
+def nanargmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
+    """The index of the first maximum among the elements that are not NaN, int32; -1 where
+    every one is NaN (as JAX; numpy raises).
+
+    >>> import pypto as pto
+    >>> int(pto.nanargmax(pto.tensor([1.0, float("nan"), 2.0])))
+    2
+    """
+    return _nan_arg("nanargmax", x, axis, keepdims)
+
+
+@_composite(
+    "nanargmin",
+    "index of the first minimum ignoring NaN (-1 where all are NaN), int32",
+    _nanarg_jax(jnp.nanargmin),
+    differentiable=False,
+)
+def nanargmin(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
+    """The index of the first minimum among the elements that are not NaN, int32; -1 where
+    every one is NaN."""
+    return _nan_arg("nanargmin", x, axis, keepdims)
+
+
+def _nanvar_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
+    return jnp.nanvar(x, axis=axis, keepdims=keepdims, ddof=ddof)
+
+
+def _nanstd_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
+    return jnp.nanstd(x, axis=axis, keepdims=keepdims, ddof=ddof)
+
+
+@_composite("nanvar", "variance over axes of the elements that are not NaN", _nanvar_jax)
+def nanvar(
+    x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False, ddof: int = 0
+) -> Any:
+    """The variance of the elements that are not NaN, divided by their count ``- ddof`` (NaN
+    where that is not positive); integers in float32.
+
+    >>> import pypto as pto
+    >>> float(pto.nanvar(pto.tensor([1.0, float("nan"), 3.0])))
+    1.0
+    """
+    v = api.asvalue(x, "nanvar")
+    ddof = rules.integer("nanvar", "ddof", ddof)
+    d = v.dtype  # type: ignore[attr-defined]
+    f = v if d is dt.float32 else api.cast(v, dt.float32)
+    nan = composite.isnan(f)
+    n = api.sum(api.cast(composite.logical_not(nan), dt.float32), axis, True)
+    m = api.div(api.sum(api.where(nan, 0.0, f), axis, True), n)
+    c = api.where(nan, 0.0, api.sub(f, m))
+    s = api.sum(api.mul(c, c), axis, keepdims)
+    dof = api.sub(n if keepdims else _drop(n, v, axis), float(ddof))
+    r = api.where(api.greater(dof, 0.0), api.div(s, dof), math.nan)
+    return api.cast(r, d) if d.is_floating and d is not dt.float32 else r
+
+
+def _drop(n: Any, v: Any, axis: Any) -> Any:
+    """``n`` (reduced over ``axis`` with keepdims) without the kept axes."""
+    axes = rules.normalize_axes("nanvar", axis, api._aval(v))
+    return api.reshape(n, tuple(s for i, s in enumerate(n.shape) if i not in axes))
+
+
+@_composite("nanstd", "standard deviation over axes ignoring NaN", _nanstd_jax)
+def nanstd(
+    x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False, ddof: int = 0
+) -> Any:
+    """``sqrt(nanvar(x, axis, keepdims, ddof))``."""
+    return api.sqrt(nanvar(x, axis, keepdims, ddof))
+
+
+def _nancum_jax(fn: Any) -> Any:
+    def ref(x: Any, axis: Any = None) -> Any:
+        return fn(x, axis=axis)
+
+    return ref
+
+
+@_composite("nancumsum", "running sums along an axis, NaN counted as 0", _nancum_jax(jnp.nancumsum))
+def nancumsum(x: Any, axis: int | None = None) -> Any:
+    """:func:`pto.cumsum` with NaN counted as 0.
+
+    >>> import pypto as pto
+    >>> pto.nancumsum(pto.tensor([1.0, float("nan"), 2.0])).numpy()
+    array([1., 1., 3.], dtype=float32)
+    """
+    v = api.asvalue(x, "nancumsum")
+    if _floats(v):
+        v = api.where(composite.isnan(v), 0.0, v)
+    return composite.cumsum(v, axis)
+
+
+@_composite(
+    "nancumprod", "running products along an axis, NaN counted as 1", _nancum_jax(jnp.nancumprod)
+)
+def nancumprod(x: Any, axis: int | None = None) -> Any:
+    """:func:`pto.cumprod` with NaN counted as 1."""
+    v = api.asvalue(x, "nancumprod")
+    if _floats(v):
+        v = api.where(composite.isnan(v), 1.0, v)
+    return composite.cumprod(v, axis)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rearrangements
+
+
+def _static_ints(op: str, name: str, v: Any) -> tuple[int, ...]:
+    """``v`` (an int or a sequence of ints) as a tuple, or a clear error for a tensor."""
+    if isinstance(v, int | np.integer):
+        return (rules.integer(op, name, v),)
+    if isinstance(v, Sequence) and not isinstance(v, str):
+        return tuple(rules.integer(op, name, i) for i in v)
+    raise ShapeError(
+        f"{name} must be an int or a sequence of ints, got {type(v).__name__}",
+        op=op,
+        hint="shapes are static here: pass Python ints",
+    )
+
+
+def _roll_jax(x: Any, shift: Any, axis: Any = None) -> Any:
+    return jnp.roll(x, shift, axis)
+
+
+@_composite("roll", "elements shifted along axes, wrapping around", _roll_jax)
+def roll(x: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Any:
+    """``x`` with its elements shifted by ``shift`` along ``axis`` (of the flattened tensor when
+    None, its shape kept), those pushed off one end coming back at the other: two slices
+    joined. Several shifts and axes pair up (numpy's broadcasting of the two).
+
+    >>> import pypto as pto
+    >>> pto.roll(pto.arange(5), 2).numpy()
+    array([3, 4, 0, 1, 2], dtype=int32)
+    >>> pto.roll(pto.arange(6).reshape(2, 3), -1, axis=1).numpy()
+    array([[1, 2, 0],
+           [4, 5, 3]], dtype=int32)
+    """
+    v = api.asvalue(x, "roll")
+    shifts = _static_ints("roll", "shift", shift)
+    if axis is None:
+        shape = tuple(v.shape)  # type: ignore[attr-defined]
+        flat = roll(api.reshape(v, (-1,)), sum(shifts), 0)
+        return api.reshape(flat, shape)
+    axes = _static_ints("roll", "axis", axis)
+    if len(shifts) != len(axes) and 1 not in (len(shifts), len(axes)):
+        raise ShapeError(
+            f"{len(shifts)} shifts for {len(axes)} axes", op="roll", hint="pass one shift per axis"
+        )
+    n = max(len(shifts), len(axes))
+    total: dict[int, int] = {}
+    for s, a in zip(shifts * (n // len(shifts)), axes * (n // len(axes)), strict=True):
+        a = composite._axis("roll", v, a)
+        total[a] = total.get(a, 0) + s
+    for a, s in total.items():
+        size = v.shape[a]  # type: ignore[attr-defined]
+        if size == 0 or s % size == 0:
+            continue
+        cut = size - s % size
+        head = tuple(slice(cut, None) if i == a else slice(None) for i in range(len(v.shape)))  # type: ignore[attr-defined]
+        tail = tuple(slice(None, cut) if i == a else slice(None) for i in range(len(v.shape)))  # type: ignore[attr-defined]
+        v = api.concat([api.getitem(v, head), api.getitem(v, tail)], a)
+    return v
+
+
+def _repeat_jax(x: Any, repeats: Any, axis: Any = None) -> Any:
+    return jnp.repeat(x, np.asarray(repeats), axis)
+
+
+@_composite("repeat", "each element repeated along an axis", _repeat_jax)
+def repeat(x: Any, repeats: int | Sequence[int], axis: int | None = None) -> Any:
+    """Each element of ``x`` repeated ``repeats`` times along ``axis`` (of the flattened tensor
+    when None): one count for all, or one per element. A single count is a broadcast and a
+    reshape; several are a gather by a static index.
+
+    >>> import pypto as pto
+    >>> pto.repeat(pto.tensor([1, 2]), 2).numpy()
+    array([1, 1, 2, 2], dtype=int32)
+    >>> pto.repeat(pto.tensor([[1, 2], [3, 4]]), [1, 2], axis=0).numpy()
+    array([[1, 2],
+           [3, 4],
+           [3, 4]], dtype=int32)
+    """
+    v = api.asvalue(x, "repeat")
+    reps = _static_ints("repeat", "repeats", repeats)
+    if any(r < 0 for r in reps):
+        raise ShapeError(f"negative repeats {list(reps)}", op="repeat")
+    if axis is None:
+        v, a = api.reshape(v, (-1,)), 0
+    else:
+        a = composite._axis("repeat", v, axis)
+    shape = tuple(v.shape)  # type: ignore[attr-defined]
+    n = shape[a]
+    if len(reps) == 1:
+        r = reps[0]
+        wide = api.reshape(v, (*shape[: a + 1], 1, *shape[a + 1 :]))
+        wide = api.broadcast_to(wide, (*shape[: a + 1], r, *shape[a + 1 :]))
+        return api.reshape(wide, (*shape[:a], n * r, *shape[a + 1 :]))
+    if len(reps) != n:
+        raise ShapeError(
+            f"{len(reps)} repeats for axis {a} of length {n}",
+            op="repeat",
+            hint="pass one count, or one per element along the axis",
+        )
+    idx = np.repeat(np.arange(n, dtype=np.int32), reps)
+    return api.take(v, idx, a)
+
+
+def _tile_jax(x: Any, reps: Any) -> Any:
+    return jnp.tile(x, reps)
+
+
+@_composite("tile", "the tensor repeated as a whole along each axis", _tile_jax)
+def tile(x: Any, reps: int | Sequence[int]) -> Any:
+    """``x`` repeated ``reps[i]`` times along axis ``i`` (``reps`` padded with leading 1s to
+    ``x``'s rank, or ``x`` with leading size-1 axes to ``reps``'s length): a broadcast and a
+    reshape.
+
+    >>> import pypto as pto
+    >>> pto.tile(pto.tensor([1, 2]), (2, 2)).numpy()
+    array([[1, 2, 1, 2],
+           [1, 2, 1, 2]], dtype=int32)
+    """
+    v = api.asvalue(x, "tile")
+    r = _static_ints("tile", "reps", reps)
+    if any(k < 0 for k in r):
+        raise ShapeError(f"negative reps {list(r)}", op="tile")
+    shape = tuple(v.shape)  # type: ignore[attr-defined]
+    nd = max(len(shape), len(r))
+    shape = (1,) * (nd - len(shape)) + shape
+    r = (1,) * (nd - len(r)) + r
+    inter = tuple(d for s in shape for d in (1, s))
+    wide = api.broadcast_to(
+        api.reshape(v, inter), tuple(d for k, s in zip(r, shape, strict=True) for d in (k, s))
+    )
+    return api.reshape(wide, tuple(k * s for k, s in zip(r, shape, strict=True)))
+
+
+def _diff_jax(x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    return jnp.diff(x, n, axis, prepend, append)
+
+
+@_composite("diff", "n-th differences along an axis", _diff_jax)
+def diff(x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
+    """The ``n``-th differences along ``axis``, ``x[i+1] - x[i]`` applied ``n`` times, after
+    joining ``prepend`` and ``append`` (scalars are broadcast to one slice); bools differ by
+    ``!=``, as in numpy and JAX.
+
+    >>> import pypto as pto
+    >>> pto.diff(pto.tensor([1, 4, 9, 16]), 2).numpy()
+    array([2, 2], dtype=int32)
+    """
+    v = api.asvalue(x, "diff")
+    n = rules.integer("diff", "n", n)
+    if n < 0:
+        raise ShapeError(f"order n must be non-negative, got {n}", op="diff")
+    if len(v.shape) == 0:  # type: ignore[attr-defined]
+        raise ShapeError("diff of a 0-d tensor", op="diff", hint="it needs at least one axis")
+    a = composite._axis("diff", v, axis)
+    if n == 0:  # the input as it is, prepend and append unused (as numpy)
+        return v
+    parts: list[Any] = []
+    for extra in (prepend, append):
+        if extra is None:
+            parts.append(None)
+            continue
+        # a Python scalar is weak (it takes the tensor's dtype), as in JAX
+        e = api.promote("diff", (v, extra))[1] if dt.weak_kind(extra) is not None else extra
+        e = api.asvalue(e, "diff")
+        if len(e.shape) == 0:  # type: ignore[attr-defined]
+            shape = list(v.shape)  # type: ignore[attr-defined]
+            shape[a] = 1
+            e = api.broadcast_to(e, tuple(shape))
+        parts.append(e)
+    joined = [p for p in (parts[0], v, parts[1]) if p is not None]
+    if len(joined) > 1:
+        v = api.concat(api.promote("diff", joined), a)
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    for _ in range(n):
+        m = v.shape[a]  # type: ignore[attr-defined]
+        hi = tuple(slice(1, None) if i == a else slice(None) for i in range(nd))
+        lo = tuple(slice(None, max(m - 1, 0)) if i == a else slice(None) for i in range(nd))
+        u, w = api.getitem(v, hi), api.getitem(v, lo)
+        v = api.not_equal(u, w) if v.dtype is dt.bool_ else api.sub(u, w)  # type: ignore[attr-defined]
+    return v
+
+
+@_composite("ravel", "the elements as a 1-d tensor, in row-major order", jnp.ravel)
+def ravel(x: Any) -> Any:
+    """The elements as a 1-d tensor, in row-major order (``x.reshape(-1)``).
+
+    >>> import pypto as pto
+    >>> pto.ravel(pto.ones((2, 3))).shape
+    (6,)
+    """
+    return api.reshape(api.asvalue(x, "ravel"), (-1,))
+
+
+def _at_least(op: str, nd: int, xs: tuple[Any, ...]) -> Any:
+    out = []
+    for x in xs:
+        v = api.asvalue(x, op)
+        s = tuple(v.shape)  # type: ignore[attr-defined]
+        if len(s) < nd:
+            if nd == 3 and len(s) == 2:
+                s = (*s, 1)
+            elif nd == 3 and len(s) == 1:
+                s = (1, *s, 1)
+            else:
+                s = (1,) * (nd - len(s)) + s
+            v = api.reshape(v, s)
+        out.append(v)
+    return out[0] if len(out) == 1 else out
+
+
+@_composite("atleast_1d", "tensors with at least one axis", jnp.atleast_1d)
+def atleast_1d(*xs: Any) -> Any:
+    """Each tensor with at least one axis (a 0-d one becomes shape ``(1,)``); one tensor for
+    one argument, a list for several.
+
+    >>> import pypto as pto
+    >>> pto.atleast_1d(pto.tensor(3.0)).shape
+    (1,)
+    """
+    return _at_least("atleast_1d", 1, xs)
+
+
+@_composite("atleast_2d", "tensors with at least two axes", jnp.atleast_2d)
+def atleast_2d(*xs: Any) -> Any:
+    """Each tensor with at least two axes, size-1 axes added in front.
+
+    >>> import pypto as pto
+    >>> pto.atleast_2d(pto.ones(3)).shape
+    (1, 3)
+    """
+    return _at_least("atleast_2d", 2, xs)
+
+
+@_composite("atleast_3d", "tensors with at least three axes", jnp.atleast_3d)
+def atleast_3d(*xs: Any) -> Any:
+    """Each tensor with at least three axes: ``(n,)`` becomes ``(1, n, 1)`` and ``(m, n)``
+    becomes ``(m, n, 1)``, as numpy's.
+
+    >>> import pypto as pto
+    >>> pto.atleast_3d(pto.ones((2, 3))).shape
+    (2, 3, 1)
+    """
+    return _at_least("atleast_3d", 3, xs)
+
+
+def _listed(op: str, xs: Any) -> list[Any]:
+    shape = getattr(xs, "shape", None)
+    if shape is not None and len(shape) >= 1:  # a tensor is the sequence of its slices (numpy)
+        v = api.asvalue(xs, op)
+        return [api.getitem(v, i) for i in range(shape[0])]
+    if isinstance(xs, str) or not isinstance(xs, Sequence) or not xs:
+        raise ShapeError(
+            f"needs a non-empty sequence of tensors, got {type(xs).__name__}",
+            op=op,
+            hint=f"pto.{op}([a, b])",
+        )
+    return list(xs)
+
+
+@_composite("hstack", "tensors joined along axis 1 (axis 0 for 1-d ones)", jnp.hstack)
+def hstack(xs: Sequence[Any]) -> Any:
+    """Tensors joined horizontally: along axis 1, or axis 0 when they are 1-d (0-d ones count as
+    1-d).
+
+    >>> import pypto as pto
+    >>> pto.hstack([pto.tensor([1, 2]), pto.tensor([3])]).numpy()
+    array([1, 2, 3], dtype=int32)
+    """
+    vs = [_at_least("hstack", 1, (x,)) for x in _listed("hstack", xs)]
+    return api.concat(vs, 0 if len(vs[0].shape) == 1 else 1)
+
+
+@_composite("vstack", "tensors joined along axis 0 (1-d ones as rows)", jnp.vstack)
+def vstack(xs: Sequence[Any]) -> Any:
+    """Tensors joined vertically, each taken as at least 2-d (a 1-d one is a row).
+
+    >>> import pypto as pto
+    >>> pto.vstack([pto.tensor([1, 2]), pto.tensor([3, 4])]).numpy()
+    array([[1, 2],
+           [3, 4]], dtype=int32)
+    """
+    return api.concat([_at_least("vstack", 2, (x,)) for x in _listed("vstack", xs)], 0)
+
+
+@_composite("dstack", "tensors joined along axis 2 (depth)", jnp.dstack)
+def dstack(xs: Sequence[Any]) -> Any:
+    """Tensors joined along the third axis, each taken as at least 3-d (see
+    :func:`atleast_3d`)."""
+    return api.concat([_at_least("dstack", 3, (x,)) for x in _listed("dstack", xs)], 2)
+
+
+@_composite(
+    "column_stack", "1-d tensors as columns (2-d ones as they are), joined", jnp.column_stack
+)
+def column_stack(xs: Sequence[Any]) -> Any:
+    """Tensors joined as columns: a 1-d tensor becomes one column, a 2-d one is joined as it
+    is.
+
+    >>> import pypto as pto
+    >>> pto.column_stack([pto.tensor([1, 2]), pto.tensor([3, 4])]).numpy()
+    array([[1, 3],
+           [2, 4]], dtype=int32)
+    """
+    vs = []
+    for x in _listed("column_stack", xs):
+        v = api.asvalue(x, "column_stack")
+        if len(v.shape) < 2:  # type: ignore[attr-defined]
+            v = api.reshape(v, (-1, 1))
+        vs.append(v)
+    return api.concat(vs, 1)
+
+
+def _append_jax(arr: Any, values: Any, axis: Any = None) -> Any:
+    return jnp.append(arr, values, axis)
+
+
+@_composite("append", "values joined at the end (flattened when axis is None)", _append_jax)
+def append(arr: Any, values: Any, axis: int | None = None) -> Any:
+    """``values`` joined after ``arr`` along ``axis``; both flattened when ``axis`` is None.
+
+    >>> import pypto as pto
+    >>> pto.append(pto.tensor([[1, 2]]), pto.tensor([3])).numpy()
+    array([1, 2, 3], dtype=int32)
+    """
+    if axis is None:
+        return api.concat([ravel(arr), ravel(values)], 0)
+    return api.concat([arr, values], axis)
+
+
+@_composite("flipud", "the order of rows reversed (axis 0)", jnp.flipud)
+def flipud(x: Any) -> Any:
+    """``x`` reversed along axis 0.
+
+    >>> import pypto as pto
+    >>> pto.flipud(pto.tensor([[1, 2], [3, 4]])).numpy()
+    array([[3, 4],
+           [1, 2]], dtype=int32)
+    """
+    v = api.asvalue(x, "flipud")
+    if len(v.shape) < 1:  # type: ignore[attr-defined]
+        raise ShapeError("flipud needs at least one axis", op="flipud")
+    return composite.flip(v, 0)
+
+
+@_composite("fliplr", "the order of columns reversed (axis 1)", jnp.fliplr)
+def fliplr(x: Any) -> Any:
+    """``x`` reversed along axis 1 (it needs two axes)."""
+    v = api.asvalue(x, "fliplr")
+    if len(v.shape) < 2:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"fliplr needs at least two axes, got {api._aval(v)}",
+            op="fliplr",
+            hint="pto.flip(x) reverses a 1-d tensor",
+        )
+    return composite.flip(v, 1)
+
+
+def _rot90_jax(x: Any, k: int = 1, axes: Any = (0, 1)) -> Any:
+    return jnp.rot90(x, k, axes)
+
+
+@_composite("rot90", "rotation by 90° k times in the plane of two axes", _rot90_jax)
+def rot90(x: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    """``x`` rotated by 90° ``k`` times, from the first of ``axes`` towards the second (a flip
+    and a transpose, as numpy's).
+
+    >>> import pypto as pto
+    >>> pto.rot90(pto.tensor([[1, 2], [3, 4]])).numpy()
+    array([[2, 4],
+           [1, 3]], dtype=int32)
+    """
+    v = api.asvalue(x, "rot90")
+    k = rules.integer("rot90", "k", k) % 4
+    a0, a1 = (composite._axis("rot90", v, a) for a in _static_ints("rot90", "axes", axes))
+    if len(_static_ints("rot90", "axes", axes)) != 2 or a0 == a1:
+        raise ShapeError(f"axes must be two different axes, got {axes}", op="rot90")
+    if k == 0:
+        return v
+    if k == 2:
+        return composite.flip(v, (a0, a1))
+    perm = list(range(len(v.shape)))  # type: ignore[attr-defined]
+    perm[a0], perm[a1] = perm[a1], perm[a0]
+    if k == 1:
+        return api.transpose(composite.flip(v, a1), tuple(perm))
+    return composite.flip(api.transpose(v, tuple(perm)), a1)
+
+
+def _meshgrid_jax(*xs: Any, indexing: str = "xy") -> Any:
+    return jnp.meshgrid(*xs, indexing=indexing)
+
+
+@_composite("meshgrid", "coordinate tensors from 1-d coordinate vectors", _meshgrid_jax)
+def meshgrid(*xs: Any, indexing: str = "xy") -> list[Any]:
+    """One tensor per 1-d input, each broadcast over the others' axes: Cartesian (``"xy"``,
+    the first two axes swapped) or matrix (``"ij"``) indexing.
+
+    >>> import pypto as pto
+    >>> gx, gy = pto.meshgrid(pto.tensor([1, 2, 3]), pto.tensor([10, 20]))
+    >>> gx.shape, gy.numpy()[:, 0].tolist()
+    ((2, 3), [10, 20])
+    """
+    if indexing not in ("xy", "ij"):
+        raise ShapeError(f"indexing must be 'xy' or 'ij', got {indexing!r}", op="meshgrid")
+    vs = [api.asvalue(x, "meshgrid") for x in xs]
+    for v in vs:
+        if len(v.shape) != 1:  # type: ignore[attr-defined]
+            raise ShapeError(
+                f"meshgrid takes 1-d coordinate vectors, got {api._aval(v)}",
+                op="meshgrid",
+                hint="flatten them with pto.ravel",
+            )
+    sizes = [v.shape[0] for v in vs]  # type: ignore[attr-defined]
+    if indexing == "xy" and len(vs) >= 2:
+        sizes[0], sizes[1] = sizes[1], sizes[0]
+    out = []
+    for i, v in enumerate(vs):
+        pos = i
+        if indexing == "xy" and len(vs) >= 2 and i < 2:
+            pos = 1 - i
+        shape = [1] * len(vs)
+        shape[pos] = sizes[pos]
+        out.append(api.broadcast_to(api.reshape(v, tuple(shape)), tuple(sizes)))
+    return out
