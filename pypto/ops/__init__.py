@@ -4,6 +4,7 @@ Importing this package registers every op in :data:`pypto.ops.table.OPS`.
 """
 
 from pypto.ops import (  # noqa: F401  (registration)
+    activations,
     custom_vjp_call,
     elementwise,
     kernel_call,
@@ -14,6 +15,20 @@ from pypto.ops import (  # noqa: F401  (registration)
     scan,
     sorting,
     vjp,
+)
+from pypto.ops.activations import (
+    celu,
+    erf,
+    erfc,
+    glu,
+    hard_sigmoid,
+    hard_silu,
+    hard_tanh,
+    log_sigmoid,
+    mish,
+    relu6,
+    selu,
+    soft_sign,
 )
 from pypto.ops.api import (
     abs,
@@ -188,6 +203,7 @@ from pypto.ops.table import OPS, AVal, Op
 # numpy's other names for the same functions
 absolute = abs
 amax = max
+hard_swish = hard_silu
 amin = min
 around = round
 bitwise_invert = bitwise_not
@@ -238,6 +254,7 @@ __all__ = [
     "broadcast_to",
     "cast",
     "ceil",
+    "celu",
     "clip",
     "column_stack",
     "concat",
@@ -260,6 +277,8 @@ __all__ = [
     "einsum",
     "elu",
     "equal",
+    "erf",
+    "erfc",
     "exp",
     "exp2",
     "expand_dims",
@@ -274,8 +293,13 @@ __all__ = [
     "fmod",
     "gelu",
     "getitem",
+    "glu",
     "greater",
     "greater_equal",
+    "hard_sigmoid",
+    "hard_silu",
+    "hard_swish",
+    "hard_tanh",
     "heaviside",
     "hstack",
     "hypot",
@@ -295,6 +319,7 @@ __all__ = [
     "log1p",
     "log2",
     "log10",
+    "log_sigmoid",
     "log_softmax",
     "logaddexp",
     "logaddexp2",
@@ -311,6 +336,7 @@ __all__ = [
     "meshgrid",
     "min",
     "minimum",
+    "mish",
     "mod",
     "moveaxis",
     "mul",
@@ -345,6 +371,7 @@ __all__ = [
     "ravel",
     "reciprocal",
     "relu",
+    "relu6",
     "remainder",
     "repeat",
     "reshape",
@@ -356,11 +383,13 @@ __all__ = [
     "rsqrt",
     "scaled_dot_product_attention",
     "searchsorted",
+    "selu",
     "sigmoid",
     "sign",
     "silu",
     "sin",
     "sinh",
+    "soft_sign",
     "softmax",
     "softplus",
     "sort",

@@ -23,6 +23,30 @@ def _dtypes(op: Op) -> str:
     return ", ".join(d.short for d in op.dtypes)
 
 
+def _aliases() -> list[str]:
+    """A paragraph naming numpy's other names for ops (``pto.absolute`` is ``pto.abs``)."""
+    import pypto.ops as public
+
+    by_fn = {id(getattr(public, n)): n for n in OPS if callable(getattr(public, n, None))}
+    pairs = sorted(
+        (n, by_fn[id(getattr(public, n))])
+        for n in public.__all__
+        if n not in OPS and id(getattr(public, n)) in by_fn
+    )
+    if not pairs:
+        return []
+    names = ", ".join(f"`{a}` (`{b}`)" for a, b in pairs)
+    text = f"numpy's other names are the same functions: {names}."
+    out, line = [], ""
+    for word in text.split(" "):
+        if line and len(line) + 1 + len(word) > 88:
+            out.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    return [*out, line, ""]
+
+
 def markdown() -> str:
     """A markdown page with one table row per op, grouped by kind."""
     lines = [
@@ -47,6 +71,10 @@ def markdown() -> str:
         "`reshape`; one integer array among those entries (a list, a numpy array or a tensor)",
         "is a `take` along its axis, whose axes go where numpy puts them. Boolean masks and",
         "several arrays are refused (shapes are static), and tensors are immutable.",
+        "",
+        *_aliases(),
+        "`pto.tile` is both the Tile level's package (`pto.tile.load`, ...) and, called,",
+        "numpy's `tile`.",
         "",
         "| op | kind | dtypes | differentiable | meaning |",
         "| --- | --- | --- | --- | --- |",

@@ -63,18 +63,26 @@ def relu(x: Any) -> Any:
 _GELU_C = math.sqrt(2.0 / math.pi)
 
 
-def _gelu_jax(x: Any) -> Any:
-    return jax.nn.gelu(x, approximate=True)
+def _gelu_jax(x: Any, approximate: bool = True) -> Any:
+    return jax.nn.gelu(x, approximate=approximate)
 
 
-@_composite("gelu", "GELU, tanh approximation (as jax.nn.gelu's default)", _gelu_jax)
-def gelu(x: Any) -> Any:
-    """GELU with the tanh approximation: x · ½(1 + tanh(√(2/π)(x + 0.044715 x³))).
+@_composite(
+    "gelu", "GELU: the tanh approximation (jax.nn.gelu's default) or exact (erf)", _gelu_jax
+)
+def gelu(x: Any, approximate: bool = True) -> Any:
+    """GELU with the tanh approximation, x · ½(1 + tanh(√(2/π)(x + 0.044715 x³))), as
+    ``jax.nn.gelu``; with ``approximate=False`` the exact x · Φ(x) (PyTorch's default), as
+    ``x · erfc(-x/√2) / 2`` (see :func:`pto.erf`).
 
     >>> import pypto as pto
-    >>> f"{float(pto.gelu(pto.tensor(1.0))):.4f}"
-    '0.8412'
+    >>> f"{float(pto.gelu(pto.tensor(1.0))):.4f}", f"{float(pto.gelu(1.0, False)):.4f}"
+    ('0.8412', '0.8413')
     """
+    if not approximate:
+        from pypto.ops.activations import _gelu_exact
+
+        return _gelu_exact(x)
     x = api.promote("gelu", (x,), inexact=True)[0]
     inner = api.mul(api.add(x, api.mul(api.mul(api.mul(x, x), x), 0.044715)), _GELU_C)
     return api.mul(x, api.mul(api.add(api.tanh(inner), 1.0), 0.5))

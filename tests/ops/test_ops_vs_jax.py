@@ -1663,6 +1663,61 @@ def _stacks(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(o, w, what=f"{name} {shapes_}")
 
 
+_ACTIVATIONS = (
+    "erf",
+    "erfc",
+    "relu6",
+    "hard_sigmoid",
+    "hard_silu",
+    "hard_tanh",
+    "log_sigmoid",
+    "selu",
+    "celu",
+    "soft_sign",
+    "mish",
+)
+
+
+# jax.nn refuses bools in some of them (a negation); pypto takes them as float32 in all
+@case(*_ACTIVATIONS, dtypes=NUMERIC, group="elementwise")
+def _activation(data: Draw, dtype: pto.DType, name: str) -> None:
+    # magnitudes from tiny (erf's Taylor sum) to 30 (erfc underflows, log_sigmoid is linear)
+    scale = data.draw(st.sampled_from([1e-6, 0.5, 3.0, 30.0]), label="scale")
+    a = values(data, dtype, data.draw(shapes()), -scale, scale, specials=SPECIALS)
+    (x,) = operands(data, [a])
+    params = {"alpha": data.draw(st.sampled_from([0.5, 2.0]))} if name == "celu" else {}
+    out = getattr(pto, name)(x, **params)
+    fn = ref(name)
+    if dtype in (pto.float16, pto.bfloat16) and name in ("erf", "erfc"):
+        fn = _rounded(ref(name))  # computed in float32 and rounded once
+    assert_matches(out, jax_elementwise(fn, a, **params), 4, what=f"{name} {params}")
+
+
+@case("glu", dtypes=FLOATS, group="heavy")
+def _glu(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = list(data.draw(shapes(min_dims=1), label="shape"))
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    shape[axis] *= 2
+    a = values(data, dtype, tuple(shape), specials=SPECIALS)
+    (x,) = operands(data, [a])
+    out = pto.glu(x, axis)
+    assert_matches(out, jitted(ref(name), ("axis",))(a, axis=axis), 2, what=f"glu axis={axis}")
+
+
+def test_exact_gelu_matches_jax() -> None:
+    a = np.concatenate([np.linspace(-12, 12, 4001), [0.0, -0.0, np.inf, -np.inf, np.nan]])
+    for d in (np.float32, np.float16):
+        x = a.astype(d)
+        want = _rounded(functools.partial(jax.nn.gelu, approximate=False))(x)
+        got = pto.gelu(pto.tensor(x), approximate=False)
+        assert_matches(got, want, 4, what=f"exact gelu {d.__name__}")
+
+
+def test_a_glu_of_an_odd_axis_is_a_clear_error() -> None:
+    with pytest.raises(pto.ShapeError, match="glu splits axis -1 in halves, but its length is 3"):
+        pto.glu(pto.ones((2, 3)))
+
+
 def test_numpy_aliases_are_the_same_functions() -> None:
     for alias, name in [
         ("absolute", "abs"),

@@ -635,6 +635,18 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("rot90", [normal((2, 3, 4), 174)], {"k": 3, "axes": (2, 0)}, 1),
     ("vstack", [normal((2, 3), 175)], {}, 1),  # a tensor: the sequence of its rows
     ("append", [normal((2, 3), 176), normal((2, 2), 177)], {"axis": 1}, 1),
+    ("erf", [np.append(normal((9,), 178) * 2, [0.0, 1e-4, 0.84, -0.85]).astype(f32)], {}, 4),
+    ("erfc", [normal((3, 4), 179) * 3], {}, 4),
+    ("gelu", [normal((3, 4), 180) * 3], {"approximate": False}, 4),
+    ("relu6", [uniform((3, 4), 181, -2.0, 8.0)], {}, 1),
+    ("hard_silu", [uniform((3, 4), 182, -5.0, 5.0)], {}, 1),
+    ("hard_tanh", [uniform((3, 4), 183, -2.0, 2.0)], {}, 1),
+    ("log_sigmoid", [normal((3, 4), 184) * 10], {}, 2),
+    ("selu", [normal((3, 4), 185)], {}, 2),
+    ("celu", [normal((3, 4), 186)], {"alpha": 0.5}, 2),
+    ("soft_sign", [normal((3, 4), 187)], {}, 2),
+    ("mish", [normal((3, 4), 188) * 3], {}, 4),
+    ("glu", [normal((3, 4), 189)], {"axis": 1}, 2),
 ]
 
 

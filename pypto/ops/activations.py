@@ -1,0 +1,242 @@
+"""``erf``, ``erfc`` and more of ``jax.nn``'s activations, as composites over the core ops.
+
+``erf`` is a sum of its Taylor series below 0.84 and ``1 - erfc`` above, ``erfc`` the Chebyshev
+fit of Numerical Recipes (``erfcc``: a relative error below 1.2e-7 everywhere) times
+``exp(-x²)``: float32-accurate, and built from ops the vector unit has. The exact GELU
+(``pto.gelu(x, approximate=False)``, PyTorch's default) is ``x · erfc(-x / √2) / 2``.
+
+Where JAX's activation has a custom derivative at a kink (``relu6`` at 0 and 6, ``hard_tanh``
+at ±1), pypto's comes from ``maximum``/``minimum`` and gives half the cotangent there, as
+``relu`` does (docs/autodiff.md).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import jax
+
+from pypto import dtypes as dt
+from pypto.core.errors import ShapeError
+from pypto.ops import api, composite
+from pypto.ops.composite import _composite
+
+# Numerical Recipes' erfcc: erfc(z) = t·exp(-z² + P(t)), t = 1 / (1 + z/2), z >= 0
+_ERFC = (
+    -1.26551223,
+    1.00002368,
+    0.37409196,
+    0.09678418,
+    -0.18628806,
+    0.27886807,
+    -1.13520398,
+    1.48851587,
+    -0.82215223,
+    0.17087277,
+)
+# erf(x) = 2/√π · Σ (-1)ⁿ x^(2n+1) / (n! (2n+1)): its coefficients in x², to n = 12 (below
+# _SWITCH the next term is under 1e-11 of the sum)
+_TAYLOR = tuple(
+    (-1) ** n * 2 / math.sqrt(math.pi) / (math.factorial(n) * (2 * n + 1)) for n in range(13)
+)
+# where erf switches to 1 - erfc (fdlibm's point): erfc's relative error there is a third of
+# erf's
+_SWITCH = 0.84375
+
+
+def _horner(v: Any, coefs: tuple[float, ...]) -> Any:
+    """``coefs[0] + v·(coefs[1] + v·(…))``."""
+    acc = api.add(api.mul(v, coefs[-1]), coefs[-2])
+    for c in coefs[-3::-1]:
+        acc = api.add(api.mul(acc, v), c)
+    return acc
+
+
+def _wide(op: str, x: Any) -> tuple[Any, dt.DType]:
+    (v,) = api.promote(op, (x,), inexact=True)
+    d = v.dtype  # type: ignore[attr-defined]
+    return (v if d is dt.float32 else api.cast(v, dt.float32)), d
+
+
+def _erfc_pos(z: Any) -> Any:
+    """erfc of ``z >= 0``: relative error below 1.2e-7."""
+    t = api.div(1.0, api.add(api.mul(z, 0.5), 1.0))
+    return api.mul(t, api.exp(api.sub(_horner(t, _ERFC), api.mul(z, z))))
+
+
+def _erf32(v: Any) -> Any:
+    small = api.less(api.abs(v), _SWITCH)
+    xs = api.where(small, v, 0.0)  # each branch sees only its own inputs (no NaN gradients)
+    near = api.mul(xs, _horner(api.mul(xs, xs), _TAYLOR))
+    z = api.where(small, 1.0, api.abs(v))
+    far = api.mul(composite.sign(v), api.sub(1.0, _erfc_pos(z)))
+    return api.where(small, near, far)
+
+
+def _erfc32(v: Any) -> Any:
+    small = api.less(api.abs(v), _SWITCH)
+    near = api.sub(1.0, _erf32(api.where(small, v, 0.0)))
+    z = api.where(small, 1.0, api.abs(v))
+    tail = _erfc_pos(z)
+    far = api.where(api.less(v, 0.0), api.sub(2.0, tail), tail)
+    return api.where(small, near, far)
+
+
+def _cast_back(v: Any, d: dt.DType) -> Any:
+    return v if d is dt.float32 else api.cast(v, d)
+
+
+@_composite("erf", "the error function, elementwise", jax.scipy.special.erf)
+def erf(x: Any) -> Any:
+    """The error function ``2/√π ∫₀ˣ exp(-t²) dt``, float32-accurate (a Taylor sum below 0.84,
+    ``1 - erfc`` above); float16 and bfloat16 through float32, rounded once.
+
+    >>> import pypto as pto
+    >>> pto.erf(pto.tensor([0.0, 0.5, 2.0])).numpy()
+    array([0.        , 0.5204999 , 0.99532235], dtype=float32)
+    """
+    v, d = _wide("erf", x)
+    return _cast_back(_erf32(v), d)
+
+
+@_composite(
+    "erfc", "the complementary error function 1 - erf(x), elementwise", jax.scipy.special.erfc
+)
+def erfc(x: Any) -> Any:
+    """``1 - erf(x)``, accurate in relative terms where it is tiny (large ``x``).
+
+    >>> import pypto as pto
+    >>> float(pto.erfc(pto.tensor(5.0)))  # 1 - erf(5) would be 0 in float32
+    1.5374597e-12
+    """
+    v, d = _wide("erfc", x)
+    return _cast_back(_erfc32(v), d)
+
+
+def _gelu_exact(x: Any) -> Any:
+    """``x · erfc(-x/√2) / 2`` in float32 (``1 + erf`` would cancel for negative ``x``)."""
+    v, d = _wide("gelu", x)
+    return _cast_back(api.mul(api.mul(v, 0.5), _erfc32(api.mul(v, -1 / math.sqrt(2.0)))), d)
+
+
+@_composite("relu6", "min(max(x, 0), 6)", jax.nn.relu6)
+def relu6(x: Any) -> Any:
+    """``min(max(x, 0), 6)``.
+
+    >>> import pypto as pto
+    >>> pto.relu6(pto.tensor([-1.0, 3.0, 9.0])).numpy()
+    array([0., 3., 6.], dtype=float32)
+    """
+    (v,) = api.promote("relu6", (x,), inexact=True)
+    return api.minimum(api.maximum(v, 0.0), 6.0)
+
+
+@_composite("hard_sigmoid", "relu6(x + 3) / 6", jax.nn.hard_sigmoid)
+def hard_sigmoid(x: Any) -> Any:
+    """The piecewise-linear sigmoid ``relu6(x + 3) / 6``."""
+    (v,) = api.promote("hard_sigmoid", (x,), inexact=True)
+    return api.div(relu6(api.add(v, 3.0)), 6.0)
+
+
+@_composite("hard_silu", "x · hard_sigmoid(x) (hard swish)", jax.nn.hard_silu)
+def hard_silu(x: Any) -> Any:
+    """``x · hard_sigmoid(x)``, also called hard swish (``pto.hard_swish``).
+
+    >>> import pypto as pto
+    >>> pto.hard_silu(pto.tensor([-4.0, 1.0, 4.0])).numpy()
+    array([-0.       ,  0.6666667,  4.       ], dtype=float32)
+    """
+    (v,) = api.promote("hard_silu", (x,), inexact=True)
+    return api.mul(v, hard_sigmoid(v))
+
+
+@_composite("hard_tanh", "clip(x, -1, 1)", jax.nn.hard_tanh)
+def hard_tanh(x: Any) -> Any:
+    """``x`` limited to [-1, 1]; integers stay integers (bools become int32), as JAX's."""
+    v = api.asvalue(x, "hard_tanh")
+    if v.dtype is dt.bool_:  # type: ignore[attr-defined]
+        v = api.cast(v, dt.int32)
+    return api.minimum(api.maximum(v, -1), 1)
+
+
+@_composite("log_sigmoid", "log(sigmoid(x)) = -softplus(-x)", jax.nn.log_sigmoid)
+def log_sigmoid(x: Any) -> Any:
+    """``log(sigmoid(x))`` as ``-softplus(-x)``: no overflow and no ``log(0)`` for large
+    negative ``x``.
+
+    >>> import pypto as pto
+    >>> pto.log_sigmoid(pto.tensor([-100.0, 0.0])).numpy()
+    array([-100.       ,   -0.6931472], dtype=float32)
+    """
+    (v,) = api.promote("log_sigmoid", (x,), inexact=True)
+    return api.neg(composite.softplus(api.neg(v)))
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+@_composite("selu", "scale · elu(x, alpha) with the self-normalising constants", jax.nn.selu)
+def selu(x: Any) -> Any:
+    """The scaled ELU of Klambauer et al.: ``1.0507 · elu(x, 1.6733)``."""
+    (v,) = api.promote("selu", (x,), inexact=True)
+    return api.mul(composite.elu(v, _SELU_ALPHA), _SELU_SCALE)
+
+
+def _celu_jax(x: Any, alpha: float = 1.0) -> Any:
+    return jax.nn.celu(x, alpha)
+
+
+@_composite("celu", "x above 0, alpha·expm1(x / alpha) below", _celu_jax)
+def celu(x: Any, alpha: float = 1.0) -> Any:
+    """The continuously differentiable ELU: ``x`` above 0, ``alpha · expm1(x / alpha)``
+    below."""
+    (v,) = api.promote("celu", (x,), inexact=True)
+    neg = api.mul(composite.expm1(api.div(api.minimum(v, 0.0), alpha)), alpha)
+    return api.where(api.greater(v, 0.0), v, neg)
+
+
+@_composite("soft_sign", "x / (|x| + 1)", jax.nn.soft_sign)
+def soft_sign(x: Any) -> Any:
+    """``x / (|x| + 1)``."""
+    (v,) = api.promote("soft_sign", (x,), inexact=True)
+    return api.div(v, api.add(api.abs(v), 1.0))
+
+
+@_composite("mish", "x · tanh(softplus(x))", jax.nn.mish)
+def mish(x: Any) -> Any:
+    """``x · tanh(softplus(x))``.
+
+    >>> import pypto as pto
+    >>> f"{float(pto.mish(pto.tensor(1.0))):.4f}"
+    '0.8651'
+    """
+    (v,) = api.promote("mish", (x,), inexact=True)
+    return api.mul(v, api.tanh(composite.softplus(v)))
+
+
+def _glu_jax(x: Any, axis: int = -1) -> Any:
+    return jax.nn.glu(x, axis)
+
+
+@_composite("glu", "gated linear unit: first half · sigmoid(second half) along an axis", _glu_jax)
+def glu(x: Any, axis: int = -1) -> Any:
+    """The gated linear unit: ``x`` split in two halves along ``axis``, the first times the
+    sigmoid of the second.
+
+    >>> import pypto as pto
+    >>> pto.glu(pto.tensor([[2.0, 0.0]])).numpy()
+    array([[1.]], dtype=float32)
+    """
+    (v,) = api.promote("glu", (x,), inexact=True)
+    a = composite._axis("glu", v, axis)
+    n = v.shape[a]  # type: ignore[attr-defined]
+    if n % 2:
+        raise ShapeError(
+            f"glu splits axis {axis} in halves, but its length is {n}: {api._aval(v)}",
+            op="glu",
+            hint="give that axis an even length",
+        )
+    first, second = composite.split(v, 2, a)
+    return api.mul(first, api.sigmoid(second))
