@@ -41,6 +41,38 @@ def _axis(op: str, a: Any, ndim: int, where: str) -> int | None:
     return a % ndim
 
 
+def _prefix(op: str, spec: Any, td: pytree.TreeDef, where: str) -> list[Any]:
+    """``spec`` as one axis per leaf of the tree ``td``: an int or None stands for a whole
+    subtree, a tuple, list or dict for a node of that kind (its entries matching the node's,
+    recursively) — JAX's pytree prefixes.
+
+    >>> from pypto.graph import pytree
+    >>> _prefix("vmap", {"b": 0, "w": None}, pytree.flatten({"w": 1, "b": (2, 3)})[1], "in_axes")
+    [0, 0, None]
+    """
+    if spec is None or isinstance(spec, int):
+        return [spec] * td.num_leaves
+    kind = {"tuple": "tuple", "list": "list", "dict": "dict"}.get(type(spec).__name__)
+    if kind is not None and type(spec) not in (tuple, list, dict):
+        kind = None  # a subclass (a named tuple) is not one of pytree's nodes
+    if kind == "dict" and td.kind == "dict" and tuple(sorted(spec)) == td.keys:
+        parts = [spec[k] for k in td.keys]
+    elif kind in ("tuple", "list") and td.kind == kind and len(spec) == len(td.children):
+        parts = list(spec)
+    else:
+        raise TraceError(
+            f"{where}: {spec!r} does not match the structure {td}",
+            op=op,
+            hint="give an int or None for a whole argument, or a tree of its structure "
+            "(a dict of axes for a dict, a tuple for a tuple)",
+        )
+    return [
+        a
+        for part, child in zip(parts, td.children, strict=True)
+        for a in _prefix(op, part, child, where)
+    ]
+
+
 def _per_arg(op: str, axes: Axes, n: int, name: str) -> list[Any]:
     if isinstance(axes, int | type(None)) and not isinstance(axes, bool):
         return [axes] * n
@@ -56,12 +88,17 @@ def _per_arg(op: str, axes: Axes, n: int, name: str) -> list[Any]:
 
 def vmap(fn: Callable[..., Any], in_axes: Axes = 0, out_axes: Axes = 0) -> Callable[..., Any]:
     """``fn`` of one example, mapped over axis ``in_axes`` of its arguments (an int for all,
-    or one int or None per positional argument, None leaving an argument unmapped); the
-    results carry the batch at ``out_axes``, as ``jax.vmap``.
+    or one entry per positional argument, None leaving an argument unmapped); the results
+    carry the batch at ``out_axes``, as ``jax.vmap``. An entry for a pytree argument (a dict
+    of parameters, a tuple) is an int or None for all of it, or a tree of its structure with
+    an axis per part; ``out_axes`` is likewise a prefix of the results' tree.
 
     >>> import pypto as pto
     >>> x = pto.ones((5, 3)); w = pto.ones((3, 2))
     >>> pto.vmap(lambda row, w: row @ w, in_axes=(0, None))(x, w).shape
+    (5, 2)
+    >>> p = {"w": w, "b": pto.zeros((5, 2))}  # a bias per example, one shared weight
+    >>> pto.vmap(lambda p, row: row @ p["w"] + p["b"], in_axes=({"w": None, "b": 0}, 0))(p, x).shape
     (5, 2)
     """
 
@@ -87,11 +124,12 @@ def _vmap_call(fn: Callable[..., Any], args: tuple[Any, ...], in_axes: Axes, out
     leaves: list[Any] = []
     axes: list[int | None] = []
     for i, (arg, ax) in enumerate(zip(args, per_arg, strict=True)):
-        arg_leaves, _ = pytree.flatten(arg)
-        for leaf in arg_leaves:
+        arg_leaves, td = pytree.flatten(arg)
+        where = f"in_axes of argument {i}"
+        for leaf, a in zip(arg_leaves, _prefix(op, ax, td, where), strict=True):
             v = api.asvalue(leaf, op)
             leaves.append(v)
-            axes.append(_axis(op, ax, len(v.shape), f"in_axes of argument {i}"))  # type: ignore[attr-defined]
+            axes.append(_axis(op, a, len(v.shape), where))  # type: ignore[attr-defined]
     sizes = {v.shape[a] for v, a in zip(leaves, axes, strict=True) if a is not None}
     if not sizes:
         raise TraceError(
@@ -144,7 +182,7 @@ def _vmap_call(fn: Callable[..., Any], args: tuple[Any, ...], in_axes: Axes, out
             else:
                 env[e.out] = (dispatch.bind(OPS[e.op], tuple(x for x, _ in vals), e.kwargs), False)
     outs = [read(o) for o in func.outputs]
-    per_out = _per_arg(op, out_axes, len(outs), "out_axes")
+    per_out = _prefix(op, out_axes, out_tree, "out_axes")
     results = []
     for i, ((x, b), ax) in enumerate(zip(outs, per_out, strict=True)):
         if ax is None:

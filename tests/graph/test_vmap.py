@@ -111,6 +111,41 @@ def test_take_with_per_example_indices_and_a_custom_vjp() -> None:
     close(got, 2 * X, "custom_vjp per example")
 
 
+def test_pytree_in_axes_and_out_axes_equal_jax() -> None:
+    """A dict of parameters with an axis per entry, a nested tuple, and out_axes as a prefix of
+    the results' tree."""
+    rng = np.random.default_rng(3)
+    p = {"w": rng.normal(size=(3, 4)).astype(np.float32), "b": rng.normal(size=(4, 5))}
+    p["b"] = p["b"].astype(np.float32)  # one bias per example, along axis 1
+    x = rng.normal(size=(5, 3)).astype(np.float32)
+    pair = (x, (x * 2, x[:, :2]))
+
+    def f(xp: Any, p: Any, t: Any) -> Any:
+        a, (b, c) = t
+        h = xp.tanh(a @ p["w"] + p["b"])
+        return {"h": h, "s": (h.sum(), c * 3)}, b
+
+    in_axes = ({"w": None, "b": 1}, (0, (0, 0)))
+    out_axes = ({"h": 1, "s": 0}, 0)
+    got = pto.vmap(lambda p, t: f(pto, p, t), in_axes, out_axes)(
+        {k: pto.tensor(v) for k, v in p.items()},
+        (pto.tensor(x), (pto.tensor(x * 2), pto.tensor(x[:, :2]))),
+    )
+    want = jax.vmap(lambda p, t: f(jnp, p, t), in_axes, out_axes)(p, pair)
+    for g, w in zip(jax.tree_util.tree_leaves(got), jax.tree_util.tree_leaves(want), strict=True):
+        close(g, w, "pytree vmap")
+
+
+def test_a_mismatched_axes_tree_is_a_clear_error() -> None:
+    p = {"w": pto.ones((3, 4)), "b": pto.ones((5, 4))}
+    with pytest.raises(
+        pto.TraceError, match=r"in_axes of argument 0: \{'w': None\} does not match"
+    ):
+        pto.vmap(lambda p: p["w"] + p["b"], ({"w": None},))(p)
+    with pytest.raises(pto.TraceError, match=r"out_axes: \(0, 0\) does not match the structure \*"):
+        pto.vmap(lambda a: a * 2, 0, (0, 0))(pto.ones((2, 3)))
+
+
 def test_vmap_errors_name_the_axes() -> None:
     x = pto.tensor(X)
     with pytest.raises(pto.ShapeError, match=r"vmap: the mapped axes differ in size: f32\[5,3,4\]"):
