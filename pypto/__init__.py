@@ -6,7 +6,7 @@
 float32
 """
 
-from pypto import block, dtypes, isa, npu, tile
+from pypto import block, dtypes, isa, linalg, npu, tile
 from pypto.compiler import jit, make_graph
 from pypto.core.errors import (
     BoundsError,
@@ -184,6 +184,7 @@ from pypto.ops import (
     nanvar,
     neg,
     negative,
+    norm,
     not_equal,
     one_hot,
     outer,
@@ -400,6 +401,7 @@ __all__ = [
     "less",
     "less_equal",
     "lexsort",
+    "linalg",
     "linearize",
     "linspace",
     "log",
@@ -443,6 +445,7 @@ __all__ = [
     "nanvar",
     "neg",
     "negative",
+    "norm",
     "not_equal",
     "npu",
     "one_hot",

@@ -37,6 +37,7 @@ def _composite(name: str, doc: str, jax_impl: Callable[..., Any], **kw: Any) -> 
             return dispatch.current_trace().composite(op, args, params)  # type: ignore[attr-defined]
 
         fn.__name__ = fn.__qualname__ = name
+        fn.__module__ = decompose.__module__  # where it is written (and its doctests run)
         fn.__doc__ = decompose.__doc__
         fn.__wrapped__ = decompose  # type: ignore[attr-defined]
         fn.op = op  # type: ignore[attr-defined]

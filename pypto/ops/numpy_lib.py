@@ -91,8 +91,8 @@ def sinh(x: Any) -> Any:
     the other's gradient.
 
     >>> import pypto as pto
-    >>> pto.sinh(pto.tensor([1e-6, -2.0])).numpy()
-    array([ 1.000000e-06, -3.626860e+00], dtype=float32)
+    >>> [f"{v:.6g}" for v in pto.sinh(pto.tensor([1e-6, -2.0])).numpy()]
+    ['1e-06', '-3.62686']
     """
     (v,), d = _wide("sinh", x)
     small = api.less(api.abs(v), 1.0)
@@ -108,8 +108,8 @@ def cosh(x: Any) -> Any:
     """The hyperbolic cosine, ``exp(x - ln 2) + exp(-x - ln 2)`` (finite as far as cosh is).
 
     >>> import pypto as pto
-    >>> pto.cosh(pto.tensor([0.0, 2.0])).numpy()
-    array([1.      , 3.762196], dtype=float32)
+    >>> [f"{v:.6g}" for v in pto.cosh(pto.tensor([0.0, 2.0])).numpy()]
+    ['1', '3.7622']
     """
     (v,), d = _wide("cosh", x)
     return _narrow(api.add(api.exp(api.sub(v, _LN2)), api.exp(api.sub(api.neg(v), _LN2))), d)
@@ -117,11 +117,12 @@ def cosh(x: Any) -> Any:
 
 @_composite("tan", "tangent, elementwise", jnp.tan)
 def tan(x: Any) -> Any:
-    """The tangent, ``sin(x) / cos(x)`` (each accurate to an ulp, so the ratio is too).
+    """The tangent, ``sin(x) / cos(x)`` (each within an ulp, so the ratio is within about
+    two, near the poles too).
 
     >>> import pypto as pto
-    >>> pto.tan(pto.tensor([0.0, 1.0])).numpy()
-    array([0.       , 1.5574077], dtype=float32)
+    >>> pto.tan(pto.tensor([0.0, 1.0])).numpy().round(5)
+    array([0.     , 1.55741], dtype=float32)
     """
     (v,), d = _wide("tan", x)
     return _narrow(api.div(api.sin(v), api.cos(v)), d)
@@ -134,8 +135,8 @@ def logaddexp(a: Any, b: Any) -> Any:
     one sign give that infinity; a NaN gives NaN.
 
     >>> import pypto as pto
-    >>> pto.logaddexp(pto.tensor([0.0, 1000.0]), pto.tensor([0.0, 1000.0])).numpy()
-    array([   0.6931472, 1000.6931   ], dtype=float32)
+    >>> [f"{v:.7g}" for v in pto.logaddexp(pto.tensor([0.0, 1e3]), pto.tensor([0.0, 1e3])).numpy()]
+    ['0.6931472', '1000.693']
     """
     (u, v), d = _wide("logaddexp", a, b)
     hi, lo = api.maximum(u, v), api.minimum(u, v)
@@ -1034,3 +1035,85 @@ def meshgrid(*xs: Any, indexing: str = "xy") -> list[Any]:
         shape[pos] = sizes[pos]
         out.append(api.broadcast_to(api.reshape(v, tuple(shape)), tuple(sizes)))
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Norms (``pto.linalg.norm``)
+
+
+def _norm_jax(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    return jnp.linalg.norm(x, ord, axis, keepdims)
+
+
+_SVD_ORDS = (2, -2, "nuc")
+
+
+@_composite("norm", "vector and matrix norms (numpy.linalg.norm)", _norm_jax)
+def norm(
+    x: Any, ord: Any = None, axis: int | tuple[int, int] | None = None, keepdims: bool = False
+) -> Any:
+    """``numpy.linalg.norm``: over one axis a vector norm (``ord`` None or 2: Euclidean; 1;
+    ±inf: the largest or smallest magnitude; 0: the count of nonzeros; any other p:
+    ``sum(|x|^p)^(1/p)``), over two a matrix norm (None or ``"fro"``: Frobenius; 1 and -1: the
+    largest and smallest column sum of magnitudes; ±inf: of row sums). ``axis=None`` takes
+    every axis with ``ord=None`` (the Frobenius norm of any shape), else the one or two axes
+    of a 1-d or 2-d ``x``. Matrix 2-norms and the nuclear norm need singular values, which
+    pypto does not compute: they are refused.
+
+    >>> import pypto as pto
+    >>> float(pto.linalg.norm(pto.tensor([3.0, 4.0])))
+    5.0
+    >>> pto.linalg.norm(pto.tensor([[1.0, -2.0], [3.0, 4.0]]), 1).numpy()
+    array(6., dtype=float32)
+    """
+    (v,) = _inexact("norm", x)
+    nd = len(v.shape)
+    if axis is None:
+        if ord is None:
+            return api.sqrt(api.sum(api.mul(v, v), None, keepdims))
+        if nd not in (1, 2):
+            raise ShapeError(
+                f"ord={ord!r} with axis=None needs a 1-d or 2-d tensor, got {api._aval(v)}",
+                op="norm",
+                hint="name the axis (or two) to take the norm over",
+            )
+        axes: tuple[int, ...] = tuple(range(nd))
+    else:
+        axes = tuple(composite._axis("norm", v, a) for a in _static_ints("norm", "axis", axis))
+    a = api.abs(v)
+    if len(axes) == 1:
+        if isinstance(ord, str):
+            raise ShapeError(f"ord={ord!r} is a matrix norm; one axis was given", op="norm")
+        p = 2.0 if ord is None else float(ord)
+        if p == math.inf:
+            return api.max(a, axes, keepdims)
+        if p == -math.inf:
+            return api.min(a, axes, keepdims)
+        if p == 0:
+            return api.sum(api.cast(api.not_equal(v, 0.0), v.dtype), axes, keepdims)
+        if p == 1:
+            return api.sum(a, axes, keepdims)
+        if p == 2:
+            return api.sqrt(api.sum(api.mul(v, v), axes, keepdims))
+        return api.pow(api.sum(api.pow(a, p), axes, keepdims), 1.0 / p)
+    if len(axes) != 2 or axes[0] == axes[1]:
+        raise ShapeError(f"axis must name one axis or two different ones, got {axis!r}", op="norm")
+    r, c = axes
+    if ord is None or ord == "fro":
+        return api.sqrt(api.sum(api.mul(v, v), axes, keepdims))
+    if ord in _SVD_ORDS:
+        raise ShapeError(
+            f"the matrix norm ord={ord!r} needs singular values, which pypto does not compute",
+            op="norm",
+            hint="ord='fro', 1, -1, inf or -inf are sums and maxima",
+        )
+    if ord in (1, -1):  # column sums: over the row axis, then the extreme over columns
+        sums, over = api.sum(a, (r,), True), (c,)
+    elif ord in (math.inf, -math.inf):
+        sums, over = api.sum(a, (c,), True), (r,)
+    else:
+        raise ShapeError(f"invalid matrix norm ord={ord!r}", op="norm")
+    ext = api.max(sums, over, True) if ord in (1, math.inf) else api.min(sums, over, True)
+    if keepdims:
+        return ext
+    return api.reshape(ext, tuple(s for i, s in enumerate(ext.shape) if i not in axes))

@@ -1718,6 +1718,44 @@ def test_a_glu_of_an_odd_axis_is_a_clear_error() -> None:
         pto.glu(pto.ones((2, 3)))
 
 
+@case("norm", dtypes=DTYPES, group="heavy")
+def _norm(data: Draw, dtype: pto.DType, name: str) -> None:
+    form = data.draw(st.sampled_from(["all", "vector", "matrix"]), label="form")
+    shape = data.draw(shapes(min_dims=1 if form == "vector" else 2 if form == "matrix" else 0))
+    if dtype is BOOL:
+        dtype = pto.int8  # jnp.linalg.norm refuses bools
+    a = values(data, dtype, shape, -5.0, 5.0, ints=(-5, 5), specials=(np.nan, np.inf, 0.0))
+    (x,) = operands(data, [a])
+    nd = len(shape)
+    ords: list[Any]
+    if form == "all":
+        axis, ords = None, [None]
+    elif form == "vector":
+        axis, ords = data.draw(st.integers(-nd, nd - 1)), [None, 1, 2, 3, 0.5, 0, np.inf, -np.inf]
+    else:
+        axis = tuple(data.draw(st.permutations(range(nd)))[:2])
+        ords = [None, "fro", 1, -1, np.inf, -np.inf]
+    ord_ = data.draw(st.sampled_from(ords), label="ord")
+    reduced = math.prod(shape[i] for i in (range(nd) if axis is None else np.atleast_1d(axis)))
+    if ord_ in (np.inf, -np.inf, 1, -1) and form == "matrix" and reduced == 0:
+        return  # the extreme of no sums: JAX gives ±inf or 0 by its own identities
+    if ord_ in (np.inf, -np.inf) and form == "vector" and shape[axis] == 0:
+        return
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    out = pto.linalg.norm(x, ord_, axis, keepdims)
+    expect = jitted(ref(name), ("ord", "axis", "keepdims"))(
+        a, ord=ord_, axis=axis, keepdims=keepdims
+    )
+    assert_matches(out, expect, 2 * reduced + 4, what=f"norm ord={ord_} axis={axis}")
+
+
+def test_norms_pypto_cannot_compute_are_refused_with_the_reason() -> None:
+    with pytest.raises(pto.ShapeError, match="ord=2 needs singular values"):
+        pto.linalg.norm(pto.ones((3, 3)), 2)
+    with pytest.raises(pto.ShapeError, match="needs a 1-d or 2-d tensor"):
+        pto.linalg.norm(pto.ones((2, 3, 4)), 1)
+
+
 def test_numpy_aliases_are_the_same_functions() -> None:
     for alias, name in [
         ("absolute", "abs"),

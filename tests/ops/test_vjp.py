@@ -647,6 +647,9 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("soft_sign", [normal((3, 4), 187)], {}, 2),
     ("mish", [normal((3, 4), 188) * 3], {}, 4),
     ("glu", [normal((3, 4), 189)], {"axis": 1}, 2),
+    ("norm", [normal((3, 4), 190)], {"axis": 1}, 4),
+    ("norm", [normal((3, 4), 191)], {"ord": 3, "axis": 0}, 4),
+    ("norm", [normal((3, 4), 192)], {"ord": "fro", "axis": (0, 1)}, 8),
 ]
 
 

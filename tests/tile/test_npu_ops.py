@@ -353,6 +353,11 @@ CASES: dict[str, Case] = {
     "soft_sign": (lambda x: pto.soft_sign(x * 3), [(X, "n")], F),
     "mish": (lambda x: pto.mish(x * 3), [(X, "n")], F),
     "glu": (lambda x: (pto.glu(x), pto.glu(x, 0)), [(X, "n")], F),
+    "norm": (
+        lambda x: (pto.linalg.norm(x, axis=1), pto.linalg.norm(x, 1), pto.linalg.norm(x, 3, 0)),
+        [(X, "n")],
+        F,
+    ),
     "kernel_call": (
         lambda x, g, w: rms_norm_matmul(x, g, w, bm=16, bn=32, bk=16) + 1,
         [((32, 64), "n"), ((64,), "n"), ((64, 32), "n")],
