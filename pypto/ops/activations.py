@@ -184,11 +184,7 @@ def selu(x: Any) -> Any:
     return api.mul(composite.elu(v, _SELU_ALPHA), _SELU_SCALE)
 
 
-def _celu_jax(x: Any, alpha: float = 1.0) -> Any:
-    return jax.nn.celu(x, alpha)
-
-
-@_composite("celu", "x above 0, alpha·expm1(x / alpha) below", _celu_jax)
+@_composite("celu", "x above 0, alpha·expm1(x / alpha) below", jax.nn.celu)
 def celu(x: Any, alpha: float = 1.0) -> Any:
     """The continuously differentiable ELU: ``x`` above 0, ``alpha · expm1(x / alpha)``
     below."""
@@ -216,11 +212,7 @@ def mish(x: Any) -> Any:
     return api.mul(v, api.tanh(composite.softplus(v)))
 
 
-def _glu_jax(x: Any, axis: int = -1) -> Any:
-    return jax.nn.glu(x, axis)
-
-
-@_composite("glu", "gated linear unit: first half · sigmoid(second half) along an axis", _glu_jax)
+@_composite("glu", "gated linear unit: first half · sigmoid(second half) along an axis", jax.nn.glu)
 def glu(x: Any, axis: int = -1) -> Any:
     """The gated linear unit: ``x`` split in two halves along ``axis``, the first times the
     sigmoid of the second.

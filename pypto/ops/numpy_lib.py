@@ -250,16 +250,10 @@ def heaviside(x1: Any, x2: Any) -> Any:
     return api.where(api.less(u, 0.0), 0.0, api.where(api.greater(u, 0.0), 1.0, at0))
 
 
-def _isclose_jax(
-    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
-) -> Any:
-    return jnp.isclose(a, b, rtol, atol, equal_nan)
-
-
 @_composite(
     "isclose",
     "|a - b| <= atol + rtol·|b|, elementwise (infinities equal only to themselves)",
-    _isclose_jax,
+    jnp.isclose,
     differentiable=False,
 )
 def isclose(
@@ -287,16 +281,10 @@ def isclose(
     return out
 
 
-def _allclose_jax(
-    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
-) -> Any:
-    return jnp.allclose(a, b, rtol, atol, equal_nan)
-
-
 @_composite(
     "allclose",
     "whether isclose holds everywhere (a 0-d bool)",
-    _allclose_jax,
+    jnp.allclose,
     differentiable=False,
 )
 def allclose(
@@ -315,14 +303,10 @@ def allclose(
 # Reductions
 
 
-def _count_nonzero_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    return jnp.count_nonzero(x, axis=axis, keepdims=keepdims)
-
-
 @_composite(
     "count_nonzero",
     "how many elements are nonzero, over axes (int32)",
-    _count_nonzero_jax,
+    jnp.count_nonzero,
     differentiable=False,
 )
 def count_nonzero(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
@@ -352,13 +336,7 @@ def ptp(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False)
     return api.sub(api.max(v, axis, keepdims), api.min(v, axis, keepdims))
 
 
-def _average_jax(
-    x: Any, axis: Any = None, weights: Any = None, returned: bool = False, keepdims: bool = False
-) -> Any:
-    return jnp.average(x, axis, weights, returned, keepdims)
-
-
-@_composite("average", "weighted mean over axes", _average_jax)
+@_composite("average", "weighted mean over axes", jnp.average)
 def average(
     x: Any,
     axis: int | Sequence[int] | None = None,
@@ -579,14 +557,7 @@ def nanstd(
     return api.sqrt(nanvar(x, axis, keepdims, ddof))
 
 
-def _nancum_jax(fn: Any) -> Any:
-    def ref(x: Any, axis: Any = None) -> Any:
-        return fn(x, axis=axis)
-
-    return ref
-
-
-@_composite("nancumsum", "running sums along an axis, NaN counted as 0", _nancum_jax(jnp.nancumsum))
+@_composite("nancumsum", "running sums along an axis, NaN counted as 0", jnp.nancumsum)
 def nancumsum(x: Any, axis: int | None = None) -> Any:
     """:func:`pto.cumsum` with NaN counted as 0.
 
@@ -600,9 +571,7 @@ def nancumsum(x: Any, axis: int | None = None) -> Any:
     return composite.cumsum(v, axis)
 
 
-@_composite(
-    "nancumprod", "running products along an axis, NaN counted as 1", _nancum_jax(jnp.nancumprod)
-)
+@_composite("nancumprod", "running products along an axis, NaN counted as 1", jnp.nancumprod)
 def nancumprod(x: Any, axis: int | None = None) -> Any:
     """:func:`pto.cumprod` with NaN counted as 1."""
     v = api.asvalue(x, "nancumprod")
@@ -628,11 +597,7 @@ def _static_ints(op: str, name: str, v: Any) -> tuple[int, ...]:
     )
 
 
-def _roll_jax(x: Any, shift: Any, axis: Any = None) -> Any:
-    return jnp.roll(x, shift, axis)
-
-
-@_composite("roll", "elements shifted along axes, wrapping around", _roll_jax)
+@_composite("roll", "elements shifted along axes, wrapping around", jnp.roll)
 def roll(x: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Any:
     """``x`` with its elements shifted by ``shift`` along ``axis`` (of the flattened tensor when
     None, its shape kept), those pushed off one end coming back at the other: two slices
@@ -715,11 +680,7 @@ def repeat(x: Any, repeats: int | Sequence[int], axis: int | None = None) -> Any
     return api.take(v, idx, a)
 
 
-def _tile_jax(x: Any, reps: Any) -> Any:
-    return jnp.tile(x, reps)
-
-
-@_composite("tile", "the tensor repeated as a whole along each axis", _tile_jax)
+@_composite("tile", "the tensor repeated as a whole along each axis", jnp.tile)
 def tile(x: Any, reps: int | Sequence[int]) -> Any:
     """``x`` repeated ``reps[i]`` times along axis ``i`` (``reps`` padded with leading 1s to
     ``x``'s rank, or ``x`` with leading size-1 axes to ``reps``'s length): a broadcast and a
@@ -745,11 +706,7 @@ def tile(x: Any, reps: int | Sequence[int]) -> Any:
     return api.reshape(wide, tuple(k * s for k, s in zip(r, shape, strict=True)))
 
 
-def _diff_jax(x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
-    return jnp.diff(x, n, axis, prepend, append)
-
-
-@_composite("diff", "n-th differences along an axis", _diff_jax)
+@_composite("diff", "n-th differences along an axis", jnp.diff)
 def diff(x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
     """The ``n``-th differences along ``axis``, ``x[i+1] - x[i]`` applied ``n`` times, after
     joining ``prepend`` and ``append`` (scalars are broadcast to one slice); bools differ by
@@ -924,11 +881,7 @@ def column_stack(xs: Sequence[Any]) -> Any:
     return api.concat(vs, 1)
 
 
-def _append_jax(arr: Any, values: Any, axis: Any = None) -> Any:
-    return jnp.append(arr, values, axis)
-
-
-@_composite("append", "values joined at the end (flattened when axis is None)", _append_jax)
+@_composite("append", "values joined at the end (flattened when axis is None)", jnp.append)
 def append(arr: Any, values: Any, axis: int | None = None) -> Any:
     """``values`` joined after ``arr`` along ``axis``; both flattened when ``axis`` is None.
 
@@ -969,11 +922,7 @@ def fliplr(x: Any) -> Any:
     return composite.flip(v, 1)
 
 
-def _rot90_jax(x: Any, k: int = 1, axes: Any = (0, 1)) -> Any:
-    return jnp.rot90(x, k, axes)
-
-
-@_composite("rot90", "rotation by 90° k times in the plane of two axes", _rot90_jax)
+@_composite("rot90", "rotation by 90° k times in the plane of two axes", jnp.rot90)
 def rot90(x: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     """``x`` rotated by 90° ``k`` times, from the first of ``axes`` towards the second (a flip
     and a transpose, as numpy's).
@@ -999,11 +948,7 @@ def rot90(x: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
     return composite.flip(api.transpose(v, tuple(perm)), a1)
 
 
-def _meshgrid_jax(*xs: Any, indexing: str = "xy") -> Any:
-    return jnp.meshgrid(*xs, indexing=indexing)
-
-
-@_composite("meshgrid", "coordinate tensors from 1-d coordinate vectors", _meshgrid_jax)
+@_composite("meshgrid", "coordinate tensors from 1-d coordinate vectors", jnp.meshgrid)
 def meshgrid(*xs: Any, indexing: str = "xy") -> list[Any]:
     """One tensor per 1-d input, each broadcast over the others' axes: Cartesian (``"xy"``,
     the first two axes swapped) or matrix (``"ij"``) indexing.
@@ -1041,14 +986,10 @@ def meshgrid(*xs: Any, indexing: str = "xy") -> list[Any]:
 # Norms (``pto.linalg.norm``)
 
 
-def _norm_jax(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
-    return jnp.linalg.norm(x, ord, axis, keepdims)
-
-
 _SVD_ORDS = (2, -2, "nuc")
 
 
-@_composite("norm", "vector and matrix norms (numpy.linalg.norm)", _norm_jax)
+@_composite("norm", "vector and matrix norms (numpy.linalg.norm)", jnp.linalg.norm)
 def norm(
     x: Any, ord: Any = None, axis: int | tuple[int, int] | None = None, keepdims: bool = False
 ) -> Any:
