@@ -1398,7 +1398,7 @@ _MATH1: dict[str, tuple[float, float, tuple[float, ...], int]] = {
 }
 
 
-@case(*_MATH1, dtypes=DTYPES, group="elementwise")
+@case(*_MATH1, dtypes=DTYPES, group="library")
 def _math1(data: Draw, dtype: pto.DType, name: str) -> None:
     lo, hi, extra, k = _MATH1[name]
     # near 0 as well, where sinh's cancellation would show
@@ -1435,7 +1435,7 @@ def _rounded(fn: Callable[..., Any]) -> Callable[..., Any]:
     "fmin",
     "heaviside",
     dtypes=DTYPES,
-    group="elementwise",
+    group="library",
 )
 def _math2(data: Draw, dtype: pto.DType, name: str) -> None:
     sx, sy = data.draw(broadcast_shapes(2), label="shapes")
@@ -1454,7 +1454,7 @@ def _math2(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, jax_elementwise(fn, a, b), 2, what=name)
 
 
-@case("isclose", "allclose", dtypes=DTYPES, group="elementwise")
+@case("isclose", "allclose", dtypes=DTYPES, group="library")
 def _isclose(data: Draw, dtype: pto.DType, name: str) -> None:
     sx, sy = data.draw(broadcast_shapes(2), label="shapes")
     a = values(data, dtype, sx, -3.0, 3.0, ints=(-3, 3), specials=SPECIALS)
@@ -1479,7 +1479,7 @@ def _isclose(data: Draw, dtype: pto.DType, name: str) -> None:
 _NAN_REDUCTIONS = ("nansum", "nanprod", "nanmean", "nanmax", "nanmin", "count_nonzero", "ptp")
 
 
-@case(*_NAN_REDUCTIONS, "nanvar", "nanstd", dtypes=DTYPES, group="reduce")
+@case(*_NAN_REDUCTIONS, "nanvar", "nanstd", dtypes=DTYPES, group="library")
 def _nan_reduce(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(), label="shape")
     lo, hi = (0.5, 1.5) if name == "nanprod" else (-10.0, 10.0)
@@ -1502,7 +1502,7 @@ def _nan_reduce(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, expect, 2 * n + 2, what=f"{name} axis={axis} {more}")
 
 
-@case("nanargmax", "nanargmin", dtypes=DTYPES, group="reduce")
+@case("nanargmax", "nanargmin", dtypes=DTYPES, group="library")
 def _nan_arg(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(min_side=1), label="shape")
     a = values(data, dtype, shape, ints=(-5, 5), specials=(np.nan, np.nan, np.inf), discrete=True)
@@ -1514,7 +1514,7 @@ def _nan_arg(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, expect, what=f"{name} axis={axis}")
 
 
-@case("average", dtypes=DTYPES, group="reduce")
+@case("average", dtypes=DTYPES, group="library")
 def _average(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(min_side=1), label="shape")
     a = values(data, dtype, shape, ints=(-10, 10), specials=(np.nan,))
@@ -1535,7 +1535,7 @@ def _average(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(o, e, 2 * n + 2, what=f"average {form} {params}")
 
 
-@case("nancumsum", "nancumprod", dtypes=DTYPES, group="heavy")
+@case("nancumsum", "nancumprod", dtypes=DTYPES, group="library")
 def _nan_running(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(), label="shape")
     lo, hi = (0.5, 1.5) if name == "nancumprod" else (-10.0, 10.0)
@@ -1548,7 +1548,7 @@ def _nan_running(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, jitted(ref(name), ("axis",))(a, axis=axis), n + 1, what=f"{name} {axis}")
 
 
-@case("diff", dtypes=DTYPES, group="heavy")
+@case("diff", dtypes=DTYPES, group="library")
 def _diff(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(min_dims=1), label="shape")
     a = values(data, dtype, shape, ints=(-(2**31), 2**31 - 1), specials=SPECIALS)
@@ -1592,7 +1592,7 @@ def _moved(name: str, data: Draw, x: Any, nd: int, shape: tuple[int, ...]) -> tu
 _REARRANGE = ("roll", "repeat", "tile", "ravel", "flipud", "fliplr", "rot90")
 
 
-@case(*_REARRANGE, dtypes=DTYPES, group="layout")
+@case(*_REARRANGE, dtypes=DTYPES, group="library")
 def _rearrange(data: Draw, dtype: pto.DType, name: str) -> None:
     min_dims = {"flipud": 1, "fliplr": 2, "rot90": 2}.get(name, 0)
     shape = data.draw(shapes(min_dims=min_dims), label="shape")
@@ -1617,7 +1617,7 @@ _STACKS = (
 )
 
 
-@case(*_STACKS, dtypes=DTYPES, group="layout")
+@case(*_STACKS, dtypes=DTYPES, group="library")
 def _stacks(data: Draw, dtype: pto.DType, name: str) -> None:
     count = data.draw(st.integers(1, 3), label="count")
     nd = data.draw(st.integers(1 if name == "meshgrid" else 0, 1 if name == "meshgrid" else 3))
@@ -1679,7 +1679,7 @@ _ACTIVATIONS = (
 
 
 # jax.nn refuses bools in some of them (a negation); pypto takes them as float32 in all
-@case(*_ACTIVATIONS, dtypes=NUMERIC, group="elementwise")
+@case(*_ACTIVATIONS, dtypes=NUMERIC, group="library")
 def _activation(data: Draw, dtype: pto.DType, name: str) -> None:
     # magnitudes from tiny (erf's Taylor sum) to 30 (erfc underflows, log_sigmoid is linear)
     scale = data.draw(st.sampled_from([1e-6, 0.5, 3.0, 30.0]), label="scale")
@@ -1693,7 +1693,7 @@ def _activation(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, jax_elementwise(fn, a, **params), 4, what=f"{name} {params}")
 
 
-@case("glu", dtypes=FLOATS, group="heavy")
+@case("glu", dtypes=FLOATS, group="library")
 def _glu(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = list(data.draw(shapes(min_dims=1), label="shape"))
     axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
@@ -1718,7 +1718,7 @@ def test_a_glu_of_an_odd_axis_is_a_clear_error() -> None:
         pto.glu(pto.ones((2, 3)))
 
 
-@case("norm", dtypes=DTYPES, group="heavy")
+@case("norm", dtypes=DTYPES, group="library")
 def _norm(data: Draw, dtype: pto.DType, name: str) -> None:
     form = data.draw(st.sampled_from(["all", "vector", "matrix"]), label="form")
     shape = data.draw(shapes(min_dims=1 if form == "vector" else 2 if form == "matrix" else 0))
@@ -1820,6 +1820,15 @@ def test_reduction_matches_jax(name: str, dtype: pto.DType, data: Draw) -> None:
 @settings(max_examples=_examples(20))
 @given(data=st.data())
 def test_layout_matches_jax(name: str, dtype: pto.DType, data: Draw) -> None:
+    _run(name, dtype, data)
+
+
+@pytest.mark.parametrize(("name", "dtype"), _params("library"))
+@settings(max_examples=_examples(8))
+@given(data=st.data())
+def test_library_matches_jax(name: str, dtype: pto.DType, data: Draw) -> None:
+    """numpy's library functions and jax.nn's activations: compositions of ops checked above,
+    so fewer examples each (a longer soak: $PYPTO_VS_JAX_SCALE)."""
     _run(name, dtype, data)
 
 

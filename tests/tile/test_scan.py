@@ -80,10 +80,10 @@ def test_low_precision_scans_round_once(dtype: Any) -> None:
 
 
 def test_a_small_ub_takes_narrow_chunks() -> None:
-    """16 KiB of UB: chunks of 85 columns (42 for pairs), so a row of 600 is seven chunks and a
-    tail; the results and gradients do not change."""
+    """16 KiB of UB: chunks of 85 columns (42 for pairs), so a row of 300 is three chunks and a
+    tail (seven and a tail for pairs); the results and gradients do not change."""
     m = pto.npu.machine("tiny").replace(ub_bytes=16 * 1024)
-    a = _values("cumprod", (2, 600))
+    a = _values("cumprod", (2, 300))
     f = pto.jit(lambda x: (pto.cumprod(x, 1), pto.cummin(x, 1)), machine=m)
     got = f(pto.tensor(a))
     np.testing.assert_allclose(got[0], _ref("cumprod", a, 1, False), rtol=2e-5, atol=1e-6)
@@ -95,7 +95,7 @@ def test_a_small_ub_takes_narrow_chunks() -> None:
     np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.parametrize("n", [9, 700, 1300])
+@pytest.mark.parametrize("n", [9, 1300])
 @pytest.mark.parametrize("name", list(LAX))
 def test_gradients_on_the_npu_equal_jax(name: str, n: int) -> None:
     """Distinct values (no ties, where JAX's maxima split their cotangents by its scan tree),
