@@ -52,9 +52,9 @@ def _prefix(op: str, spec: Any, td: pytree.TreeDef, where: str) -> list[Any]:
     """
     if spec is None or isinstance(spec, int):
         return [spec] * td.num_leaves
-    kind = {"tuple": "tuple", "list": "list", "dict": "dict"}.get(type(spec).__name__)
-    if kind is not None and type(spec) not in (tuple, list, dict):
-        kind = None  # a subclass (a named tuple) is not one of pytree's nodes
+    # exact types, as pytree's nodes are (a named tuple is not one)
+    t = type(spec)
+    kind = "tuple" if t is tuple else "list" if t is list else "dict" if t is dict else None
     if kind == "dict" and td.kind == "dict" and tuple(sorted(spec)) == td.keys:
         parts = [spec[k] for k in td.keys]
     elif kind in ("tuple", "list") and td.kind == kind and len(spec) == len(td.children):

@@ -21,6 +21,7 @@ from pypto import dtypes as dt
 from pypto.core.errors import ShapeError
 from pypto.ops import api, composite
 from pypto.ops.composite import _composite
+from pypto.ops.numpy_lib import _narrow, _wide
 
 # Numerical Recipes' erfcc: erfc(z) = t·exp(-z² + P(t)), t = 1 / (1 + z/2), z >= 0
 _ERFC = (
@@ -53,12 +54,6 @@ def _horner(v: Any, coefs: tuple[float, ...]) -> Any:
     return acc
 
 
-def _wide(op: str, x: Any) -> tuple[Any, dt.DType]:
-    (v,) = api.promote(op, (x,), inexact=True)
-    d = v.dtype  # type: ignore[attr-defined]
-    return (v if d is dt.float32 else api.cast(v, dt.float32)), d
-
-
 def _erfc_pos(z: Any) -> Any:
     """erfc of ``z >= 0``: relative error below 1.2e-7."""
     t = api.div(1.0, api.add(api.mul(z, 0.5), 1.0))
@@ -83,10 +78,6 @@ def _erfc32(v: Any) -> Any:
     return api.where(small, near, far)
 
 
-def _cast_back(v: Any, d: dt.DType) -> Any:
-    return v if d is dt.float32 else api.cast(v, d)
-
-
 @_composite("erf", "the error function, elementwise", jax.scipy.special.erf)
 def erf(x: Any) -> Any:
     """The error function ``2/√π ∫₀ˣ exp(-t²) dt``, float32-accurate (a Taylor sum below 0.84,
@@ -96,8 +87,8 @@ def erf(x: Any) -> Any:
     >>> pto.erf(pto.tensor([0.0, 0.5, 2.0])).numpy().round(6)
     array([0.      , 0.5205  , 0.995322], dtype=float32)
     """
-    v, d = _wide("erf", x)
-    return _cast_back(_erf32(v), d)
+    (v,), d = _wide("erf", x)
+    return _narrow(_erf32(v), d)
 
 
 @_composite(
@@ -110,14 +101,14 @@ def erfc(x: Any) -> Any:
     >>> f"{float(pto.erfc(pto.tensor(5.0))):.5g}"  # 1 - erf(5) would be 0 in float32
     '1.5375e-12'
     """
-    v, d = _wide("erfc", x)
-    return _cast_back(_erfc32(v), d)
+    (v,), d = _wide("erfc", x)
+    return _narrow(_erfc32(v), d)
 
 
 def _gelu_exact(x: Any) -> Any:
     """``x · erfc(-x/√2) / 2`` in float32 (``1 + erf`` would cancel for negative ``x``)."""
-    v, d = _wide("gelu", x)
-    return _cast_back(api.mul(api.mul(v, 0.5), _erfc32(api.mul(v, -1 / math.sqrt(2.0)))), d)
+    (v,), d = _wide("gelu", x)
+    return _narrow(api.mul(api.mul(v, 0.5), _erfc32(api.mul(v, -1 / math.sqrt(2.0)))), d)
 
 
 @_composite("relu6", "min(max(x, 0), 6)", jax.nn.relu6)

@@ -46,6 +46,7 @@ from pypto import dtypes as dt
 from pypto.core.errors import SourceLoc, TileError
 from pypto.graph.ir import Eqn, Var
 from pypto.isa.ir import Cond, Expr
+from pypto.ops.scan import identity
 from pypto.ops.table import OPS
 from pypto.tile.ir import For, Kernel, Section, Stmt, TileVar, TLoad, TOp, TStore, walk
 from pypto.tile.lower import (
@@ -69,15 +70,6 @@ def _acc_dtype(op: str, d: dt.DType) -> dt.DType:
     if op == "sum" and d.is_floating:
         return dt.float32
     return dt.int8 if d is dt.bool_ else d
-
-
-def _identity(op: str, d: dt.DType) -> float:
-    if op == "sum":
-        return 0.0
-    if d.is_floating:
-        return -math.inf if op == "max" else math.inf
-    info = np.iinfo(d.np)
-    return float(info.min if op == "max" else info.max)
 
 
 def _rule(e: Eqn) -> RowRule:
@@ -397,11 +389,11 @@ def _build(
                 md = _acc_dtype("max", e.inputs[0].aval.dtype)
                 accs[e.out] = b.new(dt.int32, "col", "acc")
                 running[e.out] = (b.new(md, "col", "top"), b.new(dt.int32, "col", "at"))
-                inits = zip((accs[e.out], *running[e.out]), (0.0, _identity("max", md), 0.0))
+                inits = zip((accs[e.out], *running[e.out]), (0.0, identity("max", md), 0.0))
             else:
                 ad = _acc_dtype(e.op, e.out.aval.dtype)
                 accs[e.out] = b.new(ad, "col", "acc")
-                inits = zip((accs[e.out],), (_identity(e.op, ad),))
+                inits = zip((accs[e.out],), (identity("add" if e.op == "sum" else e.op, ad),))
             for t, v in inits:
                 body.append(TOp("TEXPANDS", t, (v,), e.loc or loc))
         inner: list[Stmt] = []
