@@ -387,9 +387,15 @@ def _float_leaves(op: str, what: str, tree: Any, first: int = 0) -> tuple[list[A
     return vals, structure
 
 
-def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any]) -> Any:
+def jvp(
+    fn: Callable[..., Any],
+    primals: Sequence[Any],
+    tangents: Sequence[Any],
+    has_aux: bool = False,
+) -> Any:
     """``(fn(*primals), J·tangents)``: the forward-mode derivative of ``fn`` at ``primals``
-    along ``tangents`` (one per primal, of its shape and dtype), as ``jax.jvp``.
+    along ``tangents`` (one per primal, of its shape and dtype), as ``jax.jvp``; with
+    ``has_aux=True`` ``fn`` returns ``(out, aux)`` and ``aux`` comes third.
 
     Computed as the transpose of the VJP: ``u ↦ Jᵀu`` is linear, so its own VJP applied to
     the tangents is ``J·t`` (two backward passes, no separate forward-mode rules).
@@ -406,26 +412,30 @@ def jvp(fn: Callable[..., Any], primals: Sequence[Any], tangents: Sequence[Any])
             op="jvp",
             hint="e.g. pto.jvp(f, (x,), (t,))",
         )
-    out, f_jvp = _linearize("jvp", fn, tuple(primals))
-    return out, f_jvp(*tangents)
+    out, f_jvp, *aux = _linearize("jvp", fn, tuple(primals), has_aux)
+    return (out, f_jvp(*tangents), *aux)
 
 
-def linearize(fn: Callable[..., Any], *primals: Any) -> Any:
+def linearize(fn: Callable[..., Any], *primals: Any, has_aux: bool = False) -> Any:
     """``(fn(*primals), f_jvp)`` with ``f_jvp(*tangents)`` the JVP at ``primals``, as
     ``jax.linearize``: the forward and backward graphs are traced once, then each call of
-    ``f_jvp`` is one pass of the transposed VJP (see :func:`jvp`).
+    ``f_jvp`` is one pass of the transposed VJP (see :func:`jvp`). With ``has_aux=True``
+    ``fn`` returns ``(out, aux)`` and the result is ``(out, f_jvp, aux)``.
 
     >>> import pypto as pto
     >>> y, f_jvp = pto.linearize(pto.exp, pto.tensor(0.0))
     >>> float(f_jvp(pto.tensor(3.0)))
     3.0
     """
-    return _linearize("linearize", fn, primals)
+    return _linearize("linearize", fn, primals, has_aux)
 
 
-def _linearize(op: str, fn: Callable[..., Any], primals: tuple[Any, ...]) -> Any:
+def _linearize(
+    op: str, fn: Callable[..., Any], primals: tuple[Any, ...], has_aux: bool = False
+) -> Any:
+    """``(out, f_jvp)``, or ``(out, f_jvp, aux)`` when ``fn`` returns ``(out, aux)``."""
     vals, tree = _float_leaves(op, "primal", primals)
-    out, f_vjp = vjp(fn, *pytree.unflatten(tree, vals))
+    out, f_vjp, *aux = vjp(fn, *pytree.unflatten(tree, vals), has_aux=has_aux)
     o_leaves, o_tree = pytree.flatten(out)
     zero = pytree.unflatten(o_tree, [_zeros(api._aval(o)) for o in o_leaves])
     _, transpose = vjp(f_vjp, zero)
@@ -444,130 +454,195 @@ def _linearize(op: str, fn: Callable[..., Any], primals: tuple[Any, ...]) -> Any
         (t_out,) = transpose(tuple(pytree.unflatten(t_tree, t_vals)))
         return t_out
 
-    return out, f_jvp
+    return (out, f_jvp, *aux)
 
 
-def _mapped(fn: Callable[[Any], Any], aval: AVal, like: Any) -> Any:
-    """``fn`` of each one-hot tensor of ``aval`` (row-major), stacked on a new axis 0: one
-    batched pass (``vmap``) over the identity's rows."""
+def _mapped(fn: Callable[[Any], Any], aval: AVal, likes: Sequence[Any]) -> list[Any]:
+    """``fn`` (returning one value per entry of ``likes``, of its shape) of each one-hot tensor
+    of ``aval`` (row-major), each result stacked on a new axis 0: one batched pass (``vmap``)
+    over the identity's rows."""
     import numpy as np
 
     n = int(np.prod(aval.shape, dtype=np.int64))
     if n == 0:  # no rows: vmap needs a batch, the result is empty
-        return api.asvalue(np.zeros((0, *like.shape), like.dtype.np))
+        return [api.asvalue(np.zeros((0, *v.shape), v.dtype.np)) for v in likes]
     eye = np.eye(n, dtype=aval.dtype.np).reshape((n, *aval.shape))
-    return vmap(fn)(api.asvalue(eye))
+    return list(vmap(fn)(api.asvalue(eye)))
 
 
 def _select(
-    op: str, fn: Callable[..., Any], args: tuple[Any, ...], argnums: int | Sequence[int]
+    op: str,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    argnums: int | Sequence[int],
+    has_aux: bool,
 ) -> Any:
-    """``fn`` as a function of the ``argnums`` arguments alone, those arguments (float
-    tensors), and whether ``argnums`` was one int."""
+    """``fn`` as a function of the float leaves of the ``argnums`` arguments alone, returning
+    the tuple of its output's leaves (and its auxiliary output, with ``has_aux``); those
+    leaves; and ``build(rows)``, which arranges one array per (output leaf, input leaf) pair
+    (``rows[j][i]``) in JAX's Jacobian structure once ``f`` has run: the output's tree, each
+    leaf the tree of the arguments (a tuple of them for a tuple ``argnums``)."""
     single = isinstance(argnums, int)
     nums = _argnums(argnums, len(args), op)
-    xs = []
-    for i in nums:
-        if isinstance(args[i], list | tuple | dict):
-            raise TraceError(
-                f"argument {i} is a {type(args[i]).__name__}: {op} takes one tensor there",
-                op=op,
-                hint="pass the tensor itself, or use pto.vjp / pto.jvp, which take pytrees",
-            )
-        (x,), _ = _float_leaves(op, "argument", (args[i],), i)
-        xs.append(x)
+    leaves: list[Any] = []
+    trees = []
+    for i in nums:  # messages name the argument, and the leaf inside a pytree argument
+        n = pytree.flatten(args[i])[1].num_leaves
+        what, first = ("argument", i) if n == 1 else (f"argument {i}, leaf", 0)
+        vals, tree = _float_leaves(op, what, (args[i],), first)
+        leaves += vals
+        trees.append(tree.children[0])
+    in_tree = trees[0] if single else pytree.TreeDef("tuple", tuple(trees))
+    out_tree: list[Any] = []
 
     def f(*vs: Any) -> Any:
         full = list(args)
-        for i, v in zip(nums, vs, strict=True):
-            full[i] = v
+        parts = pytree.unflatten(in_tree, list(vs))
+        for k, i in enumerate(nums):
+            full[i] = parts if single else parts[k]
         out = fn(*full)
-        if not isinstance(out, Value):
-            raise TraceError(f"{op} needs fn to return one tensor, got {type(out).__name__}", op=op)
-        return out
+        if has_aux:
+            if not isinstance(out, tuple) or len(out) != 2:
+                raise TraceError(
+                    f"has_aux=True needs fn to return a pair (out, aux), got {type(out).__name__}",
+                    op=op,
+                )
+            out, aux = out
+        o_leaves, o_tree = pytree.flatten(out)
+        for j, o in enumerate(o_leaves):
+            if not isinstance(o, Value):
+                raise TraceError(
+                    f"{op} needs fn to return tensors (a pytree of them), got "
+                    f"{type(o).__name__} at output {j}",
+                    op=op,
+                )
+        out_tree[:] = [o_tree]
+        return (tuple(o_leaves), aux) if has_aux else tuple(o_leaves)
 
-    return f, xs, single
+    def build(rows: list[list[Any]]) -> Any:
+        if single:
+            per_out = [pytree.unflatten(in_tree, r) for r in rows]
+        else:
+            per_out = []
+            for r in rows:
+                it = iter(r)
+                per_out.append(
+                    tuple(
+                        pytree.unflatten(t, [next(it) for _ in range(t.num_leaves)])
+                        for t in in_tree.children
+                    )
+                )
+        return pytree.unflatten(out_tree[0], per_out)
+
+    return f, leaves, build
 
 
-def jacrev(fn: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+def jacrev(
+    fn: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
     """The Jacobian of ``fn`` with respect to argument ``argnums`` (a tuple of them for a
-    tuple), of shape ``out.shape + x.shape``, as ``jax.jacrev``: the VJP mapped
-    (``pto.vmap``) over the rows of the identity, one batched backward pass.
+    tuple), as ``jax.jacrev``: the VJP mapped (``pto.vmap``) over the rows of the identity,
+    one batched backward pass per output.
+
+    Arguments and outputs may be pytrees: the result has the output's structure, and each of
+    its leaves the argument's, an array of shape ``out_leaf.shape + x_leaf.shape``. With
+    ``has_aux=True``, ``fn`` returns ``(out, aux)`` and the Jacobian comes back as
+    ``(jacobian, aux)``.
 
     >>> import pypto as pto
     >>> pto.jacrev(lambda x: x * x)(pto.tensor([1.0, 3.0])).numpy()
     array([[2., 0.],
            [0., 6.]], dtype=float32)
+    >>> params = {"a": pto.tensor(2.0), "b": pto.tensor(5.0)}
+    >>> j = pto.jacrev(lambda p: {"y": p["a"] * p["b"]})(params)
+    >>> float(j["y"]["a"]), float(j["y"]["b"])
+    (5.0, 2.0)
     """
-    return _jacrev(fn, argnums, "jacrev")
+    return _jacrev(fn, argnums, has_aux, "jacrev")
 
 
-def _jacrev(fn: Callable[..., Any], argnums: int | Sequence[int], op: str) -> Callable[..., Any]:
+def _jacrev(
+    fn: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool, op: str
+) -> Callable[..., Any]:
     def jac(*args: Any) -> Any:
-        f, xs, single = _select(op, fn, args, argnums)
-        out, f_vjp = vjp(f, *xs)
-        jacs = []
-        for i, x in enumerate(xs):  # [out.size, *x.shape] for each argument
+        f, xs, build = _select(op, fn, args, argnums, has_aux)
+        outs, f_vjp, *aux = vjp(f, *xs, has_aux=has_aux)
+        zeros = [_zeros(api._aval(o)) for o in outs]
+        rows = []
+        for j, out in enumerate(outs):  # one batched backward pass per output leaf
 
-            def row(ct: Any, i: int = i) -> Any:
-                return f_vjp(ct)[i]
+            def row(ct: Any, j: int = j) -> Any:
+                return f_vjp(tuple(ct if k == j else z for k, z in enumerate(zeros)))
 
-            rows = _mapped(row, api._aval(out), x)
-            jacs.append(api.reshape(rows, (*out.shape, *x.shape)))
-        return jacs[0] if single else tuple(jacs)
+            grads = _mapped(row, api._aval(out), xs)  # [out.size, *x.shape] for each x
+            rows.append([api.reshape(g, (*out.shape, *x.shape)) for g, x in zip(grads, xs)])
+        res = build(rows)
+        return (res, aux[0]) if has_aux else res
 
     jac.__name__ = f"jacrev_{getattr(fn, '__name__', 'f')}"
     return jac
 
 
-def jacfwd(fn: Callable[..., Any], argnums: int | Sequence[int] = 0) -> Callable[..., Any]:
+def jacfwd(
+    fn: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
     """The Jacobian of ``fn`` with respect to argument ``argnums`` (a tuple of them for a
-    tuple), of shape ``out.shape + x.shape``, as ``jax.jacfwd``: the linearized ``fn``
-    (:func:`linearize`) mapped over the columns of the identity.
+    tuple), as ``jax.jacfwd``: the linearized ``fn`` (:func:`linearize`) mapped over the
+    columns of the identity, one batched pass per argument leaf. Structure and ``has_aux``
+    as :func:`jacrev`.
 
     >>> import pypto as pto
     >>> pto.jacfwd(lambda x: x.sum(keepdims=True) * x[0])(pto.tensor([1.0, 3.0])).numpy()
     array([[5., 1.]], dtype=float32)
     """
-    return _jacfwd(fn, argnums, "jacfwd")
+    return _jacfwd(fn, argnums, has_aux, "jacfwd")
 
 
-def _jacfwd(fn: Callable[..., Any], argnums: int | Sequence[int], op: str) -> Callable[..., Any]:
+def _jacfwd(
+    fn: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool, op: str
+) -> Callable[..., Any]:
     def jac(*args: Any) -> Any:
-        f, xs, single = _select(op, fn, args, argnums)
-        out, f_jvp = _linearize(op, f, tuple(xs))
+        f, xs, build = _select(op, fn, args, argnums, has_aux)
+        outs, f_jvp, *aux = _linearize(op, f, tuple(xs), has_aux)
         zeros = [_zeros(api._aval(x)) for x in xs]
-        n = len(out.shape)
-        jacs = []
+        cols = []  # cols[i][j]: output j's columns for argument leaf i
         for i, x in enumerate(xs):  # the other arguments' tangents are zero
 
             def along(t: Any, i: int = i) -> Any:
-                return f_jvp(*(t if j == i else z for j, z in enumerate(zeros)))
+                return f_jvp(*(t if k == i else z for k, z in enumerate(zeros)))
 
-            cols = _mapped(along, api._aval(x), out)  # [x.size, *out.shape]: column j first
-            cols = api.transpose(cols, (*range(1, n + 1), 0))
-            jacs.append(api.reshape(cols, (*out.shape, *x.shape)))
-        return jacs[0] if single else tuple(jacs)
+            mapped = _mapped(along, api._aval(x), outs)  # [x.size, *out.shape]: column first
+            cols.append(
+                [
+                    api.reshape(
+                        api.transpose(c, (*range(1, len(o.shape) + 1), 0)), (*o.shape, *x.shape)
+                    )
+                    for c, o in zip(mapped, outs)
+                ]
+            )
+        res = build([[cols[i][j] for i in range(len(xs))] for j in range(len(outs))])
+        return (res, aux[0]) if has_aux else res
 
     jac.__name__ = f"jacfwd_{getattr(fn, '__name__', 'f')}"
     return jac
 
 
-def hessian(fn: Callable[..., Any], argnums: int = 0) -> Callable[..., Any]:
+def hessian(
+    fn: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
     """The Hessian of a scalar-valued ``fn``: ``jacfwd(jacrev(fn))``, as ``jax.hessian``, of
-    shape ``x.shape + x.shape``.
+    shape ``x.shape + x.shape`` for a tensor argument; for pytree arguments or a tuple of
+    ``argnums``, the argument's structure nested in itself (``h[i][j]`` of shape
+    ``x_i.shape + x_j.shape``).
 
     >>> import pypto as pto
     >>> pto.hessian(lambda x: (x ** 3).sum())(pto.tensor([1.0, 2.0])).numpy()
     array([[ 6.,  0.],
            [ 0., 12.]], dtype=float32)
+    >>> h = pto.hessian(lambda a, b: (a * a * b).sum(), argnums=(0, 1))
+    >>> [[float(v) for v in row] for row in h(pto.tensor(3.0), pto.tensor(2.0))]
+    [[4.0, 6.0], [6.0, 0.0]]
     """
-    if not isinstance(argnums, int):
-        raise TraceError(
-            f"argnums={argnums!r}: hessian differentiates with respect to one argument",
-            op="hessian",
-            hint="one call per argument, or pto.jacfwd(pto.jacrev(f, argnums), argnums)",
-        )
-    h = _jacfwd(_jacrev(fn, argnums, "hessian"), argnums, "hessian")
+    h = _jacfwd(_jacrev(fn, argnums, has_aux, "hessian"), argnums, has_aux, "hessian")
     h.__name__ = f"hessian_{getattr(fn, '__name__', 'f')}"
     return h
