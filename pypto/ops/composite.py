@@ -1310,59 +1310,95 @@ def quantile(
     array([[1.],
            [9.]], dtype=float32)
     """
+    return quantiles("quantile", x, q, axis, method, keepdims, skip_nan=False)
+
+
+def quantiles(
+    op: str,
+    x: Any,
+    q: Any,
+    axis: int | Sequence[int] | None,
+    method: str,
+    keepdims: bool,
+    skip_nan: bool,
+) -> Any:
+    """The quantiles of :func:`quantile` (``skip_nan=False``: a NaN makes its row's quantiles
+    NaN) or of ``nanquantile`` (``skip_nan=True``: each row's quantiles are those of its
+    elements that are not NaN, NaN where all are)."""
     if method not in _QUANTILE_METHODS:
         raise ShapeError(
             f"method {method!r} is not one of {_QUANTILE_METHODS}",
-            op="quantile",
+            op=op,
             hint="the weighted 'inverted_cdf' is not supported",
         )
-    qs = _static_q("quantile", q)
+    qs = _static_q(op, q)
     if ((qs < 0) | (qs > 1) | np.isnan(qs)).any():
-        raise ShapeError(f"q must lie in [0, 1], got {q!r:.60}", op="quantile")
-    keep = rules.flag("quantile", "keepdims", keepdims)
-    v = api.asvalue(x, "quantile")
+        raise ShapeError(f"q must lie in [0, 1], got {q!r:.60}", op=op)
+    keep = rules.flag(op, "keepdims", keepdims)
+    v = api.asvalue(x, op)
     if not v.dtype.is_floating:  # type: ignore[attr-defined]
         v = api.cast(v, dt.float32)
     nd = len(v.shape)  # type: ignore[attr-defined]
-    axes = rules.normalize_axes("quantile", axis, api._aval(v))
+    axes = rules.normalize_axes(op, axis, api._aval(v))
     kept = [d for d in range(nd) if d not in axes]
     shape = tuple(v.shape)  # type: ignore[attr-defined]
     n = math.prod(shape[d] for d in axes)
     if n == 0:
         raise ShapeError(
-            f"quantile over a zero-size axis {axis!r} of {api._aval(v)}",
-            op="quantile",
+            f"{op} over a zero-size axis {axis!r} of {api._aval(v)}",
+            op=op,
             hint="quantiles need at least one element",
         )
     rows = api.reshape(api.transpose(v, (*kept, *axes)), (*(shape[d] for d in kept), n))
-    if v.dtype.is_floating:  # type: ignore[attr-defined]
-        # a NaN anywhere along the axis makes every element NaN, so the quantiles are NaN
-        nan = any(isnan(rows), -1, True)
+    nan = isnan(rows)
+    if skip_nan:  # every NaN positive, so they all sort to the end of the row
         rows = api.where(nan, math.nan, rows)
+    else:  # a NaN anywhere along the axis makes every element NaN, so the quantiles are NaN
+        rows = api.where(any(nan, -1, True), math.nan, rows)
     srt = sort(rows, -1)
-    pos = qs.reshape(-1) * np.float32(n - 1)
-    lo = np.clip(np.floor(pos), 0, n - 1).astype(int)
-    hi = np.clip(np.ceil(pos), 0, n - 1).astype(int)
-    hw = (pos - np.floor(pos)).astype(np.float32)
+    flat = qs.reshape(-1)
     outs = []
-    for a, b, w in zip(lo, hi, hw, strict=True):
-        low, high = api.getitem(srt, (Ellipsis, int(a))), api.getitem(srt, (Ellipsis, int(b)))
-        if method == "linear":
-            wide = [api.cast(t, dt.float32) for t in (low, high)]
-            r = api.add(api.mul(wide[0], np.float32(1) - w), api.mul(wide[1], w))
-            r = api.cast(r, v.dtype)  # type: ignore[attr-defined]
-        elif method == "lower":
-            r = low
-        elif method == "higher":
-            r = high
-        elif method == "nearest":
-            r = low if w <= 0.5 else high
-        else:
-            r = api.mul(api.add(low, high), 0.5)
-        if keep:
-            r = api.reshape(r, tuple(1 if d in axes else shape[d] for d in range(nd)))
-        outs.append(r)
+    if skip_nan:  # positions q·(count - 1) per row, read with a gather (as JAX computes them)
+        last = api.sub(api.sum(api.cast(logical_not(nan), dt.float32), (nd - len(axes),), True), 1)
+        for w in flat:
+            pos = api.mul(last, w)
+            low, high = floor(pos), ceil(pos)
+            hw = api.sub(pos, low)
+            at = [api.cast(api.maximum(api.minimum(i, last), 0.0), dt.int32) for i in (low, high)]
+            lo_v, hi_v = (squeeze(take_along_axis(srt, i, -1), -1) for i in at)
+            hw = squeeze(hw, -1)
+            outs.append(_interpolate(method, lo_v, hi_v, hw, api.less_equal(hw, 0.5)))
+    else:  # the positions are known when the function is traced: slices of the sorted rows
+        pos = flat * np.float32(n - 1)
+        lo = np.clip(np.floor(pos), 0, n - 1).astype(int)
+        hi = np.clip(np.ceil(pos), 0, n - 1).astype(int)
+        for a, b, w in zip(lo, hi, (pos - np.floor(pos)).astype(np.float32), strict=True):
+            lo_v, hi_v = api.getitem(srt, (Ellipsis, int(a))), api.getitem(srt, (Ellipsis, int(b)))
+            outs.append(_interpolate(method, lo_v, hi_v, w, bool(w <= 0.5)))
+    if keep:
+        outs = [
+            api.reshape(r, tuple(1 if d in axes else shape[d] for d in range(nd))) for r in outs
+        ]
     return outs[0] if qs.ndim == 0 else stack(outs, 0)
+
+
+def _interpolate(method: str, low: Any, high: Any, w: Any, nearest_low: Any) -> Any:
+    """The quantile between the sorted values ``low`` and ``high`` at fraction ``w`` of the way
+    (a float32 number or tensor) by ``method``; ``nearest_low`` is ``w <= 0.5``."""
+    if method == "linear":  # in float32, as JAX: the weights are float32
+        d = low.dtype
+        wide = [api.cast(t, dt.float32) for t in (low, high)]
+        r = api.add(api.mul(wide[0], api.sub(np.float32(1), w)), api.mul(wide[1], w))
+        return api.cast(r, d)
+    if method == "lower":
+        return low
+    if method == "higher":
+        return high
+    if method == "nearest":
+        if isinstance(nearest_low, bool):
+            return low if nearest_low else high
+        return api.where(nearest_low, low, high)
+    return api.mul(api.add(low, high), 0.5)
 
 
 def _median_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:

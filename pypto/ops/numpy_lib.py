@@ -557,6 +557,84 @@ def nanstd(
     return api.sqrt(nanvar(x, axis, keepdims, ddof))
 
 
+def _nanquantile_jax(
+    x: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False
+) -> Any:
+    return jnp.nanquantile(
+        x, np.asarray(q, np.float32), axis=axis, method=method, keepdims=keepdims
+    )
+
+
+@_composite(
+    "nanquantile", "the q-th quantiles over axes of the elements that are not NaN", _nanquantile_jax
+)
+def nanquantile(
+    x: Any,
+    q: Any,
+    axis: int | Sequence[int] | None = None,
+    method: str = "linear",
+    keepdims: bool = False,
+) -> Any:
+    """:func:`~pypto.quantile` of the elements that are not NaN (NaN where all are), as
+    ``jnp.nanquantile``.
+
+    NaN sorts to the end of each row, so a row's quantile sits at ``q·(count - 1)`` with
+    ``count`` its number of non-NaN elements: the positions differ from row to row and are
+    read with ``take_along_axis`` from the sorted rows.
+
+    >>> import pypto as pto
+    >>> nan = float("nan")
+    >>> pto.nanquantile(pto.tensor([[1.0, nan, 3.0, 2.0], [nan] * 4]), 0.5, axis=1).numpy()
+    array([ 2., nan], dtype=float32)
+    """
+    return composite.quantiles("nanquantile", x, q, axis, method, keepdims, skip_nan=True)
+
+
+def _nanmedian_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+    return jnp.nanmedian(x, axis=axis, keepdims=keepdims)
+
+
+@_composite("nanmedian", "the median over axes of the elements that are not NaN", _nanmedian_jax)
+def nanmedian(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+    """The median of the elements that are not NaN: :func:`nanquantile` at 0.5, the midpoint
+    of the two middle ones (``jnp.nanmedian``).
+
+    >>> import pypto as pto
+    >>> float(pto.nanmedian(pto.tensor([4.0, float("nan"), 1.0, 2.0])))
+    2.0
+    """
+    return composite.quantiles("nanmedian", x, 0.5, axis, "midpoint", keepdims, skip_nan=True)
+
+
+def _nanpercentile_jax(
+    x: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False
+) -> Any:
+    return jnp.nanpercentile(
+        x, np.asarray(q, np.float32), axis=axis, method=method, keepdims=keepdims
+    )
+
+
+@_composite("nanpercentile", "the q-th percentiles over axes ignoring NaN", _nanpercentile_jax)
+def nanpercentile(
+    x: Any,
+    q: Any,
+    axis: int | Sequence[int] | None = None,
+    method: str = "linear",
+    keepdims: bool = False,
+) -> Any:
+    """:func:`nanquantile` with ``q`` in percent (``q / 100`` in float32, as
+    ``jnp.nanpercentile``).
+
+    >>> import pypto as pto
+    >>> float(pto.nanpercentile(pto.tensor([1.0, float("nan"), 5.0]), 25))
+    2.0
+    """
+    qs = composite._static_q("nanpercentile", q)
+    return composite.quantiles(
+        "nanpercentile", x, qs / np.float32(100), axis, method, keepdims, skip_nan=True
+    )
+
+
 @_composite("nancumsum", "running sums along an axis, NaN counted as 0", jnp.nancumsum)
 def nancumsum(x: Any, axis: int | None = None) -> Any:
     """:func:`pto.cumsum` with NaN counted as 0.

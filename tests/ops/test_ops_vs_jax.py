@@ -1064,31 +1064,41 @@ def _top_k(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(vals, want_v, what=f"top_k k={k} values")
 
 
-@case("quantile", "median", "percentile", dtypes=DTYPES, group="heavy")
+@case(
+    "quantile",
+    "median",
+    "percentile",
+    "nanquantile",
+    "nanmedian",
+    "nanpercentile",
+    dtypes=DTYPES,
+    group="heavy",
+)
 def _quantile(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(min_dims=1), label="shape")
     if 0 in shape:
         shape = tuple(max(s, 1) for s in shape)
-    a = values(data, dtype, shape, -3.0, 3.0, ints=(-50, 50), specials=(np.nan, np.inf, -0.0))
+    nans = (np.nan,) * (3 if name.startswith("nan") else 1)  # rows of NaN alone, sometimes
+    a = values(data, dtype, shape, -3.0, 3.0, ints=(-50, 50), specials=(*nans, np.inf, -0.0))
     x = as_input(data, a)
     nd = len(shape)
     axis = data.draw(
         st.none() | st.integers(-nd, nd - 1) | st.just(tuple(range(0, nd, 2))), label="axis"
     )
     keep = data.draw(st.booleans(), label="keepdims")
-    if name == "median":
-        out = pto.median(x, axis, keepdims=keep)
+    if name.endswith("median"):
+        out = getattr(pto, name)(x, axis, keepdims=keep)
         want = jitted(ref(name), ("axis", "keepdims"))(a, axis=axis, keepdims=keep)
     else:
         # percentiles compare linear interpolation only: JAX's compiled q / 100 may round one
         # ulp low, which moves a discrete method's result at an exact position
         methods = (
             ["linear"]
-            if name == "percentile"
+            if name.endswith("percentile")
             else ["linear", "lower", "higher", "midpoint", "nearest"]
         )
         method = data.draw(st.sampled_from(methods), label="method")
-        scale = 100.0 if name == "percentile" else 1.0
+        scale = 100.0 if name.endswith("percentile") else 1.0
         # no subnormal q: XLA on CPU flushes them to 0, numpy (pypto's positions) does not
         qs = st.floats(0, 1, allow_subnormal=False, width=32)
         q = data.draw(qs | st.lists(qs, min_size=1, max_size=3), label="q")

@@ -9,6 +9,7 @@ invariants (tests/conftest.py sets ``PYPTO_CHECK_SIM``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -197,6 +198,24 @@ CASES: dict[str, Case] = {
     ),
     "median": (lambda x: (pto.median(x, 1), pto.median(x, keepdims=True)), [(X, "i")], F + I),
     "percentile": (lambda x: pto.percentile(x, 25.0, axis=1) * 2, [(X, "n")], F),
+    "nanquantile": (
+        lambda x: (
+            pto.nanquantile(pto.where(x > 0.5, math.nan, x), [0.2, 0.5], axis=1),
+            pto.nanquantile(x, 0.7, 0, "nearest", keepdims=True),
+        ),
+        [(X, "n")],
+        F,
+    ),
+    "nanmedian": (
+        lambda x: pto.nanmedian(pto.where(x < -0.3, math.nan, x), axis=0),
+        [(X, "n")],
+        F,
+    ),
+    "nanpercentile": (
+        lambda x: pto.nanpercentile(pto.where(x > 1.0, math.nan, x), 90.0, axis=1),
+        [(X, "n")],
+        F,
+    ),
     "searchsorted": (
         lambda x: (
             pto.searchsorted(pto.sort(x[0]), x),
