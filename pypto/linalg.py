@@ -6,5 +6,19 @@
 """
 
 from pypto.ops import diagonal, matmul, norm, outer, tensordot, trace
+from pypto.ops.solvers import cholesky, det, inv, matrix_power, slogdet, solve
 
-__all__ = ["diagonal", "matmul", "norm", "outer", "tensordot", "trace"]
+__all__ = [
+    "cholesky",
+    "det",
+    "diagonal",
+    "inv",
+    "matmul",
+    "matrix_power",
+    "norm",
+    "outer",
+    "slogdet",
+    "solve",
+    "tensordot",
+    "trace",
+]

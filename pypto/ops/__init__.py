@@ -13,6 +13,7 @@ from pypto.ops import (  # noqa: F401  (registration)
     numpy_lib,
     reduce,
     scan,
+    solvers,
     sorting,
     vjp,
 )
@@ -202,6 +203,7 @@ from pypto.ops.numpy_lib import (
     trunc,
     vstack,
 )
+from pypto.ops.solvers import cholesky, det, inv, matrix_power, slogdet, solve
 from pypto.ops.table import OPS, AVal, Op
 
 # numpy's other names for the same functions
@@ -259,6 +261,7 @@ __all__ = [
     "cast",
     "ceil",
     "celu",
+    "cholesky",
     "clip",
     "column_stack",
     "concat",
@@ -272,6 +275,7 @@ __all__ = [
     "cumsum",
     "deg2rad",
     "degrees",
+    "det",
     "diagonal",
     "diff",
     "div",
@@ -308,6 +312,7 @@ __all__ = [
     "hstack",
     "hypot",
     "inner",
+    "inv",
     "invert",
     "isclose",
     "isfinite",
@@ -333,6 +338,7 @@ __all__ = [
     "logical_xor",
     "logsumexp",
     "matmul",
+    "matrix_power",
     "max",
     "maximum",
     "mean",
@@ -397,9 +403,11 @@ __all__ = [
     "silu",
     "sin",
     "sinh",
+    "slogdet",
     "soft_sign",
     "softmax",
     "softplus",
+    "solve",
     "sort",
     "split",
     "sqrt",

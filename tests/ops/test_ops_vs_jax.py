@@ -1427,12 +1427,14 @@ def _math1(data: Draw, dtype: pto.DType, name: str) -> None:
 
 
 @functools.cache
+@functools.cache  # one function per reference, so that jitted() compiles it once
 def _rounded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` computed on float32 operands, its result rounded to the first operand's dtype."""
 
-    def wide(*args: Any) -> Any:
+    def wide(*args: Any, **params: Any) -> Any:
         d = jnp.result_type(args[0])
-        return fn(*(jnp.asarray(u).astype(jnp.float32) for u in args)).astype(d)
+        out = fn(*(jnp.asarray(u).astype(jnp.float32) for u in args), **params)
+        return jax.tree_util.tree_map(lambda r: r.astype(d), out)
 
     return wide
 
@@ -1757,6 +1759,69 @@ def _norm(data: Draw, dtype: pto.DType, name: str) -> None:
         a, ord=ord_, axis=axis, keepdims=keepdims
     )
     assert_matches(out, expect, 2 * reduced + 4, what=f"norm ord={ord_} axis={axis}")
+
+
+def _conditioned(data: Draw, dtype: pto.DType, batch: tuple[int, ...], n: int) -> np.ndarray:
+    """Matrices ``[*batch, n, n]`` of ``dtype`` far from singular whose rows come in a drawn
+    order, so that elimination must pivot: a dominant diagonal, its rows permuted."""
+    a = values(data, dtype, (*batch, n, n), -1.0, 1.0, ints=(-1, 1)).astype(np.float64)
+    perm = data.draw(st.permutations(range(n)), label="rows")
+    a = (a + 2.0 * n * np.eye(n))[..., perm, :]
+    return a.astype(dtype.np)
+
+
+@case("solve", "inv", "det", "slogdet", "cholesky", "matrix_power", dtypes=DTYPES, group="library")
+def _solvers(data: Draw, dtype: pto.DType, name: str) -> None:
+    if dtype is BOOL:
+        dtype = pto.int8  # jnp.linalg refuses bools
+    batch = data.draw(shapes(max_dims=1, min_side=1), label="batch")
+    n = data.draw(st.integers(0 if name != "solve" else 1, 4), label="n")
+    a = _conditioned(data, dtype, batch, n)
+    low = dtype in (pto.float16, pto.bfloat16)
+    jref = ref(name)
+    if low and name != "matrix_power":  # JAX's LU refuses them: its float32 result, rounded
+        jref = _rounded(jref)
+    k = 4 * n * n + 4
+    if name == "solve":
+        vector = data.draw(st.booleans(), label="vector")
+        m = data.draw(st.integers(1, 3), label="m")
+        b = values(data, dtype, (n,) if vector else (n, m), -2.0, 2.0, ints=(-3, 3))
+        x, y = operands(data, [a, b])
+        out, want = pto.linalg.solve(x, y), jitted(jref)(a, b)
+    elif name == "cholesky":
+        w = a.astype(np.float64)
+        spd = (w @ np.swapaxes(w, -1, -2) + n * np.eye(n)).astype(dtype.np)
+        upper = data.draw(st.booleans(), label="upper")
+        (x,) = operands(data, [spd])
+        out, want = pto.linalg.cholesky(x, upper), jitted(jref, ("upper",))(spd, upper=upper)
+    elif name == "matrix_power":
+        p = data.draw(st.integers(-3, 5), label="power")
+        if p < 0 and low:
+            jref = _rounded(jref)
+        if not dtype.is_integer:  # near the identity, so that powers stay small
+            a = (a.astype(np.float64) / (2 * max(n, 1))).astype(dtype.np)
+        (x,) = operands(data, [a])
+        out, want = pto.linalg.matrix_power(x, p), jitted(jref, ("n",))(a, n=p)
+        k = 16 * n + 4
+    else:
+        (x,) = operands(data, [a])
+        out, want = getattr(pto.linalg, name)(x), jitted(jref)(a)
+    if name == "slogdet":
+        assert_matches(out[0], want[0], what=f"slogdet sign n={n}")
+        out, want = out[1], want[1]
+    assert_matches(out, want, k, what=f"{name} n={n} batch={batch}")
+
+
+def test_solvers_refuse_what_they_cannot_solve() -> None:
+    with pytest.raises(pto.ShapeError, match=r"inv: needs square matrices .* f32\[2,3\]"):
+        pto.linalg.inv(pto.ones((2, 3)))
+    with pytest.raises(pto.ShapeError, match=r"b f32\[2,4\] does not match .* needs 3 rows") as e:
+        pto.linalg.solve(pto.ones((3, 3)), pto.ones((2, 4)))
+    assert "solve(a, b[..., None])[..., 0]" in str(e.value)
+    with pytest.raises(pto.ShapeError, match=r"batch axes of a .* do not broadcast"):
+        pto.linalg.solve(pto.ones((2, 3, 3)), pto.ones((4, 3, 1)))
+    with pytest.raises(pto.ShapeError, match="matrix_power: needs square"):
+        pto.linalg.matrix_power(pto.ones((3,)), 2)
 
 
 def test_norms_pypto_cannot_compute_are_refused_with_the_reason() -> None:

@@ -58,6 +58,8 @@ _ZEROS = np.array(
 
 
 # NaN in some rows and columns, one row of them only
+# two 4x4 matrices far from singular whose rows need reordering: elimination pivots
+_PIVOTED = (normal((2, 4, 4), 192) * 0.5 + 3 * np.eye(4, dtype=f32))[:, [2, 0, 3, 1]]
 _WITH_NAN = np.array(
     [[1.5, np.nan, -0.5, 2.0], [np.nan, np.nan, np.nan, np.nan], [0.25, -1.0, np.nan, 0.75]], f32
 )
@@ -628,6 +630,14 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("nanstd", [_WITH_NAN], {"axis": 0}, 8),
     ("nancumsum", [_WITH_NAN], {"axis": 1}, 4),
     ("nanquantile", [_WITH_NAN], {"q": [0.3, 0.5], "axis": 1}, 4),
+    ("solve", [_PIVOTED, normal((2, 4, 2), 193)], {}, 32),
+    ("solve", [_PIVOTED[0], normal((4,), 194)], {}, 32),
+    ("inv", [_PIVOTED], {}, 32),
+    ("det", [_PIVOTED], {}, 32),
+    ("det", [_PIVOTED[:, :3, :3]], {}, 8),
+    ("cholesky", [_PIVOTED @ _PIVOTED.transpose(0, 2, 1)], {}, 32),
+    ("matrix_power", [_PIVOTED * 0.25], {"n": 5}, 16),
+    ("matrix_power", [_PIVOTED], {"n": -2}, 32),
     ("nanmedian", [_WITH_NAN], {"axis": 0}, 2),
     ("nanpercentile", [_WITH_NAN], {"q": 40.0, "axis": 1, "method": "nearest"}, 1),
     ("nancumprod", [_WITH_NAN], {"axis": 0}, 3),

@@ -32,6 +32,12 @@ Case = tuple[Callable[..., Any], list[tuple[tuple[int, ...], str]], tuple[pto.DT
 ``i`` small integers (as the dtype), ``b`` bool, ``x`` int32 indices."""
 
 X, ROW, COL = (6, 40), (40,), (6, 1)
+SQ = (2, 4, 4)
+
+
+def _conditioned(a: Any) -> Any:
+    """``a`` (``[..., 4, 4]``) plus a dominant diagonal, its rows reordered."""
+    return pto.take(pto.where(np.eye(4, dtype=bool), a + 4.0, a), np.array([2, 0, 3, 1]), axis=-2)
 
 
 @pto.custom_vjp
@@ -372,6 +378,25 @@ CASES: dict[str, Case] = {
     "soft_sign": (lambda x: pto.soft_sign(x * 3), [(X, "n")], F),
     "mish": (lambda x: pto.mish(x * 3), [(X, "n")], F),
     "glu": (lambda x: (pto.glu(x), pto.glu(x, 0)), [(X, "n")], F),
+    # elimination: matrices made far from singular, rows reordered so that pivoting runs
+    "solve": (lambda a, b: pto.linalg.solve(_conditioned(a), b), [(SQ, "n"), ((4, 3), "n")], F),
+    "inv": (lambda a: pto.linalg.inv(_conditioned(a)), [(SQ, "n")], F),
+    "det": (
+        lambda a: (pto.linalg.det(_conditioned(a)), pto.linalg.det(a[:, :3, :3])),
+        [(SQ, "n")],
+        F,
+    ),
+    "slogdet": (lambda a: pto.linalg.slogdet(_conditioned(a)), [(SQ, "n")], F),
+    "cholesky": (
+        lambda a: pto.linalg.cholesky(a @ pto.swapaxes(a, -1, -2) + 0.5),
+        [(SQ, "n")],
+        F,
+    ),
+    "matrix_power": (
+        lambda a: (pto.linalg.matrix_power(a * 0.5, 5), pto.linalg.matrix_power(a, 2)),
+        [(SQ, "i")],
+        F + I,
+    ),
     "norm": (
         lambda x: (pto.linalg.norm(x, axis=1), pto.linalg.norm(x, 1), pto.linalg.norm(x, 3, 0)),
         [(X, "n")],
