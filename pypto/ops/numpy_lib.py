@@ -675,6 +675,71 @@ def _static_ints(op: str, name: str, v: Any) -> tuple[int, ...]:
     )
 
 
+def _cross_jax(
+    a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None
+) -> Any:
+    return jnp.cross(a, b, axisa=axisa, axisb=axisb, axisc=axisc, axis=axis)
+
+
+@_composite("cross", "cross products of 3-vectors (or 2-vectors) along an axis", _cross_jax)
+def cross(
+    a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None
+) -> Any:
+    """The cross product of the vectors along ``axisa`` of ``a`` and ``axisb`` of ``b`` (of
+    length 3, or 2 with a zero third component), the other axes broadcast, the result's
+    components along ``axisc`` (``axis`` sets all three), as ``jnp.cross``; two 2-vectors give
+    the scalar z component.
+
+    >>> import pypto as pto
+    >>> pto.cross(pto.tensor([1.0, 0.0, 0.0]), pto.tensor([0.0, 1.0, 0.0])).numpy()
+    array([0., 0., 1.], dtype=float32)
+    """
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    u, v = api.promote("cross", (a, b))
+    u, v = composite.moveaxis(u, axisa, -1), composite.moveaxis(v, axisb, -1)
+    if u.shape[-1] not in (2, 3) or v.shape[-1] not in (2, 3):  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"vectors of length 2 or 3 only, got {api._aval(u)} and {api._aval(v)} along the "
+            "axes of the components",
+            op="cross",
+            hint="pick the axes holding the components with axisa/axisb (or axis)",
+        )
+
+    def parts(w: Any) -> list[Any]:
+        c = [api.getitem(w, (Ellipsis, i)) for i in range(w.shape[-1])]
+        zero = api.asvalue(np.zeros((), w.dtype.np))  # +0, as JAX's zeros_like
+        return c if len(c) == 3 else [*c, api.broadcast_to(zero, tuple(c[0].shape))]
+
+    (a0, a1, a2), (b0, b1, b2) = parts(u), parts(v)
+    if u.shape[-1] == 2 and v.shape[-1] == 2:  # type: ignore[attr-defined]
+        return api.sub(api.mul(a0, b1), api.mul(a1, b0))
+    c = [
+        api.sub(api.mul(a1, b2), api.mul(a2, b1)),
+        api.sub(api.mul(a2, b0), api.mul(a0, b2)),
+        api.sub(api.mul(a0, b1), api.mul(a1, b0)),
+    ]
+    return composite.moveaxis(composite.stack(c, 0), 0, axisc)
+
+
+@_composite("kron", "the Kronecker product", jnp.kron)
+def kron(a: Any, b: Any) -> Any:
+    """The Kronecker product, as ``jnp.kron``: every element of ``a`` times a whole copy of
+    ``b``, laid out in blocks (the shorter shape padded with leading 1s).
+
+    >>> import pypto as pto
+    >>> pto.kron(pto.tensor([1, 10]), pto.tensor([1, 2, 3])).numpy()
+    array([ 1,  2,  3, 10, 20, 30], dtype=int32)
+    """
+    u, v = api.promote("kron", (a, b))
+    nd = max(len(u.shape), len(v.shape))  # type: ignore[attr-defined]
+    sa = (1,) * (nd - len(u.shape)) + tuple(u.shape)  # type: ignore[attr-defined]
+    sb = (1,) * (nd - len(v.shape)) + tuple(v.shape)  # type: ignore[attr-defined]
+    wa = api.reshape(u, tuple(d for s in sa for d in (s, 1)))  # a's axes at even places
+    wb = api.reshape(v, tuple(d for s in sb for d in (1, s)))  # b's at odd ones
+    return api.reshape(api.mul(wa, wb), tuple(p * q for p, q in zip(sa, sb, strict=True)))
+
+
 @_composite("roll", "elements shifted along axes, wrapping around", jnp.roll)
 def roll(x: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> Any:
     """``x`` with its elements shifted by ``shift`` along ``axis`` (of the flattened tensor when

@@ -1812,6 +1812,30 @@ def _solvers(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, want, k, what=f"{name} n={n} batch={batch}")
 
 
+@case("cross", "kron", dtypes=DTYPES, group="library")
+def _products(data: Draw, dtype: pto.DType, name: str) -> None:
+    if dtype is BOOL:
+        dtype = pto.int8  # JAX's cross subtracts bools; kron's int8 products wrap alike
+    if name == "kron":
+        sa, sb = data.draw(shapes(max_dims=3), label="a"), data.draw(shapes(max_dims=3), label="b")
+        a, b = (values(data, dtype, s, -5.0, 5.0, ints=(-9, 9)) for s in (sa, sb))
+        x, y = operands(data, [a, b])
+        assert_matches(pto.kron(x, y), jitted(ref(name))(a, b), what=f"kron {sa} {sb}")
+        return
+    sa, sb = data.draw(broadcast_shapes(2), label="shapes")
+    la, lb = data.draw(st.sampled_from([(3, 3), (2, 3), (3, 2), (2, 2)]), label="lengths")
+    ia = data.draw(st.integers(0, len(sa)), label="axisa")
+    ib = data.draw(st.integers(0, len(sb)), label="axisb")
+    a = values(data, dtype, (*sa[:ia], la, *sa[ia:]), -5.0, 5.0, ints=(-9, 9))
+    b = values(data, dtype, (*sb[:ib], lb, *sb[ib:]), -5.0, 5.0, ints=(-9, 9))
+    nd = max(len(sa), len(sb)) + 1
+    ic = data.draw(st.integers(-nd, nd - 1), label="axisc") if (la, lb) != (2, 2) else -1
+    x, y = operands(data, [a, b])
+    params = {"axisa": ia, "axisb": ib, "axisc": ic}
+    out = pto.cross(x, y, **params)
+    assert_matches(out, jitted(ref(name), tuple(params))(a, b, **params), 3, what=f"cross {params}")
+
+
 def test_solvers_refuse_what_they_cannot_solve() -> None:
     with pytest.raises(pto.ShapeError, match=r"inv: needs square matrices .* f32\[2,3\]"):
         pto.linalg.inv(pto.ones((2, 3)))
@@ -1822,6 +1846,9 @@ def test_solvers_refuse_what_they_cannot_solve() -> None:
         pto.linalg.solve(pto.ones((2, 3, 3)), pto.ones((4, 3, 1)))
     with pytest.raises(pto.ShapeError, match="matrix_power: needs square"):
         pto.linalg.matrix_power(pto.ones((3,)), 2)
+    with pytest.raises(pto.ShapeError, match=r"cross: vectors of length 2 or 3 only") as e:
+        pto.cross(pto.ones((3, 4)), pto.ones((3, 4)))
+    assert "axisa/axisb" in str(e.value)
 
 
 def test_norms_pypto_cannot_compute_are_refused_with_the_reason() -> None:

@@ -378,6 +378,12 @@ CASES: dict[str, Case] = {
     "soft_sign": (lambda x: pto.soft_sign(x * 3), [(X, "n")], F),
     "mish": (lambda x: pto.mish(x * 3), [(X, "n")], F),
     "glu": (lambda x: (pto.glu(x), pto.glu(x, 0)), [(X, "n")], F),
+    "cross": (
+        lambda x, y: (pto.cross(x[:, :3], y[:3]), pto.cross(x[:3], x[3:], axis=0)),
+        [(X, "n"), (ROW, "n")],
+        F + I,
+    ),
+    "kron": (lambda x, y: pto.kron(x[:2, :5], y[:3]) + 1, [(X, "n"), (ROW, "n")], F + I),
     # elimination: matrices made far from singular, rows reordered so that pivoting runs
     "solve": (lambda a, b: pto.linalg.solve(_conditioned(a), b), [(SQ, "n"), ((4, 3), "n")], F),
     "inv": (lambda a: pto.linalg.inv(_conditioned(a)), [(SQ, "n")], F),
