@@ -698,7 +698,7 @@ def cross(
         axisa = axisb = axisc = axis
     u, v = api.promote("cross", (a, b))
     u, v = composite.moveaxis(u, axisa, -1), composite.moveaxis(v, axisb, -1)
-    if u.shape[-1] not in (2, 3) or v.shape[-1] not in (2, 3):  # type: ignore[attr-defined]
+    if u.shape[-1] not in (2, 3) or v.shape[-1] not in (2, 3):
         raise ShapeError(
             f"vectors of length 2 or 3 only, got {api._aval(u)} and {api._aval(v)} along the "
             "axes of the components",
@@ -712,7 +712,7 @@ def cross(
         return c if len(c) == 3 else [*c, api.broadcast_to(zero, tuple(c[0].shape))]
 
     (a0, a1, a2), (b0, b1, b2) = parts(u), parts(v)
-    if u.shape[-1] == 2 and v.shape[-1] == 2:  # type: ignore[attr-defined]
+    if u.shape[-1] == 2 and v.shape[-1] == 2:
         return api.sub(api.mul(a0, b1), api.mul(a1, b0))
     c = [
         api.sub(api.mul(a1, b2), api.mul(a2, b1)),
