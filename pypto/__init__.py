@@ -6,7 +6,7 @@
 float32
 """
 
-from pypto import block, dtypes, isa, linalg, npu, tile
+from pypto import block, dtypes, isa, lax, linalg, npu, tile
 from pypto.compiler import jit, make_graph
 from pypto.core.errors import (
     BoundsError,
@@ -411,6 +411,7 @@ __all__ = [
     "jvp",
     "kernel",
     "kron",
+    "lax",
     "layer_norm",
     "leaky_relu",
     "left_shift",

@@ -210,7 +210,7 @@ class TensorSurface(Value):
         raise TraceError(
             f"{what}() needs a concrete value, but this tensor {api._aval(self)} is traced",
             op=what,
-            hint="use pto.where(cond, x, y) for data-dependent choices",
+            hint="use pto.where(cond, x, y) for data-dependent choices, pto.lax.cond for branches",
         )
 
     def __bool__(self) -> bool:
