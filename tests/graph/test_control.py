@@ -137,5 +137,5 @@ def test_control_flow_misuse_is_a_clear_error() -> None:
         pto.lax.scan(lambda c, x: (c, x), 0.0, (X, X[:2]))
     with pytest.raises(pto.TraceError, match=r"scan: f's carry output is f32\[4\]"):
         pto.lax.scan(lambda c, x: (x, x), 0.0, X)
-    with pytest.raises(pto.TraceError, match="pto.lax.cond for branches"):
+    with pytest.raises(pto.TraceError, match=r"pto\.lax\.cond for branches"):
         pto.jit(lambda v: v * 2 if v.sum() > 0 else v)(X)
