@@ -1,5 +1,5 @@
 """``pto.lax``: structured control flow with ``jax.lax``'s signatures (see
-:mod:`pypto.graph.control`).
+:mod:`pypto.graph.control`), and ``bitcast_convert_type``.
 
 >>> import pypto as pto
 >>> pto.lax.fori_loop(0, 3, lambda i, v: v + i, 10).item()

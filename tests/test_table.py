@@ -49,6 +49,7 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
     },
     "where": ((np.array([True, False]), np.ones((3, 2), f32), np.zeros((1, 2), f32)), {}),
     "cast": ((np.array([1.5, -2.5], f32),), {"dtype": pto.int8}),
+    "bitcast_convert_type": ((np.array([1.5, -2.5, np.nan], f32),), {"dtype": pto.int32}),
     "sum": ((np.ones((2, 3, 4), np.int8),), {"axes": (0, 2), "keepdims": True}),
     "max": ((np.ones((2, 3), f32),), {"axes": (1,), "keepdims": False}),
     "min": ((np.ones((2, 3), f32),), {"axes": (0, 1), "keepdims": False}),

@@ -828,6 +828,7 @@ class Builder:
     tmrgsort = _method("TMRGSORT")
     tmrgsort2 = _method("TMRGSORT2")
     tcvt = _method("TCVT")
+    tbitcast = _method("TBITCAST")
     texpands = _method("TEXPANDS")
     trowsum = _method("TROWSUM")
     trowmax = _method("TROWMAX")

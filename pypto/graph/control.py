@@ -80,7 +80,7 @@ def _scalar(op: str, what: str, x: Any) -> Any:
     return v
 
 
-def _select(op: str, which: Any, outs: list[Any]) -> Any:
+def _select(which: Any, outs: list[Any]) -> Any:
     """``outs[which]`` leaf by leaf for a traced int32 scalar ``which`` (already clamped)."""
     trees = [pytree.flatten(o) for o in outs]
     leaves = [t[0] for t in trees]
@@ -141,7 +141,7 @@ def _choose(
     outs = [_values(op, b(*operands)) for b in branches]
     for j in range(1, n):
         _same(op, (f"{names[j]}'s output", outs[j]), (f"{names[0]}'s", outs[0]), hint)
-    return _select(op, composite.clip(api.cast(i, dt.int32), 0, n - 1), outs)
+    return _select(composite.clip(api.cast(i, dt.int32), 0, n - 1), outs)
 
 
 def cond(

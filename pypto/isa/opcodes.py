@@ -175,6 +175,12 @@ def _specs() -> dict[str, OpSpec]:
         OpSpec(
             "TCVT", "TT", "vector", "convert dtype (round to nearest even; float→int truncates)"
         ),
+        OpSpec(
+            "TBITCAST",
+            "TT",
+            "vector",
+            "dst ← src's bits read as dst's dtype (the same element size; a vector copy)",
+        ),
         OpSpec("TEXPANDS", "TF", "vector", "fill a tile with a scalar"),
         *(
             OpSpec(k, "TT", "vector", f"{v[0]} over {'columns' if v[1] else 'rows'}")

@@ -269,6 +269,15 @@ def _verify_vector(c: _Ctx, ins: Instr) -> None:
     elif op == "TCVT":
         if dst.shape != tiles[1].shape:
             raise c.fail(f"TCVT: shapes {list(dst.shape)} and {list(tiles[1].shape)} differ")
+    elif op == "TBITCAST":
+        src = tiles[1]
+        if dst.shape != src.shape:
+            raise c.fail(f"TBITCAST: shapes {list(dst.shape)} and {list(src.shape)} differ")
+        if dst.dtype.itemsize != src.dtype.itemsize or dt.bool_ in (dst.dtype, src.dtype):
+            raise c.fail(
+                f"TBITCAST keeps the bits: {src.dtype.short} and {dst.dtype.short} need one "
+                "element size and neither may be bool"
+            )
     elif op == "TEXPANDS":
         pass
     elif op in REDUCTIONS:

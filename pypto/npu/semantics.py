@@ -382,6 +382,14 @@ def _build_exec(
             d[...] = s if s.dtype == dd else to_dtype(s, dd)
 
         return mov
+    if op == "TBITCAST":
+        vd, vs = views
+        dd = tiles[0].dtype.np
+
+        def bitcast(core: Any, item: tuple[Any, ...]) -> None:
+            vd(core, item)[...] = vs(core, item).view(dd)
+
+        return bitcast
     if op == "TEXTRACT_T":
         vd, vs = views
         R, C = ts[0][0].shape

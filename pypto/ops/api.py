@@ -359,6 +359,26 @@ def cast(x: ArrayLike, dtype: Any, /) -> Any:
         raise e.stripped() from None
 
 
+def bitcast_convert_type(x: ArrayLike, dtype: Any, /) -> Any:
+    """``x``'s bits read as ``dtype``, which has the same element size, as
+    ``jax.lax.bitcast_convert_type`` (numpy's ``x.view(dtype)``): float32 ↔ int32,
+    float16 ↔ bfloat16.
+
+    >>> import pypto as pto
+    >>> pto.bitcast_convert_type(pto.tensor([1.0, -2.0]), pto.int32).numpy()
+    array([ 1065353216, -1073741824], dtype=int32)
+    """
+    try:
+        v = asvalue(x, "bitcast_convert_type")
+        d = dt.dtype(dtype)
+        if v.dtype is d:  # type: ignore[attr-defined]
+            return v
+        ew.bitcast_dtype(_aval(v), dtype=d)  # eager mode checks the sizes too
+        return _bind(ew.BITCAST, (v,), {"dtype": d})
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
 def _aval(v: Value) -> AVal:
     return AVal(tuple(v.shape), v.dtype)  # type: ignore[attr-defined]
 

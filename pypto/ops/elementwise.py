@@ -321,6 +321,47 @@ def _cast_jax(x: Any, *, dtype: dt.DType) -> Any:
     return jax.lax.convert_element_type(x, dtype.np)
 
 
+def bitcast_dtype(x: AVal, *, dtype: dt.DType) -> dt.DType:
+    if x.dtype is dt.bool_ or dtype is dt.bool_ or x.dtype.itemsize != dtype.itemsize:
+        same = [
+            d.name
+            for d in dt.ALL
+            if d is not x.dtype and d is not dt.bool_ and d.itemsize == x.dtype.itemsize
+        ]
+        raise DTypeError(
+            f"{x} to {dtype}: a bitcast keeps the bits, so both dtypes need the same element "
+            f"size ({x.dtype.itemsize} and {dtype.itemsize} bytes) and neither may be bool",
+            op="bitcast_convert_type",
+            hint=f"{x.dtype} bitcasts to {', '.join(same)}" if same else "cast with .astype",
+        )
+    return dtype
+
+
+def _bitcast_impl(x: np.ndarray, *, dtype: dt.DType) -> np.ndarray:
+    return x.view(dtype.np)
+
+
+def _bitcast_jax(x: Any, *, dtype: dt.DType) -> Any:
+    return jax.lax.bitcast_convert_type(x, dtype.np)
+
+
+BITCAST = register(
+    Op(
+        name="bitcast_convert_type",
+        kind="elementwise",
+        doc="the same bits read as another dtype of the same size (float32 ↔ int32, float16 ↔ "
+        "bfloat16)",
+        shape_rule=lambda x, *, dtype: x.shape,
+        dtype_rule=bitcast_dtype,
+        impl=_bitcast_impl,
+        jax_impl=_bitcast_jax,
+        cost_rule=rules.elementwise_cost(1),  # type: ignore[arg-type]
+        differentiable=False,
+        dtypes=(dt.float32, dt.float16, dt.bfloat16, dt.int32),  # no other size has a partner
+    )
+)
+
+
 CAST = register(
     Op(
         name="cast",

@@ -236,6 +236,48 @@ def rad2deg(x: Any) -> Any:
     return api.mul(v, 180.0 / math.pi)
 
 
+def _signbit_jax(x: Any) -> Any:
+    return jnp.signbit(x)
+
+
+@_composite(
+    "signbit", "whether the sign bit is set (-0.0 and -NaN too)", _signbit_jax, differentiable=False
+)
+def signbit(x: Any) -> Any:
+    """Whether each element's sign bit is set, as ``jnp.signbit``: true for ``-0.0`` and a
+    NaN with its sign bit set, where ``x < 0`` is false. Floats are read through
+    :func:`~pypto.bitcast_convert_type` (float16 and bfloat16 widened to float32 first, which
+    keeps the sign); integers compare with 0.
+
+    >>> import pypto as pto
+    >>> pto.signbit(pto.tensor([-0.0, 0.0, -2.0, float("nan")])).numpy()
+    array([ True, False,  True, False])
+    """
+    v = api.asvalue(x, "signbit")
+    d = v.dtype  # type: ignore[attr-defined]
+    if d is dt.bool_:
+        return api.broadcast_to(api.asvalue(np.zeros((), bool)), tuple(v.shape))  # type: ignore[attr-defined]
+    if d.is_integer:
+        return api.less(v, 0)
+    wide = v if d is dt.float32 else api.cast(v, dt.float32)
+    return api.less(api.bitcast_convert_type(wide, dt.int32), 0)
+
+
+@_composite("copysign", "the magnitude of x with the sign of y, elementwise", jnp.copysign)
+def copysign(x: Any, y: Any) -> Any:
+    """``|x|`` with the sign bit of ``y`` (``-0.0`` and NaNs count by their sign bit), as
+    ``jnp.copysign``: ``where(signbit(y), -|x|, |x|)``. The gradient is ``±1`` through ``x``
+    and none through ``y``.
+
+    >>> import pypto as pto
+    >>> pto.copysign(pto.tensor([1.0, 2.0, 3.0]), pto.tensor([-0.0, 1.0, -5.0])).numpy()
+    array([-1.,  2., -3.], dtype=float32)
+    """
+    u, v = _inexact("copysign", x, y)
+    m = api.abs(u)
+    return api.where(signbit(v), api.neg(m), m)
+
+
 @_composite("heaviside", "step function: 0 below 0, 1 above, h2 at 0", jnp.heaviside)
 def heaviside(x1: Any, x2: Any) -> Any:
     """The Heaviside step: 0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where ``x1 == 0`` (NaN

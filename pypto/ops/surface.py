@@ -164,6 +164,13 @@ class TensorSurface(Value):
         except PyptoError as e:
             raise e.stripped() from None
 
+    def view(self, dtype: Any) -> Any:
+        """numpy's ``a.view(dtype)``: the same bits as ``dtype`` (of the same element size)."""
+        try:
+            return api.bitcast_convert_type(self, dtype)
+        except PyptoError as e:
+            raise e.stripped() from None
+
     def reshape(self, *shape: Any) -> Any:
         try:
             return api.reshape(self, _dims(shape))

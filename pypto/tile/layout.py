@@ -736,7 +736,7 @@ for _name, _fn in (
     register_rule("tile", _name)(KernelRule(_fn))
 # a broadcast a row kernel can take is one of its ops (pypto.tile.rules); the others copy
 register_rule("tile_general", "broadcast_to")(KernelRule(_broadcast_to))
-for _name in (*UNARY_OPS, *BINARY_OPS, *COMPARE_OPS, "where", "cast"):
+for _name in (*UNARY_OPS, *BINARY_OPS, *COMPARE_OPS, "where", "cast", "bitcast_convert_type"):
     register_rule("tile_general", _name)(KernelRule(_elementwise_general))
 
 

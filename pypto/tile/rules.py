@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from pypto import dtypes as dt
 from pypto.graph.ir import Eqn, Lit
 from pypto.isa.ir import Cond
@@ -178,6 +180,15 @@ def _cast(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
     return b.op("TCVT", b.new(d, b.kind(x)), x)
 
 
+def _bitcast(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
+    (x,) = args
+    d = e.out.aval.dtype
+    if isinstance(x, Lit):
+        bits = np.asarray(x.value, e.inputs[0].aval.dtype.np).view(d.np)
+        return b.lit(float(bits.item()), d)
+    return b.op("TBITCAST", b.new(d, b.kind(x)), x)
+
+
 def _identity(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
     """``stop_gradient``: its operand. (The tensor passes drop it once the graph is
     differentiated; a graph lowered without them still gets the value.)"""
@@ -252,6 +263,7 @@ for _name, _code in REDUCE_OPS.items():
 register_rule("tile", "where")(RowRule(_where))
 register_rule("tile", "broadcast_to")(RowRule(_broadcast))
 register_rule("tile", "cast")(RowRule(_cast))
+register_rule("tile", "bitcast_convert_type")(RowRule(_bitcast))
 register_rule("tile", "stop_gradient")(RowRule(_identity))
 # argmax keeps five one-byte masks and an int32 index tile per element
 register_rule("tile", "argmax")(RowRule(_argmax, reduces=True, scratch=16))

@@ -78,6 +78,14 @@ def core(kind: str, *lines: str) -> str:
         (core("aiv", "TSHLS UB[0]:f16[8,8], UB[0x100]:f16[8,8], 2.0"), "TSHLS works on integer"),
         (core("aiv", "TNOT UB[0]:f32[8,8], UB[0x100]:f32[8,8]"), "TNOT needs an integer dtype"),
         (
+            core("aiv", "TBITCAST UB[0]:f16[8,16], UB[0x100]:f32[8,16]"),
+            "TBITCAST keeps the bits: f32 and f16 need one element size",
+        ),
+        (
+            core("aiv", "TBITCAST UB[0]:i32[8,16], UB[0x200]:f32[8,8]"),
+            "TBITCAST: shapes [8, 16] and [8, 8] differ",
+        ),
+        (
             core("aiv", "TGATHER UB[0]:f16[8,8], UB[0x100]:f16[8,8], UB[0x200]:f32[8,8]"),
             "TGATHER indices must be i32, got f32",
         ),

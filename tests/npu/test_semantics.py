@@ -323,6 +323,16 @@ def test_convert(sim, src, dst) -> None:
         np.testing.assert_array_equal(g, want)
 
 
+@pytest.mark.parametrize(("src", "dst"), [(F32, np.int32), (np.int32, F32), (np.float16, BF16)])
+def test_bitcast_keeps_every_bit(sim, src, dst) -> None:
+    x = (RNG.standard_normal((16, 64)) * 200).astype(F32)
+    x[0, :4] = [np.nan, -np.nan, -0.0, np.inf]
+    x = x.astype(src) if np.dtype(src).kind == "f" else x.view(np.int32)
+    got = run_vector(sim, "TBITCAST {o}, {i0}", [(x, False)], dst, 8, 64)
+    for g, h in zip(got, halves(x), strict=True):
+        np.testing.assert_array_equal(g.view(np.uint8), np.ascontiguousarray(h).view(np.uint8))
+
+
 @pytest.mark.parametrize(
     ("op", "fn", "axis"),
     [

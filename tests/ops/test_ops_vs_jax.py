@@ -326,6 +326,31 @@ def _where(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, expected, what="where")
 
 
+_PARTNER = {
+    pto.float32: pto.int32,
+    pto.int32: pto.float32,
+    pto.float16: pto.bfloat16,
+    pto.bfloat16: pto.float16,
+}
+
+
+@case("bitcast_convert_type", dtypes=DTYPES, group="elementwise")
+def _bitcast(data: Draw, dtype: pto.DType, name: str) -> None:
+    neg_nan = float(np.copysign(np.nan, -1.0))
+    a = values(data, dtype, data.draw(shapes()), -1e4, 1e4, specials=(*SPECIALS, neg_nan))
+    (x,) = operands(data, [a])
+    if dtype not in _PARTNER:  # no dtype of the same size: a clear refusal
+        with pytest.raises(pto.DTypeError, match="same element size"):
+            pto.bitcast_convert_type(x, pto.float32)
+        return
+    target = _PARTNER[dtype]
+    out = x.view(target) if isinstance(x, pto.Tensor) else pto.bitcast_convert_type(x, target)
+    want = np.asarray(jitted(ref(name), ("dtype",))(a, dtype=target))
+    assert out.dtype is target and out.shape == want.shape
+    # the bits themselves: NaN payloads and -0.0 included
+    np.testing.assert_array_equal(np.asarray(out).view(dtype.np), want.view(dtype.np))
+
+
 @case("cast", dtypes=DTYPES, group="elementwise")
 def _cast(data: Draw, dtype: pto.DType, name: str) -> None:
     target = data.draw(st.sampled_from(DTYPES), label="target")
@@ -1464,6 +1489,27 @@ def _math2(data: Draw, dtype: pto.DType, name: str) -> None:
     if dtype in (pto.float16, pto.bfloat16) and name in ("logaddexp", "logaddexp2", "hypot"):
         fn = _rounded(ref(name))  # computed in float32 and rounded once, as above
     assert_matches(out, jax_elementwise(fn, a, b), 2, what=name)
+
+
+@case("signbit", "copysign", dtypes=DTYPES, group="library")
+def _signs(data: Draw, dtype: pto.DType, name: str) -> None:
+    neg_nan = float(np.copysign(np.nan, -1.0))
+    specials = (*SPECIALS, neg_nan)
+    if name == "signbit":
+        a = values(data, dtype, data.draw(shapes()), -5.0, 5.0, ints=(-3, 3), specials=specials)
+        (x,) = operands(data, [a])
+        assert_matches(pto.signbit(x), jitted(ref(name))(a), what="signbit")
+        return
+    sx, sy = data.draw(broadcast_shapes(2), label="shapes")
+    a = values(data, dtype, sx, -5.0, 5.0, ints=(-3, 3), specials=specials)
+    b = values(data, dtype, sy, -5.0, 5.0, ints=(-3, 3), specials=specials)
+    x, y = operands(data, [a, b])
+    if not isinstance(x, pto.Tensor) and not isinstance(y, pto.Tensor):
+        x = pto.tensor(a)
+    out, want = pto.copysign(x, y), jitted(ref(name))(a, b)
+    assert_matches(out, want, what="copysign")
+    sign = np.signbit(np.asarray(out).astype(np.float32))  # and the sign bits, NaN's too
+    np.testing.assert_array_equal(sign, np.signbit(np.asarray(want).astype(np.float32)))
 
 
 @case("isclose", "allclose", dtypes=DTYPES, group="library")

@@ -684,3 +684,11 @@ def test_composite_vjp_through_its_decomposition(
     refs = jax_cotangents(reference(OPS[name], params), primals, ct)
     for i, (a, g, r) in enumerate(zip(primals, got, refs, strict=True)):
         assert_close(f"{name} cotangent {i}", g, r, a, k)
+
+
+def test_copysign_gradient_goes_to_the_magnitude_alone() -> None:
+    x, y = normal((3, 4), 201), normal((4,), 202)
+    got = pto.grad(lambda a, b: (pto.copysign(a, b) * a).sum(), (0, 1))(x, y)
+    want = jax.grad(lambda a, b: (jnp.copysign(a, b) * a).sum(), (0, 1))(x, y)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=1e-6)

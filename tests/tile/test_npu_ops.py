@@ -81,6 +81,17 @@ CASES: dict[str, Case] = {
         [(X, "n")],
         F,
     ),
+    "bitcast_convert_type": (
+        lambda x: (
+            x.view(pto.int32 if x.dtype is pto.float32 else pto.float32)
+            if x.dtype.itemsize == 4
+            else (x * 2).view(pto.bfloat16 if x.dtype is pto.float16 else pto.float16) + 1
+        ),
+        [(X, "n")],
+        (*F, pto.int32),
+    ),
+    "signbit": (lambda x: (pto.signbit(x * 0.0), pto.signbit(x - 1)), [(X, "n")], F + I),
+    "copysign": (lambda x, y: pto.copysign(x, y * 0.0), [(X, "n"), (ROW, "n")], F),
     "reshape": (lambda x: (x.reshape(3, 80) * 2).reshape(240), [(X, "n")], F),
     "transpose": (lambda x: x.T + 1, [(X, "n")], F),
     "broadcast_to": (lambda x: pto.broadcast_to(x, (3, 6, 1)) * 2, [(COL, "n")], F),
