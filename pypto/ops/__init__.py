@@ -15,6 +15,7 @@ from pypto.ops import (  # noqa: F401  (registration)
     scan,
     solvers,
     sorting,
+    trig,
     vjp,
 )
 from pypto.ops.activations import (
@@ -210,8 +211,16 @@ from pypto.ops.numpy_lib import (
 )
 from pypto.ops.solvers import cholesky, det, inv, matrix_power, slogdet, solve
 from pypto.ops.table import OPS, AVal, Op
+from pypto.ops.trig import arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh
 
 # numpy's other names for the same functions
+acos = arccos
+acosh = arccosh
+asin = arcsin
+asinh = arcsinh
+atan = arctan
+atan2 = arctan2
+atanh = arctanh
 absolute = abs
 amax = max
 hard_swish = hard_silu
@@ -239,6 +248,8 @@ __all__ = [
     "Op",
     "abs",
     "absolute",
+    "acos",
+    "acosh",
     "add",
     "all",
     "allclose",
@@ -246,11 +257,23 @@ __all__ = [
     "amin",
     "any",
     "append",
+    "arccos",
+    "arccosh",
+    "arcsin",
+    "arcsinh",
+    "arctan",
+    "arctan2",
+    "arctanh",
     "argmax",
     "argmin",
     "argsort",
     "around",
+    "asin",
+    "asinh",
     "asvalue",
+    "atan",
+    "atan2",
+    "atanh",
     "atleast_1d",
     "atleast_2d",
     "atleast_3d",

@@ -1427,6 +1427,12 @@ _MATH1: dict[str, tuple[float, float, tuple[float, ...], int]] = {
     "sinh": (-11.0, 11.0, (), 4),  # sinh(11) and cosh(11) are finite in float16
     "cosh": (-11.0, 11.0, (), 4),
     "tan": (-1.5, 1.5, (), 2),
+    "arctan": (-50.0, 50.0, (1.0, -1.0), 4),
+    "arcsin": (-1.2, 1.2, (1.0, -1.0), 4),
+    "arccos": (-1.2, 1.2, (1.0, -1.0), 4),
+    "arcsinh": (-1e4, 1e4, (), 4),
+    "arccosh": (0.5, 1e4, (1.0,), 4),
+    "arctanh": (-1.2, 1.2, (1.0, -1.0), 4),
     "trunc": (-100.0, 100.0, (), 1),
     "deg2rad": (-400.0, 400.0, (), 1),
     "rad2deg": (-400.0, 400.0, (), 1),
@@ -1451,7 +1457,6 @@ def _math1(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, jax_elementwise(fn, a), k, what=name)
 
 
-@functools.cache
 @functools.cache  # one function per reference, so that jitted() compiles it once
 def _rounded(fn: Callable[..., Any]) -> Callable[..., Any]:
     """``fn`` computed on float32 operands, its result rounded to the first operand's dtype."""
@@ -1465,6 +1470,7 @@ def _rounded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 @case(
+    "arctan2",
     "logaddexp",
     "logaddexp2",
     "hypot",
@@ -1486,9 +1492,14 @@ def _math2(data: Draw, dtype: pto.DType, name: str) -> None:
         x = pto.tensor(a)
     out = getattr(pto, name)(x, y)
     fn = ref(name)
-    if dtype in (pto.float16, pto.bfloat16) and name in ("logaddexp", "logaddexp2", "hypot"):
+    if dtype in (pto.float16, pto.bfloat16) and name in (
+        "logaddexp",
+        "logaddexp2",
+        "hypot",
+        "arctan2",
+    ):
         fn = _rounded(ref(name))  # computed in float32 and rounded once, as above
-    assert_matches(out, jax_elementwise(fn, a, b), 2, what=name)
+    assert_matches(out, jax_elementwise(fn, a, b), 4 if name == "arctan2" else 2, what=name)
 
 
 @case("signbit", "copysign", dtypes=DTYPES, group="library")
@@ -1880,6 +1891,17 @@ def _products(data: Draw, dtype: pto.DType, name: str) -> None:
     params = {"axisa": ia, "axisb": ib, "axisc": ic}
     out = pto.cross(x, y, **params)
     assert_matches(out, jitted(ref(name), tuple(params))(a, b, **params), 3, what=f"cross {params}")
+
+
+def test_arctan2_takes_ieee_special_cases_as_jax_does() -> None:
+    """Signed zeros choose the side and infinities give multiples of π/4: every pair of
+    specials, the sign of each result included."""
+    sp = np.array([0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, np.nan], np.float32)
+    y, x = np.meshgrid(sp, sp)
+    got = np.asarray(pto.arctan2(y, x))
+    want = np.asarray(jnp.arctan2(y, x))
+    np.testing.assert_allclose(got, want, rtol=1e-6, equal_nan=True)
+    assert np.array_equal(np.signbit(got), np.signbit(want))
 
 
 def test_solvers_refuse_what_they_cannot_solve() -> None:
