@@ -61,7 +61,7 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
     "concat": ((np.ones((2, 3), f32), np.zeros((4, 3), f32)), {"axis": 0}),
     "slice": ((np.ones((5, 6), f32),), {"index": ((4, None, -2), (1, 5, 3))}),
     "take": ((np.ones((5, 6), f32), np.array([[0, -1], [2, 3]], np.int32)), {"axis": 1}),
-    "pad": ((np.ones((2, 3), f32),), {"config": ((1, 0, 0), (0, 2, 1))}),
+    "lax_pad": ((np.ones((2, 3), f32),), {"config": ((1, 0, 0), (0, 2, 1))}),
     "scan": ((np.ones((2, 3, 5), np.int32),), {"op": "max", "reverse": True}),
     "scan_affine": ((np.ones((2, 3, 5), f32), np.ones((2, 3, 5), f32)), {"reverse": False}),
     "argsort_last": ((np.ones((2, 5), f32),), {"order": "descending"}),
@@ -87,7 +87,7 @@ def test_table_is_complete() -> None:
 # Ops reached through syntax rather than a function of their own name.
 VIA_SYNTAX = {
     "slice": "x[start:stop:step]",
-    "pad": "internal: the VJP of slice",
+    "lax_pad": "pto.lax.pad; internally the VJP of slice",
     "scan": "internal: the running sums, products, maxima and minima of cumsum, cumprod, "
     "cummax and cummin along the last axis",
     "scan_affine": "internal: the linear recurrence of their gradients",

@@ -143,9 +143,9 @@ def slice_(args: list[V], batched: list[bool], size: int, out: AVal, **params: A
     return _bind("slice", args, index=((0, size, 1), *params["index"]))
 
 
-@register_rule("batch", "pad")
+@register_rule("batch", "lax_pad")
 def pad(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
-    return _bind("pad", args, config=((0, 0, 0), *params["config"]))
+    return _bind("lax_pad", args, config=((0, 0, 0), *params["config"]))
 
 
 @register_rule("batch", "concat")

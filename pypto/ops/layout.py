@@ -222,11 +222,11 @@ PadConfig = tuple[tuple[int, int, int], ...]
 
 def _pad_shape(x: AVal, *, config: PadConfig) -> Shape:
     if len(config) != x.ndim:
-        raise ShapeError(f"pad config has {len(config)} dims for {x}", op="pad")
+        raise ShapeError(f"pad config has {len(config)} dims for {x}", op="lax_pad")
     if any(p < 0 for dim in config for p in dim):
         raise ShapeError(
             f"negative padding {list(config)} for {x}",
-            op="pad",
+            op="lax_pad",
             hint="low, high and interior padding are >= 0; crop with a slice",
         )
     return tuple(
@@ -255,7 +255,7 @@ def _pad_jax(x: Any, *, config: PadConfig) -> Any:
 
 PAD = register(
     Op(
-        name="pad",
+        name="lax_pad",
         kind="layout",
         doc="zeros around (low, high) and between (interior) elements, per dim, as jax.lax.pad",
         shape_rule=_pad_shape,

@@ -18,9 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from pypto import dtypes as dt
+from pypto.core import dispatch
 from pypto.core.errors import ShapeError
 from pypto.ops import api, composite, rules
 from pypto.ops.composite import _composite
+from pypto.ops.table import OPS
 
 _LN2 = math.log(2.0)
 
@@ -820,6 +822,165 @@ def roll(x: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
         tail = tuple(slice(None, cut) if i == a else slice(None) for i in range(len(v.shape)))  # type: ignore[attr-defined]
         v = api.concat([api.getitem(v, head), api.getitem(v, tail)], a)
     return v
+
+
+_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
+
+
+def _pad_jax(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
+    if mode == "constant":
+        return jnp.pad(x, pad_width, mode, constant_values=constant_values)
+    return jnp.pad(x, pad_width, mode)
+
+
+def _widths(op: str, what: str, v: Any, nd: int, integer: bool = True) -> np.ndarray:
+    """numpy's per-axis (before, after) pairs: a number, one pair, or one pair per axis."""
+    try:
+        a = np.asarray(v, dtype=np.int64 if integer else None)
+        if a.dtype == object:
+            raise ValueError
+        return np.broadcast_to(a, (nd, 2))
+    except (ValueError, TypeError):
+        raise ShapeError(
+            f"{what} {v!r:.60} does not give (before, after) for each of {nd} axes",
+            op=op,
+            hint="a number, a pair, or one pair per axis: ((1, 2), (0, 0))",
+        ) from None
+
+
+@_composite("pad", "padded along each axis: constant, edge, reflect, symmetric or wrap", _pad_jax)
+def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
+    """``x`` padded by ``pad_width`` (``(before, after)`` per axis, numpy's forms), as
+    ``jnp.pad``: ``"constant"`` (``constant_values``, a number or pairs per axis), ``"edge"``
+    (the border element repeated), ``"reflect"`` and ``"symmetric"`` (mirrored without and
+    with the border, again and again where the pad is longer than the axis) and ``"wrap"`` (the
+    axis repeated periodically). Each side is a slice, a flip or a broadcast joined by
+    ``concat``: data movement only.
+
+    >>> import pypto as pto
+    >>> pto.pad(pto.tensor([1, 2, 3]), (2, 1), "reflect").numpy()
+    array([3, 2, 1, 2, 3, 2], dtype=int32)
+    >>> pto.pad(pto.tensor([[1.0]]), 1, constant_values=9.0).numpy()
+    array([[9., 9., 9.],
+           [9., 1., 9.],
+           [9., 9., 9.]], dtype=float32)
+    """
+    v = api.asvalue(x, "pad")
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    if mode not in _PAD_MODES:
+        raise ShapeError(
+            f"mode {mode!r} is not one of {_PAD_MODES}",
+            op="pad",
+            hint="the statistic modes (mean, maximum, ...) and linear_ramp are not supported",
+        )
+    widths = _widths("pad", "pad_width", pad_width, nd)
+    if (widths < 0).any():
+        raise ShapeError(f"negative pad_width {pad_width!r} for {api._aval(v)}", op="pad")
+    values = _widths("pad", "constant_values", constant_values, nd, integer=False)
+    for ax in range(nd):
+        before, after = (int(w) for w in widths[ax])
+        if not before and not after:
+            continue
+        n = v.shape[ax]  # type: ignore[attr-defined]
+        if n == 0 and mode != "constant":
+            raise ShapeError(
+                f"mode {mode!r} cannot pad axis {ax} of {api._aval(v)}: it is empty",
+                op="pad",
+                hint="pad an empty axis with mode='constant'",
+            )
+        if mode in ("constant", "edge"):
+            sides = [
+                _fill(v, ax, k, values[ax][i]) if mode == "constant" else _edge(v, ax, k, i)
+                for i, k in ((0, before), (1, after))
+            ]
+            parts = [sides[0]] if before else []
+            v = api.concat([*parts, v, *([sides[1]] if after else [])], ax)
+        elif mode == "wrap":
+            v = _wrap(v, ax, before, after)
+        else:
+            v = _mirror(v, ax, before, after, mode == "reflect")
+    return v
+
+
+def _along(v: Any, ax: int, start: int | None, stop: int | None, step: int = 1) -> Any:
+    key: list[Any] = [slice(None)] * len(v.shape)
+    key[ax] = slice(start, stop, step)
+    return api.getitem(v, tuple(key))
+
+
+def _fill(v: Any, ax: int, k: int, value: Any) -> Any:
+    shape = list(v.shape)
+    shape[ax] = k
+    scalar = api.asvalue(np.asarray(value).astype(v.dtype.np))
+    return api.broadcast_to(scalar, tuple(shape))
+
+
+def _edge(v: Any, ax: int, k: int, side: int) -> Any:
+    shape = list(v.shape)
+    shape[ax] = k
+    border = _along(v, ax, 0, 1) if side == 0 else _along(v, ax, -1, None)
+    return api.broadcast_to(border, tuple(shape))
+
+
+def _wrap(v: Any, ax: int, before: int, after: int) -> Any:
+    """The axis repeated: whole copies, and the remainders cut from its ends (JAX's order)."""
+    n = v.shape[ax]
+    left, lrem = divmod(before, n)
+    right, rrem = divmod(after, n)
+    parts = [_along(v, ax, n - lrem, n)] if lrem else []
+    parts += [v] * (left + right + 1)
+    if rrem:
+        parts.append(_along(v, ax, 0, rrem))
+    return api.concat(parts, ax) if len(parts) > 1 else v
+
+
+def _mirror(v: Any, ax: int, before: int, after: int, reflect: bool) -> Any:
+    """Mirrored pieces of at most the axis' length (less the border for ``reflect``), added
+    one after another, each cut from the array padded so far (as JAX and numpy do)."""
+    n = v.shape[ax]
+    offset = 1 if reflect and n > 1 else 0
+    for left, todo in ((True, before), (False, after)):
+        while todo > 0:
+            k = min(todo, n - offset)
+            todo -= k
+            if left:
+                piece = _along(v, ax, offset + k - 1, offset - 1 if offset else None, -1)
+            else:
+                m = v.shape[ax]
+                stop = m - 1 - offset - k
+                piece = _along(v, ax, m - 1 - offset, stop if stop >= 0 else None, -1)
+            v = api.concat([piece, v] if left else [v, piece], ax)
+    return v
+
+
+def lax_pad(operand: Any, padding_value: Any, padding_config: Sequence[Sequence[int]]) -> Any:
+    """``jax.lax.pad``: ``(low, high, interior)`` per axis, filled with ``padding_value``;
+    negative ``low``/``high`` crop.
+
+    >>> import pypto as pto
+    >>> pto.lax.pad(pto.tensor([1, 2, 3]), -1, [(1, -1, 1)]).numpy()
+    array([-1,  1, -1,  2, -1], dtype=int32)
+    """
+    v = api.asvalue(operand, "lax.pad")
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    cfg = [tuple(int(c) for c in p) for p in padding_config]
+    if len(cfg) != nd or any(len(c) != 3 for c in cfg):
+        raise ShapeError(
+            f"padding_config {padding_config!r:.60} needs (low, high, interior) for each of the "
+            f"{nd} axes of {api._aval(v)}",
+            op="lax.pad",
+        )
+    if any(c[2] < 0 for c in cfg):
+        raise ShapeError(f"negative interior padding in {cfg}", op="lax.pad")
+    grow = {"config": tuple((max(lo, 0), max(hi, 0), mid) for lo, hi, mid in cfg)}
+    out = dispatch.bind(OPS["lax_pad"], (v,), grow)
+    static = isinstance(padding_value, bool | int | float | np.generic | np.ndarray)
+    if not static or np.asarray(padding_value) != 0 or np.signbit(padding_value):
+        fill = api.cast(api.asvalue(padding_value, "lax.pad"), v.dtype)  # type: ignore[attr-defined]
+        true = api.broadcast_to(api.asvalue(np.True_), tuple(v.shape))  # type: ignore[attr-defined]
+        out = api.where(dispatch.bind(OPS["lax_pad"], (true,), grow), out, fill)
+    crop = tuple(slice(-lo if lo < 0 else 0, hi if hi < 0 else None) for lo, hi, _ in cfg)
+    return api.getitem(out, crop)
 
 
 def _repeat_jax(x: Any, repeats: Any, axis: Any = None) -> Any:

@@ -87,7 +87,7 @@ def _swap_last(v: V) -> V:
 
 
 def _pad(v: V, config: layout.PadConfig) -> V:
-    """``v`` padded with zeros (the internal ``pad`` primitive; see :data:`layout.PAD`)."""
+    """``v`` padded with zeros (the internal ``lax_pad`` primitive; see :data:`layout.PAD`)."""
     if all(p == 0 for dim in config for p in dim):
         return v
     return dispatch.bind(layout.PAD, (v,), {"config": config})
@@ -418,7 +418,7 @@ def slice_(ct: V, x: V, *, out: V, index: layout.SliceSpec) -> Cts:
     return (_pad(api.getitem(ct, tuple(flip)), tuple(config)),)
 
 
-@register_rule("vjp", "pad")
+@register_rule("vjp", "lax_pad")
 @_floats_only
 def pad(ct: V, x: V, *, out: V, config: layout.PadConfig) -> Cts:
     """The window of the cotangent where the input's elements were placed (a strided slice)."""

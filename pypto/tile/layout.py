@@ -731,7 +731,7 @@ for _name, _fn in (
     ("transpose", _transpose),
     ("concat", _concat),
     ("slice", _slice),
-    ("pad", _pad),
+    ("lax_pad", _pad),
 ):
     register_rule("tile", _name)(KernelRule(_fn))
 # a broadcast a row kernel can take is one of its ops (pypto.tile.rules); the others copy

@@ -752,7 +752,7 @@ def _split(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(o, e, what=f"split {how} axis={axis}")
 
 
-@case("pad", dtypes=DTYPES, group="layout")
+@case("lax_pad", dtypes=DTYPES, group="layout")
 def _pad(data: Draw, dtype: pto.DType, name: str) -> None:
     # An internal primitive (the transpose of slice, for autodiff): bound directly.
     a = values(data, dtype, data.draw(shapes()), specials=SPECIALS)
@@ -1867,6 +1867,48 @@ def _solvers(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(out[0], want[0], what=f"slogdet sign n={n}")
         out, want = out[1], want[1]
     assert_matches(out, want, k, what=f"{name} n={n} batch={batch}")
+
+
+@case("pad", dtypes=DTYPES, group="library")
+def _np_pad(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1), label="shape")
+    a = values(data, dtype, shape, ints=(-9, 9), specials=SPECIALS)
+    (x,) = operands(data, [a])
+    mode = data.draw(st.sampled_from(["constant", "edge", "reflect", "symmetric", "wrap"]))
+    form = data.draw(st.sampled_from(["int", "pair", "per-axis"]), label="form")
+    side = st.integers(0, 7)  # often longer than the axis: reflected again and again
+    width: Any = {
+        "int": data.draw(side),
+        "pair": (data.draw(side), data.draw(side)),
+        "per-axis": tuple((data.draw(side), data.draw(side)) for _ in shape),
+    }[form]
+    more = {}
+    if mode == "constant" and data.draw(st.booleans(), label="values"):
+        more["constant_values"] = data.draw(st.sampled_from([1, -2, ((1, 2),) * len(shape)]))
+    out = pto.pad(x, width, mode, **more)
+    want = jnp.pad(a, width, mode, **more)
+    assert_matches(out, want, what=f"pad {width} {mode} {more}")
+
+
+def test_lax_pad_matches_jax_with_interior_and_negative_padding() -> None:
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for cfg, value in [
+        ([(1, 2, 0), (0, 1, 1)], 0.0),
+        ([(-1, 1, 1), (2, -3, 0)], -5.0),
+        ([(0, 0, 2), (-1, -1, 0)], np.float32(7.5)),
+    ]:
+        got = pto.lax.pad(pto.tensor(a), value, cfg)
+        want = jax.lax.pad(a, np.float32(value), cfg)
+        assert_matches(got, want, what=f"lax.pad {cfg}")
+    jitted_pad = pto.jit(lambda v, c: pto.lax.pad(v, c, [(1, -1, 1), (0, 2, 0)]), machine="tiny")
+    want = jax.lax.pad(a, np.float32(3.0), [(1, -1, 1), (0, 2, 0)])
+    assert_matches(jitted_pad(a, np.float32(3.0)), want, what="jit lax.pad, traced value")
+    with pytest.raises(pto.ShapeError, match=r"pad: mode 'mean' is not one of"):
+        pto.pad(pto.tensor(a), 1, "mean")
+    with pytest.raises(pto.ShapeError, match=r"mode 'wrap' cannot pad axis 0 .* it is empty"):
+        pto.pad(pto.zeros((0, 2)), 1, "wrap")
+    with pytest.raises(pto.ShapeError, match=r"pad_width .* does not give \(before, after\)"):
+        pto.pad(pto.tensor(a), ((1, 2, 3),))
 
 
 @case("cross", "kron", dtypes=DTYPES, group="library")

@@ -309,7 +309,7 @@ CASES: dict[str, list[Case]] = {
         ([uniform((3, 7), 143, -1.5, 1.5), normal((3, 7), 144)], {"reverse": False}, 7),
         ([_ZEROS, normal((2, 7), 145)], {"reverse": True}, 7),
     ],
-    "pad": [
+    "lax_pad": [
         ([normal((2, 3), 74)], {"config": ((1, 0, 0), (2, 1, 2))}, 1),
         ([normal((3, 0, 2), 75)], {"config": ((0, 0, 1), (1, 2, 3), (0, 0, 0))}, 1),
     ],
@@ -451,7 +451,7 @@ _INT_CASES: list[tuple[str, list[np.ndarray], dict[str, Any]]] = [
     ("broadcast_to", [_I[0]], {"shape": (4, 3)}),
     ("concat", [_I, _I], {"axis": 0}),
     ("slice", [_I], {"index": ((1, 2, 1), (2, None, -1))}),
-    ("pad", [_I > 2], {"config": ((1, 1, 1), (0, 2, 0))}),
+    ("lax_pad", [_I > 2], {"config": ((1, 1, 1), (0, 2, 0))}),
     ("take", [_I, np.array([1, 0], np.int32)], {"axis": 1}),
 ]
 
@@ -637,6 +637,9 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("arcsinh", [normal((3, 4), 208) * 3], {}, 4),
     ("arccosh", [uniform((3, 4), 209, 1.05, 9.0)], {}, 4),
     ("arctanh", [uniform((3, 4), 210, -0.95, 0.95)], {}, 4),
+    ("pad", [normal((2, 3), 211)], {"pad_width": ((1, 4), (2, 0)), "mode": "reflect"}, 4),
+    ("pad", [normal((2, 3), 212)], {"pad_width": 2, "mode": "edge"}, 8),
+    ("pad", [normal((2, 3), 213)], {"pad_width": (1, 3), "mode": "wrap"}, 4),
     ("cross", [normal((2, 3), 195), normal((3,), 196)], {}, 2),
     ("cross", [normal((3, 2), 197), normal((2, 3), 198)], {"axisa": 0}, 2),
     ("kron", [normal((2, 3), 199), normal((3,), 200)], {}, 1),

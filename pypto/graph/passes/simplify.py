@@ -129,7 +129,7 @@ def _pads_to_concat(e: Eqn, ctx: Ctx) -> Any:
     """pad(a) + pad(b) where a and b fill complementary ranges of one axis → concat(a, b):
     exact (every element is one of them plus zero), but for the sign of a zero."""
     x, y = e.inputs
-    px, py = ctx.prod(x, "pad"), ctx.prod(y, "pad")
+    px, py = ctx.prod(x, "lax_pad"), ctx.prod(y, "lax_pad")
     if px is None or py is None or not (_keeps(e, x) and _keeps(e, y)):
         return None
     sx, sy = _span(px), _span(py)
