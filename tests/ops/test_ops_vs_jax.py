@@ -1428,6 +1428,9 @@ _MATH1: dict[str, tuple[float, float, tuple[float, ...], int]] = {
     "cosh": (-11.0, 11.0, (), 4),
     "tan": (-1.5, 1.5, (), 2),
     "arctan": (-50.0, 50.0, (1.0, -1.0), 4),
+    "fabs": (-100.0, 100.0, (), 1),
+    "cbrt": (-1000.0, 1000.0, (27.0, -8.0), 2),
+    "sinc": (-5.0, 5.0, (1.0, 2.0), 4),
     "arcsin": (-1.2, 1.2, (1.0, -1.0), 4),
     "arccos": (-1.2, 1.2, (1.0, -1.0), 4),
     "arcsinh": (-1e4, 1e4, (), 4),
@@ -1911,8 +1914,112 @@ def test_lax_pad_matches_jax_with_interior_and_negative_padding() -> None:
         pto.pad(pto.tensor(a), ((1, 2, 3),))
 
 
+@case("divmod", "modf", "matrix_transpose", dtypes=DTYPES, group="library")
+def _split_results(data: Draw, dtype: pto.DType, name: str) -> None:
+    if dtype is BOOL and name == "divmod":
+        dtype = pto.int8  # JAX refuses to divide bools
+    shape = data.draw(shapes(min_dims=2 if name == "matrix_transpose" else 0), label="shape")
+    a = values(data, dtype, shape, -50.0, 50.0, ints=(-9, 9), specials=SPECIALS)
+    if name == "divmod":
+        b = values(data, dtype, shape, -5.0, 5.0, ints=(1, 4), specials=(0.0, np.inf))
+        x, y = operands(data, [a, b])
+        if not isinstance(x, pto.Tensor) and not isinstance(y, pto.Tensor):
+            x = pto.tensor(a)
+        out, want = pto.divmod(x, y), jitted(ref(name))(a, b)
+    else:
+        (x,) = operands(data, [a])
+        out, want = getattr(pto, name)(x), jitted(ref(name))(a)
+    if name == "matrix_transpose":
+        out, want = (out,), (want,)
+    for i, (o, w) in enumerate(zip(out, want, strict=True)):
+        assert_matches(o, w, what=f"{name}[{i}]")
+        if o.dtype.is_floating:  # the signs of zeros too (modf(-0.5) is (-0.5, -0.0))
+            ok = np.isnan(np.asarray(w, np.float32)) | (
+                np.signbit(np.asarray(o, np.float32)) == np.signbit(np.asarray(w, np.float32))
+            )
+            assert ok.all(), f"{name}[{i}] signs"
+
+
+@case("vdot", "vecdot", "matvec", "vecmat", "polyval", "trapezoid", dtypes=DTYPES, group="library")
+def _vector_products(data: Draw, dtype: pto.DType, name: str) -> None:
+    if dtype is BOOL:
+        dtype = pto.int8  # JAX's dots promote bools differently; int8 exercises the same path
+    n = data.draw(st.integers(1, 6), label="n")
+    batch = data.draw(shapes(max_dims=2, min_side=1), label="batch")
+    if name == "vdot":
+        sa = data.draw(shapes(min_side=1), label="shape")
+        shapes_ = [sa, (math.prod(sa),)]
+    elif name == "vecdot":
+        shapes_ = [(*batch, n), (n,)]
+    elif name == "matvec":
+        shapes_ = [(*batch, 3, n), (n,)]
+    elif name == "vecmat":
+        shapes_ = [(n,), (*batch, n, 2)]
+    elif name == "polyval":
+        shapes_ = [(n,), batch]
+    else:
+        shapes_ = [(*batch, n + 1)]
+    lo, hi = (-2.0, 2.0) if name == "polyval" else (-10.0, 10.0)
+    arrs = [values(data, dtype, s, lo, hi, ints=(-3, 3)) for s in shapes_]
+    xs = operands(data, arrs)
+    if not any(isinstance(t, pto.Tensor) for t in xs):
+        xs[0] = pto.tensor(arrs[0])
+    more: dict[str, Any] = {}
+    if name == "trapezoid" and data.draw(st.booleans(), label="x"):
+        more["x"] = np.cumsum(np.abs(values(data, pto.float32, (n + 1,), 0.1, 2.0)))
+    elif name == "trapezoid":
+        more["dx"] = data.draw(st.sampled_from([1.0, 0.5]), label="dx")
+    k = 2 * n + 2
+    out, want = getattr(pto, name)(*xs, **more), jitted(ref(name))(*arrs, **more)
+    assert_matches(out, want, k, what=f"{name} {[a.shape for a in arrs]}")
+
+
+@case("convolve", "correlate", "interp", "digitize", "bincount", dtypes=DTYPES, group="library")
+def _signals(data: Draw, dtype: pto.DType, name: str) -> None:
+    n = data.draw(st.integers(1, 9), label="n")
+    m = data.draw(st.integers(1, 9), label="m")
+    if name in ("convolve", "correlate"):
+        if dtype is BOOL:
+            dtype = pto.int8
+        a = values(data, dtype, (n,), -5.0, 5.0, ints=(-3, 3))
+        b = values(data, dtype, (m,), -5.0, 5.0, ints=(-3, 3))
+        mode = data.draw(st.sampled_from(["full", "same", "valid"]), label="mode")
+        x, y = operands(data, [a, b])
+        if not isinstance(x, pto.Tensor) and not isinstance(y, pto.Tensor):
+            x = pto.tensor(a)
+        out = getattr(pto, name)(x, y, mode)
+        want = jitted(ref(name), ("mode",))(a, b, mode=mode)
+        assert_matches(out, want, m + 1, what=f"{name} {n} {m} {mode}")
+        return
+    if name == "bincount":
+        a = values(data, pto.int32, (n,), ints=(-2, 7))
+        length = data.draw(st.sampled_from([None, 3, 8]), label="length")
+        w = values(data, dtype, (n,), 0.0, 4.0, ints=(0, 3)) if dtype is not BOOL else None
+        x = as_input(data, a)
+        out = pto.bincount(x, w, length=length)
+        want = ref(name)(a, w, length=length)
+        assert_matches(out, want, n, what=f"bincount length={length} weights={w is not None}")
+        return
+    if dtype in (BOOL, pto.int8):
+        dtype = pto.int32  # JAX's searchsorted on these casts; int32 exercises the same path
+    xp = np.sort(values(data, dtype, (m,), -10.0, 10.0, ints=(-20, 20), discrete=True))
+    if name == "digitize" and data.draw(st.booleans(), label="decreasing"):
+        xp = xp[::-1].copy()
+    xq = values(data, dtype, (n,), -12.0, 12.0, ints=(-25, 25), specials=(np.nan,))
+    if name == "digitize":
+        right = data.draw(st.booleans(), label="right")
+        out = pto.digitize(as_input(data, xq), xp, right)
+        assert_matches(out, jitted(ref(name), ("right",))(xq, xp, right=right), what="digitize")
+        return
+    fp = values(data, dtype, (m,), -10.0, 10.0, ints=(-9, 9))
+    left = data.draw(st.sampled_from([None, -99.0]), label="left")
+    out = pto.interp(as_input(data, xq), xp, fp, left)
+    want = jitted(ref(name))(xq, xp, fp, left)
+    assert_matches(out, want, 4, what=f"interp xp={xp}")
+
+
 @case("cross", "kron", dtypes=DTYPES, group="library")
-def _products(data: Draw, dtype: pto.DType, name: str) -> None:
+def _cross_kron(data: Draw, dtype: pto.DType, name: str) -> None:
     if dtype is BOOL:
         dtype = pto.int8  # JAX's cross subtracts bools; kron's int8 products wrap alike
     if name == "kron":

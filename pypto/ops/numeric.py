@@ -1,0 +1,461 @@
+"""numpy's numerical helpers as composites: elementwise (``fabs``, ``cbrt``, ``sinc``,
+``divmod``, ``modf``), products (``vdot``, ``vecdot``, ``matvec``, ``vecmat``,
+``matrix_transpose``), polynomials and signals (``polyval``, ``convolve``, ``correlate``,
+``trapezoid``) and lookups (``interp``, ``digitize``, ``bincount``).
+
+Each is checked against its ``jax.numpy`` namesake (tests/ops/test_ops_vs_jax.py), and
+compiles for the NPU like any composite. Products go through ``matmul``, so float16 and
+bfloat16 accumulate in float32 and round once, as JAX's dots do; a convolution is one gather
+of the signal's windows (static indices) and one ``matmul``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core.errors import ShapeError
+from pypto.ops import api, composite
+from pypto.ops.composite import _composite
+from pypto.ops.numpy_lib import _inexact, _narrow, _wide, trunc
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise
+
+
+@_composite("fabs", "absolute value as a float, elementwise", jnp.fabs)
+def fabs(x: Any) -> Any:
+    """``|x|`` in a float dtype (integers become float32), as ``jnp.fabs``.
+
+    >>> import pypto as pto
+    >>> pto.fabs(pto.tensor([-2, 3])).numpy()
+    array([2., 3.], dtype=float32)
+    """
+    (v,) = _inexact("fabs", x)
+    return api.abs(v)
+
+
+@_composite("cbrt", "cube root, elementwise (real, odd)", jnp.cbrt)
+def cbrt(x: Any) -> Any:
+    """The real cube root: ``|x|^(1/3)`` with x's sign, refined by one Newton step (so perfect
+    cubes come out exact: 1/3 is not a float).
+
+    >>> import pypto as pto
+    >>> pto.cbrt(pto.tensor([27.0, -8.0, 0.001])).numpy()
+    array([ 3. , -2. ,  0.1], dtype=float32)
+    """
+    (v,), d = _wide("cbrt", x)
+    t = api.abs(v)
+    finite = composite.logical_and(api.greater(t, 0.0), composite.isfinite(t))
+    ts = api.where(finite, t, 1.0)  # the step divides by y²: only where y is a positive number
+    y = api.pow(ts, 1.0 / 3.0)
+    y = api.sub(y, api.div(api.sub(api.mul(api.mul(y, y), y), ts), api.mul(api.mul(y, y), 3.0)))
+    r = api.where(finite, y, t)
+    return _narrow(api.where(api.less(v, 0.0), api.neg(r), api.where(finite, r, v)), d)
+
+
+@_composite("sinc", "sin(πx) / (πx), 1 at 0, elementwise", jnp.sinc)
+def sinc(x: Any) -> Any:
+    """The normalized sinc, ``sin(πx) / (πx)`` and 1 at 0 (its gradient there is 0).
+
+    >>> import pypto as pto
+    >>> [f"{v:.6f}" for v in pto.sinc(pto.tensor([0.0, 0.5, 1.0])).numpy()]
+    ['1.000000', '0.636620', '-0.000000']
+    """
+    (v,), d = _wide("sinc", x)
+    zero = api.equal(v, 0.0)
+    px = api.mul(api.where(zero, 1.0, v), math.pi)
+    return _narrow(api.where(zero, 1.0, api.div(api.sin(px), px)), d)
+
+
+def _divmod_jax(x: Any, y: Any) -> Any:
+    return tuple(jnp.divmod(x, y))
+
+
+@_composite("divmod", "(x // y, x % y), elementwise", _divmod_jax, differentiable=False)
+def divmod(x: Any, y: Any) -> tuple[Any, Any]:
+    """``(floor_divide(x, y), remainder(x, y))``, as ``jnp.divmod``.
+
+    >>> import pypto as pto
+    >>> [t.numpy().tolist() for t in pto.divmod(pto.tensor([7, -7]), 2)]
+    [[3, -4], [1, 1]]
+    """
+    return composite.floor_divide(x, y), composite.remainder(x, y)
+
+
+def _modf_jax(x: Any) -> Any:
+    return tuple(jnp.modf(x))
+
+
+@_composite("modf", "(fractional part, integral part), elementwise", _modf_jax)
+def modf(x: Any) -> tuple[Any, Any]:
+    """``(x - trunc(x), trunc(x))``, both with x's sign (``modf(-0.5) = (-0.5, -0.0)``), as
+    ``jnp.modf``; integers become float32.
+
+    >>> import pypto as pto
+    >>> [t.numpy().tolist() for t in pto.modf(pto.tensor([2.5, -0.75]))]
+    [[0.5, -0.75], [2.0, -0.0]]
+    """
+    (v,) = _inexact("modf", x)
+    whole = trunc(v)
+    return api.sub(v, whole), whole
+
+
+# ---------------------------------------------------------------------------------------------
+# Products
+
+
+def _vdot_jax(a: Any, b: Any) -> Any:
+    return jnp.vdot(a, b)
+
+
+@_composite("vdot", "the dot product of the flattened operands", _vdot_jax)
+def vdot(a: Any, b: Any) -> Any:
+    """``sum(ravel(a) * ravel(b))`` as one ``matmul`` of vectors, as ``jnp.vdot``.
+
+    >>> import pypto as pto
+    >>> float(pto.vdot(pto.tensor([[1.0, 2.0], [3.0, 4.0]]), pto.ones((2, 2))))
+    10.0
+    """
+    u, v = api.promote("vdot", (a, b))
+    nu, nv = math.prod(u.shape), math.prod(v.shape)  # type: ignore[attr-defined]
+    if nu != nv:
+        raise ShapeError(
+            f"{api._aval(u)} and {api._aval(v)} have {nu} and {nv} elements",
+            op="vdot",
+            hint="vdot pairs the flattened operands element by element",
+        )
+    return api.matmul(api.reshape(u, (nu,)), api.reshape(v, (nv,)))
+
+
+def _vecdot_jax(x1: Any, x2: Any, axis: int = -1) -> Any:
+    return jnp.vecdot(x1, x2, axis=axis)
+
+
+@_composite("vecdot", "dot products along an axis, the other axes broadcast", _vecdot_jax)
+def vecdot(x1: Any, x2: Any, axis: int = -1) -> Any:
+    """The dot products of the vectors along ``axis`` (the other axes broadcast), as
+    ``jnp.vecdot``: a batched ``matmul`` of rows by columns.
+
+    >>> import pypto as pto
+    >>> pto.vecdot(pto.tensor([[1.0, 2.0], [3.0, 4.0]]), pto.tensor([1.0, 1.0])).numpy()
+    array([3., 7.], dtype=float32)
+    """
+    u, v = api.promote("vecdot", (x1, x2))
+    u = composite.moveaxis(u, axis, -1)
+    v = composite.moveaxis(v, axis, -1)
+    if u.shape[-1] != v.shape[-1]:
+        raise ShapeError(
+            f"{api._aval(u)} and {api._aval(v)} differ in the length of the vectors along "
+            f"axis {axis}",
+            op="vecdot",
+        )
+    r = api.matmul(composite.expand_dims(u, -2), composite.expand_dims(v, -1))
+    return api.reshape(r, tuple(r.shape[:-2]))
+
+
+@_composite("matvec", "matrix-vector products, batched", jnp.matvec)
+def matvec(x1: Any, x2: Any) -> Any:
+    """``x1 [..., m, n]`` times the vectors ``x2 [..., n]``, as ``jnp.matvec``.
+
+    >>> import pypto as pto
+    >>> pto.matvec(pto.tensor([[1.0, 2.0], [3.0, 4.0]]), pto.tensor([1.0, 0.0])).numpy()
+    array([1., 3.], dtype=float32)
+    """
+    u, v = api.promote("matvec", (x1, x2))
+    r = api.matmul(u, composite.expand_dims(v, -1))
+    return api.reshape(r, tuple(r.shape[:-1]))
+
+
+@_composite("vecmat", "vector-matrix products, batched", jnp.vecmat)
+def vecmat(x1: Any, x2: Any) -> Any:
+    """The vectors ``x1 [..., n]`` times ``x2 [..., n, m]``, as ``jnp.vecmat``.
+
+    >>> import pypto as pto
+    >>> pto.vecmat(pto.tensor([1.0, 0.0]), pto.tensor([[1.0, 2.0], [3.0, 4.0]])).numpy()
+    array([1., 2.], dtype=float32)
+    """
+    u, v = api.promote("vecmat", (x1, x2))
+    r = api.matmul(composite.expand_dims(u, -2), v)
+    return api.reshape(r, (*r.shape[:-2], r.shape[-1]))
+
+
+@_composite("matrix_transpose", "the last two axes swapped", jnp.matrix_transpose)
+def matrix_transpose(x: Any) -> Any:
+    """``x`` with its last two axes swapped (``x.mT``), as ``jnp.matrix_transpose``.
+
+    >>> import pypto as pto
+    >>> pto.matrix_transpose(pto.ones((2, 3, 4))).shape
+    (2, 4, 3)
+    """
+    v = api.asvalue(x, "matrix_transpose")
+    if len(v.shape) < 2:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"needs at least 2 axes, got {api._aval(v)}",
+            op="matrix_transpose",
+            hint="for a vector there is nothing to transpose",
+        )
+    return composite.swapaxes(v, -1, -2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Polynomials and signals
+
+
+@_composite("polyval", "a polynomial evaluated at x (Horner's rule)", jnp.polyval)
+def polyval(p: Any, x: Any) -> Any:
+    """``p[0]·x^(n-1) + … + p[n-1]`` by Horner's rule, as ``jnp.polyval`` (``p`` a 1-d tensor
+    of coefficients, highest degree first).
+
+    >>> import pypto as pto
+    >>> pto.polyval(pto.tensor([1.0, 0.0, -2.0]), pto.tensor([2.0, 3.0])).numpy()
+    array([2., 7.], dtype=float32)
+    """
+    c, v = api.promote("polyval", (p, x))
+    if len(c.shape) != 1:  # type: ignore[attr-defined]
+        raise ShapeError(f"coefficients must be 1-d, got {api._aval(c)}", op="polyval")
+    y = api.mul(v, 0)
+    for i in range(c.shape[0]):  # type: ignore[attr-defined]
+        y = api.add(api.mul(y, v), api.getitem(c, i))
+    return y
+
+
+def _convolve_jax(a: Any, v: Any, mode: str = "full") -> Any:
+    return jnp.convolve(a, v, mode)
+
+
+def _correlate_jax(a: Any, v: Any, mode: str = "valid") -> Any:
+    return jnp.correlate(a, v, mode)
+
+
+def _slide(op: str, a: Any, v: Any, mode: str) -> Any:
+    """``out[k] = Σ_j xp[k + j] y[j]`` (a cross-correlation) over the zero-padded ``xp``, as
+    JAX sets it up: the longer operand slides, ``convolve`` flips the other, and ``correlate``
+    reverses its output when it swapped them. The windows of ``xp`` are one gather at static
+    indices; the sums one ``matmul``."""
+    x, y = _inexact(op, a, v)
+    if len(x.shape) != 1 or len(y.shape) != 1:
+        raise ShapeError(f"needs 1-d operands, got {api._aval(x)} and {api._aval(y)}", op=op)
+    n, m = x.shape[0], y.shape[0]
+    if n == 0 or m == 0:
+        raise ShapeError(f"inputs cannot be empty, got {api._aval(x)} and {api._aval(y)}", op=op)
+    if mode not in ("full", "same", "valid"):
+        raise ShapeError(f"mode {mode!r} is not one of ('full', 'same', 'valid')", op=op)
+    reverse = op == "correlate" and n < m
+    if n < m:
+        x, y, n, m = y, x, m, n
+    if op == "convolve":
+        y = composite.flip(y, 0)
+    lo, hi = {"valid": (0, 0), "same": (m // 2, m - m // 2 - 1), "full": (m - 1, m - 1)}[mode]
+    length = n + lo + hi - m + 1
+
+    def zeros(k: int) -> list[Any]:
+        z = api.asvalue(np.zeros((), x.dtype.np))
+        return [api.broadcast_to(z, (k,))] if k else []
+
+    xp = api.concat([*zeros(lo), x, *zeros(hi)], 0) if lo or hi else x
+    idx = np.arange(length, dtype=np.int32)[:, None] + np.arange(m, dtype=np.int32)[None, :]
+    r = api.matmul(api.take(xp, idx, 0), y)  # [length, m] @ [m]
+    return composite.flip(r, 0) if reverse else r
+
+
+@_composite("convolve", "the discrete convolution of two 1-d tensors", _convolve_jax)
+def convolve(a: Any, v: Any, mode: str = "full") -> Any:
+    """``Σ_j a[j] v[k - j]``, as ``jnp.convolve``: ``mode`` ``"full"`` (every overlap),
+    ``"same"`` (``a``'s length, centred) or ``"valid"`` (full overlaps only).
+
+    >>> import pypto as pto
+    >>> pto.convolve(pto.tensor([1.0, 2.0, 3.0]), pto.tensor([0.0, 1.0, 0.5])).numpy()
+    array([0. , 1. , 2.5, 4. , 1.5], dtype=float32)
+    """
+    return _slide("convolve", a, v, mode)
+
+
+@_composite("correlate", "the cross-correlation of two 1-d tensors", _correlate_jax)
+def correlate(a: Any, v: Any, mode: str = "valid") -> Any:
+    """``Σ_j a[k + j] v[j]``, as ``jnp.correlate`` (``mode`` as :func:`convolve`'s, default
+    ``"valid"``).
+
+    >>> import pypto as pto
+    >>> pto.correlate(pto.tensor([1.0, 2.0, 3.0]), pto.tensor([0.0, 1.0, 0.5])).numpy()
+    array([3.5], dtype=float32)
+    """
+    return _slide("correlate", a, v, mode)
+
+
+def _at(v: Any, key: slice) -> Any:
+    return api.getitem(v, (Ellipsis, key))
+
+
+def _trapezoid_jax(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
+    return jnp.trapezoid(y, x, dx, axis)
+
+
+@_composite("trapezoid", "the integral of y by the trapezoidal rule", _trapezoid_jax)
+def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
+    """``Σ (x[i+1] - x[i]) (y[i] + y[i+1]) / 2`` along ``axis`` (spacing ``dx`` without ``x``),
+    as ``jnp.trapezoid``.
+
+    >>> import pypto as pto
+    >>> float(pto.trapezoid(pto.tensor([1.0, 2.0, 3.0]), dx=0.5))
+    2.0
+    """
+    if x is None:
+        (yv,) = _inexact("trapezoid", y)
+        yv = composite.moveaxis(yv, axis, -1)
+        step: Any = dx
+    else:  # y and x promoted together, as JAX does
+        yv, xv = _inexact("trapezoid", y, x)
+        yv = composite.moveaxis(yv, axis, -1)
+        if len(xv.shape) > 1:
+            xv = composite.moveaxis(xv, axis, -1)
+        step = api.sub(_at(xv, slice(1, None)), _at(xv, slice(None, -1)))
+    pairs = api.add(_at(yv, slice(1, None)), _at(yv, slice(None, -1)))
+    return api.mul(api.sum(api.mul(step, pairs), -1), 0.5)
+
+
+# ---------------------------------------------------------------------------------------------
+# Lookups
+
+
+def _interp_jax(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any:
+    return jnp.interp(x, xp, fp, left, right)
+
+
+@_composite("interp", "piecewise-linear interpolation at x of the points (xp, fp)", _interp_jax)
+def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any:
+    """The piecewise-linear function through ``(xp, fp)`` (``xp`` increasing) at ``x``, as
+    ``jnp.interp``: ``left``/``right`` (default ``fp[0]``/``fp[-1]``) outside ``xp``'s range.
+
+    >>> import pypto as pto
+    >>> xp, fp = pto.tensor([0.0, 1.0, 3.0]), pto.tensor([0.0, 10.0, 30.0])
+    >>> pto.interp(pto.tensor([0.5, 2.5, 9.0]), xp, fp).numpy()
+    array([ 5., 25., 30.], dtype=float32)
+    """
+    xv, xpv, fpv = _inexact("interp", x, xp, fp)
+    if len(xpv.shape) != 1 or tuple(xpv.shape) != tuple(fpv.shape) or not xpv.shape[0]:
+        raise ShapeError(
+            f"xp {api._aval(xpv)} and fp {api._aval(fpv)} must be 1-d, of one nonzero length",
+            op="interp",
+        )
+    n = xpv.shape[0]
+    # as JAX: with one point i is 0 and i - 1 reads it from the end
+    i = composite.clip(composite.searchsorted(xpv, xv, "right"), 1, n - 1)
+    lo = api.sub(i, 1)
+    x0, x1 = api.take(xpv, lo, 0), api.take(xpv, i, 0)
+    f0, f1 = api.take(fpv, lo, 0), api.take(fpv, i, 0)
+    dx = api.sub(x1, x0)
+    eps = float(np.spacing(dt.finfo(xpv.dtype).eps))
+    flat = api.less_equal(api.abs(dx), eps)
+    f = api.where(
+        flat,
+        f0,
+        api.add(f0, api.mul(api.div(api.sub(xv, x0), api.where(flat, 1.0, dx)), api.sub(f1, f0))),
+    )
+    first, last = api.getitem(fpv, 0), api.getitem(fpv, -1)
+    f = api.where(api.less(xv, api.getitem(xpv, 0)), first if left is None else left, f)
+    return api.where(api.greater(xv, api.getitem(xpv, -1)), last if right is None else right, f)
+
+
+def _digitize_jax(x: Any, bins: Any, right: bool = False) -> Any:
+    return jnp.digitize(x, bins, right)
+
+
+@_composite("digitize", "the index of the bin each x falls in", _digitize_jax, differentiable=False)
+def digitize(x: Any, bins: Any, right: bool = False) -> Any:
+    """The index of the bin of each ``x`` in the monotonic ``bins`` (increasing or
+    decreasing), as ``jnp.digitize``: ``right`` closes the bins on the right.
+
+    >>> import pypto as pto
+    >>> pto.digitize(pto.tensor([0.5, 1.0, 4.0]), pto.tensor([0.0, 1.0, 2.0])).numpy()
+    array([1, 2, 3], dtype=int32)
+    """
+    b = api.asvalue(bins, "digitize")
+    if len(b.shape) != 1:  # type: ignore[attr-defined]
+        raise ShapeError(f"bins must be 1-d, got {api._aval(b)}", op="digitize")
+    n = b.shape[0]  # type: ignore[attr-defined]
+    if n == 0:
+        return api.mul(api.cast(api.asvalue(x, "digitize"), dt.int32), 0)
+    side = "left" if right else "right"
+    up = composite.searchsorted(b, x, side)
+    down = api.sub(n, composite.searchsorted(composite.flip(b, 0), x, side))
+    return api.where(api.greater_equal(api.getitem(b, -1), api.getitem(b, 0)), up, down)
+
+
+def _bincount_jax(
+    x: Any, weights: Any = None, minlength: int = 0, *, length: int | None = None
+) -> Any:
+    return jnp.bincount(x, weights, minlength, length=length)
+
+
+@_composite(
+    "bincount", "the count (or weight sum) of each value of a 1-d int tensor", _bincount_jax
+)
+def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | None = None) -> Any:
+    """How often each value ``0 .. length-1`` occurs in the 1-d integer ``x`` (``weights``:
+    their sums), as ``jnp.bincount``: ``length`` is required when ``x`` is traced (the output's
+    size must be static); eagerly it defaults to ``max(x) + 1`` (at least ``minlength``).
+    Values outside ``[0, length)`` count nowhere.
+
+    >>> import pypto as pto
+    >>> pto.bincount(pto.tensor([0, 1, 1, 3])).numpy()
+    array([1, 2, 0, 1], dtype=int32)
+    """
+    v = api.asvalue(x, "bincount")
+    if v.dtype is dt.bool_:  # type: ignore[attr-defined]
+        v = api.cast(v, dt.int32)
+    if len(v.shape) != 1 or not v.dtype.is_integer:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"needs a 1-d integer tensor, got {api._aval(v)}",
+            op="bincount",
+            hint="cast values with .astype(pto.int32)",
+        )
+    if length is None:
+        try:
+            a = np.asarray(v)
+        except Exception:
+            raise ShapeError(
+                f"length is needed for a traced {api._aval(v)}: the output's size must be "
+                "known when tracing",
+                op="bincount",
+                hint="pass length=... (jnp.bincount needs it under jit too)",
+            ) from None
+        length = max(int(minlength), int(max(0, a.max())) + 1 if a.size else 0)
+    # negative values count at 0 and values from length on nowhere, as JAX's scatter does
+    at = api.maximum(api.cast(v, dt.int32), 0)
+    hit = api.equal(composite.expand_dims(at, -1), np.arange(length, dtype=np.int32))  # [n, L]
+    if weights is None:
+        return api.sum(api.cast(hit, dt.int32), 0)
+    w = api.asvalue(weights, "bincount")
+    if tuple(w.shape) != tuple(v.shape):  # type: ignore[attr-defined]
+        raise ShapeError(f"weights {api._aval(w)} must match x {api._aval(v)}", op="bincount")
+    zero = np.zeros((), w.dtype.np)  # type: ignore[attr-defined]
+    total = api.sum(api.where(hit, composite.expand_dims(w, -1), zero), 0)
+    # int8 wraps and bool becomes any, as JAX's scatter-add in the weights' dtype does
+    return api.cast(total, w.dtype)  # type: ignore[attr-defined]
+
+
+__all__: Sequence[str] = [
+    "bincount",
+    "cbrt",
+    "convolve",
+    "correlate",
+    "digitize",
+    "divmod",
+    "fabs",
+    "interp",
+    "matrix_transpose",
+    "matvec",
+    "modf",
+    "polyval",
+    "sinc",
+    "trapezoid",
+    "vdot",
+    "vecdot",
+    "vecmat",
+]
