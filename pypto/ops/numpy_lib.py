@@ -10,6 +10,7 @@ accuracy or for its gradient, the docstring says why.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -1404,3 +1405,270 @@ def norm(
     if keepdims:
         return ext
     return api.reshape(ext, tuple(s for i, s in enumerate(ext.shape) if i not in axes))
+
+
+# ---------------------------------------------------------------------------------------------
+# Building, splitting and choosing
+
+
+def _diag_jax(v: Any, k: int = 0) -> Any:
+    return jnp.diag(v, k)
+
+
+@_composite("diag", "a diagonal matrix from a vector, or a matrix's diagonal", _diag_jax)
+def diag(v: Any, k: int = 0) -> Any:
+    """For a 1-d ``v``, the square matrix with ``v`` on diagonal ``k`` (zeros elsewhere); for a
+    2-d one, its diagonal ``k`` (:func:`~pypto.diagonal`), as ``jnp.diag``.
+
+    >>> import pypto as pto
+    >>> pto.diag(pto.tensor([1, 2]), 1).numpy()
+    array([[0, 1, 0],
+           [0, 0, 2],
+           [0, 0, 0]], dtype=int32)
+    """
+    x = api.asvalue(v, "diag")
+    k = rules.integer("diag", "k", k)
+    if len(x.shape) == 2:  # type: ignore[attr-defined]
+        return composite.diagonal(x, k)
+    if len(x.shape) != 1:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"needs a 1-d or 2-d tensor, got {api._aval(x)}",
+            op="diag",
+            hint="for the diagonals of a stack of matrices use pto.diagonal(x, k, -2, -1)",
+        )
+    n = x.shape[0] + abs(k)  # type: ignore[attr-defined]
+    zero = api.asvalue(np.zeros((), x.dtype.np))  # type: ignore[attr-defined]
+    if k:
+        x = api.concat([x, api.broadcast_to(zero, (abs(k),))], 0)
+    # row i holds v[i] (k ≥ 0), column j holds v[j] (k < 0): a broadcast, kept on the diagonal
+    vals = api.broadcast_to(api.reshape(x, (n, 1) if k >= 0 else (1, n)), (n, n))
+    return api.where(np.eye(n, k=k, dtype=bool), vals, zero)
+
+
+@_composite("diagflat", "a diagonal matrix from the flattened input", jnp.diagflat)
+def diagflat(v: Any, k: int = 0) -> Any:
+    """``diag(ravel(v), k)``, as ``jnp.diagflat``.
+
+    >>> import pypto as pto
+    >>> pto.diagflat(pto.tensor([[1.0, 2.0]])).numpy()
+    array([[1., 0.],
+           [0., 2.]], dtype=float32)
+    """
+    x = api.asvalue(v, "diagflat")
+    return diag(api.reshape(x, (math.prod(x.shape),)), k)  # type: ignore[attr-defined]
+
+
+def _array_split_jax(x: Any, indices_or_sections: Any, axis: int = 0) -> Any:
+    return jnp.array_split(x, indices_or_sections, axis)
+
+
+@_composite("array_split", "slices along an axis, sections of nearly equal size", _array_split_jax)
+def array_split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Any]:
+    """:func:`~pypto.split` that also takes a number of sections that does not divide the
+    axis: the first ``n % sections`` pieces are one longer, as ``jnp.array_split``.
+
+    >>> import pypto as pto
+    >>> [t.numpy().tolist() for t in pto.array_split(pto.arange(5), 3)]
+    [[0, 1], [2, 3], [4]]
+    """
+    v = api.asvalue(x, "array_split")
+    if not isinstance(indices_or_sections, int):
+        return composite.split(v, indices_or_sections, axis)
+    k = indices_or_sections
+    if k <= 0:
+        raise ShapeError(f"the number of sections must be positive, got {k}", op="array_split")
+    a = rules.normalize_axis("array_split", axis, len(v.shape), api._aval(v))  # type: ignore[attr-defined]
+    n = v.shape[a]  # type: ignore[attr-defined]
+    size, extra = divmod(n, k)
+    cuts = list(itertools.accumulate([size + 1] * extra + [size] * (k - extra)))[:-1]
+    return composite.split(v, cuts, a)
+
+
+def _hvd_split(op: str, axis: int, least: int) -> Any:
+    def jax_impl(x: Any, indices_or_sections: Any) -> Any:
+        return getattr(jnp, op)(x, indices_or_sections)
+
+    def fn(x: Any, indices_or_sections: int | Sequence[int]) -> list[Any]:
+        v = api.asvalue(x, op)
+        nd = len(v.shape)  # type: ignore[attr-defined]
+        if nd < least:
+            raise ShapeError(
+                f"needs at least {least} axes, got {api._aval(v)}", op=op, hint="use pto.split"
+            )
+        return composite.split(v, indices_or_sections, 0 if op == "hsplit" and nd == 1 else axis)
+
+    one_d = " (axis 0 for a 1-d tensor)" if op == "hsplit" else ""
+    fn.__doc__ = f"``split(x, indices_or_sections, axis={axis})``{one_d}, as ``jnp.{op}``."
+    fn.__module__ = __name__
+    return _composite(op, f"split along axis {axis}{one_d}", jax_impl)(fn)
+
+
+hsplit = _hvd_split("hsplit", 1, 1)
+vsplit = _hvd_split("vsplit", 0, 2)
+dsplit = _hvd_split("dsplit", 2, 3)
+
+
+def _unstack_jax(x: Any, axis: int = 0) -> Any:
+    return jnp.unstack(x, axis=axis)
+
+
+@_composite("unstack", "the slices along an axis, as a tuple", _unstack_jax)
+def unstack(x: Any, axis: int = 0) -> tuple[Any, ...]:
+    """The slices of ``x`` along ``axis``, as ``jnp.unstack`` (the inverse of ``stack``).
+
+    >>> import pypto as pto
+    >>> [t.numpy().tolist() for t in pto.unstack(pto.tensor([[1, 2], [3, 4]]), 1)]
+    [[1, 3], [2, 4]]
+    """
+    v = api.asvalue(x, "unstack")
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    if nd == 0:
+        raise ShapeError("a scalar has no axis to unstack", op="unstack")
+    a = rules.normalize_axis("unstack", axis, nd, api._aval(v))
+    return tuple(api.getitem(v, (slice(None),) * a + (i,)) for i in range(v.shape[a]))  # type: ignore[attr-defined]
+
+
+def _broadcast_arrays_jax(*xs: Any) -> Any:
+    return tuple(jnp.broadcast_arrays(*xs))
+
+
+@_composite("broadcast_arrays", "the operands broadcast to one shape", _broadcast_arrays_jax)
+def broadcast_arrays(*xs: Any) -> tuple[Any, ...]:
+    """Every operand broadcast to their common shape (each keeps its dtype), as
+    ``jnp.broadcast_arrays``.
+
+    >>> import pypto as pto
+    >>> [t.shape for t in pto.broadcast_arrays(pto.ones((2, 1)), pto.ones(3))]
+    [(2, 3), (2, 3)]
+    """
+    vs = [api.asvalue(x, "broadcast_arrays") for x in xs]
+    try:
+        shape = np.broadcast_shapes(*(tuple(v.shape) for v in vs))  # type: ignore[attr-defined]
+    except ValueError:
+        raise ShapeError(
+            f"{', '.join(str(api._aval(v)) for v in vs)} do not broadcast together",
+            op="broadcast_arrays",
+        ) from None
+    return tuple(api.broadcast_to(v, shape) for v in vs)
+
+
+def _select_jax(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
+    return jnp.select(condlist, choicelist, default)
+
+
+@_composite("select", "from the first true condition's choice, elementwise", _select_jax)
+def select(condlist: Sequence[Any], choicelist: Sequence[Any], default: Any = 0) -> Any:
+    """Each element from the choice of the first condition that holds there (``default`` where
+    none does), as ``jnp.select``.
+
+    >>> import pypto as pto
+    >>> x = pto.arange(5)
+    >>> pto.select([x < 2, x > 3], [x, x * 10], -1).numpy()
+    array([ 0,  1, -1, -1, 40], dtype=int32)
+    """
+    if len(condlist) != len(choicelist):
+        raise ShapeError(
+            f"{len(condlist)} conditions but {len(choicelist)} choices",
+            op="select",
+            hint="one choice per condition",
+        )
+    if not condlist:
+        raise ShapeError("needs at least one condition", op="select")
+    out = default
+    for cond, choice in zip(reversed(condlist), reversed(choicelist), strict=True):
+        c = api.asvalue(cond, "select")
+        if c.dtype is not dt.bool_:  # type: ignore[attr-defined]
+            raise ShapeError(f"conditions must be bool, got {api._aval(c)}", op="select")
+        out = api.where(c, choice, out)
+    shape = np.broadcast_shapes(*(tuple(api.asvalue(t).shape) for t in (*condlist, *choicelist)))  # type: ignore[attr-defined]
+    return api.broadcast_to(out, shape)
+
+
+def _isin_jax(element: Any, test_elements: Any, invert: bool = False) -> Any:
+    return jnp.isin(element, test_elements, invert=invert)
+
+
+@_composite(
+    "isin", "whether each element is among the test elements", _isin_jax, differentiable=False
+)
+def isin(element: Any, test_elements: Any, invert: bool = False) -> Any:
+    """Whether each element equals one of ``test_elements`` (any shape), as ``jnp.isin``
+    (``invert``: whether it equals none).
+
+    >>> import pypto as pto
+    >>> pto.isin(pto.tensor([1, 2, 3]), pto.tensor([3, 1])).numpy()
+    array([ True, False,  True])
+    """
+    e = api.asvalue(element, "isin")
+    t = api.asvalue(test_elements, "isin")
+    flat = api.reshape(t, (math.prod(t.shape),))  # type: ignore[attr-defined]
+    hit = composite.any(api.equal(composite.expand_dims(e, -1), flat), -1)
+    return composite.logical_not(hit) if rules.flag("isin", "invert", invert) else hit
+
+
+def _cumulative(op: str, x: Any, axis: int | None, dtype: Any, include_initial: bool) -> Any:
+    v = api.asvalue(x, op)
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    if axis is None:
+        if nd > 1:
+            raise ShapeError(
+                f"axis is required for {api._aval(v)}: {nd} axes",
+                op=op,
+                hint="pass axis=...; numpy 2 no longer flattens",
+            )
+        axis = 0
+    if nd == 0:
+        raise ShapeError("needs at least one axis", op=op)
+    if op == "cumulative_sum" and dtype is None and v.dtype in (dt.int8, dt.bool_):  # type: ignore[attr-defined]
+        dtype = dt.int32  # JAX sums small integers in the default int (its products not)
+    run = composite.cumsum if op == "cumulative_sum" else composite.cumprod
+    out = run(v if dtype is None else api.cast(v, dtype), axis)
+    if not rules.flag(op, "include_initial", include_initial):
+        return out
+    a = rules.normalize_axis(op, axis, nd, api._aval(v))
+    shape = list(out.shape)
+    shape[a] = 1
+    first = np.asarray(0 if op == "cumulative_sum" else 1, out.dtype.np)
+    return api.concat([api.broadcast_to(api.asvalue(first), tuple(shape)), out], a)
+
+
+def _cumulative_sum_jax(
+    x: Any, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Any:
+    return jnp.cumulative_sum(x, axis=axis, dtype=dtype, include_initial=include_initial)
+
+
+def _cumulative_prod_jax(
+    x: Any, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Any:
+    return jnp.cumulative_prod(x, axis=axis, dtype=dtype, include_initial=include_initial)
+
+
+@_composite("cumulative_sum", "running sums (numpy 2: with include_initial)", _cumulative_sum_jax)
+def cumulative_sum(
+    x: Any, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Any:
+    """numpy 2's running sums: :func:`~pypto.cumsum` along ``axis`` (required beyond 1-d),
+    with a leading 0 when ``include_initial``.
+
+    >>> import pypto as pto
+    >>> pto.cumulative_sum(pto.tensor([1, 2, 3]), include_initial=True).numpy()
+    array([0, 1, 3, 6], dtype=int32)
+    """
+    return _cumulative("cumulative_sum", x, axis, dtype, include_initial)
+
+
+@_composite(
+    "cumulative_prod", "running products (numpy 2: with include_initial)", _cumulative_prod_jax
+)
+def cumulative_prod(
+    x: Any, axis: int | None = None, dtype: Any = None, include_initial: bool = False
+) -> Any:
+    """numpy 2's running products: :func:`~pypto.cumprod` along ``axis`` (required beyond
+    1-d), with a leading 1 when ``include_initial``.
+
+    >>> import pypto as pto
+    >>> pto.cumulative_prod(pto.tensor([2, 3, 4])).numpy()
+    array([ 2,  6, 24], dtype=int32)
+    """
+    return _cumulative("cumulative_prod", x, axis, dtype, include_initial)
