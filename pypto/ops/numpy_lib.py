@@ -606,7 +606,7 @@ def _nanquantile_jax(
     x: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False
 ) -> Any:
     return jnp.nanquantile(
-        x, np.asarray(q, np.float32), axis=axis, method=method, keepdims=keepdims
+        x, jnp.asarray(q, jnp.float32), axis=axis, method=method, keepdims=keepdims
     )
 
 
@@ -655,7 +655,7 @@ def _nanpercentile_jax(
     x: Any, q: Any, axis: Any = None, method: str = "linear", keepdims: bool = False
 ) -> Any:
     return jnp.nanpercentile(
-        x, np.asarray(q, np.float32), axis=axis, method=method, keepdims=keepdims
+        x, jnp.asarray(q, jnp.float32), axis=axis, method=method, keepdims=keepdims
     )
 
 
