@@ -39,8 +39,9 @@ lint: setup
 	$(VENV)/bin/ruff format --check pypto tests bench
 	$(VENV)/bin/mypy
 
+# two workers: the machines that run it have two cores, and every test is single-threaded
 test: lint browser
-	$(PY) -m pytest
+	$(PY) -m pytest -n 2
 
 bench: setup
 	$(PY) -m bench
