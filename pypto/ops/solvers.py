@@ -23,6 +23,7 @@ from pypto import dtypes as dt
 from pypto.core.errors import ShapeError
 from pypto.ops import api, composite, rules
 from pypto.ops.composite import _composite
+from pypto.ops.numpy_lib import _narrow
 
 
 def _square(op: str, a: Any) -> tuple[Any, dt.DType]:
@@ -38,10 +39,6 @@ def _square(op: str, a: Any) -> tuple[Any, dt.DType]:
     d = v.dtype  # type: ignore[attr-defined]
     out = d if d.is_floating else dt.float32
     return (v if d is dt.float32 else api.cast(v, dt.float32)), out
-
-
-def _narrow(v: Any, d: dt.DType) -> Any:
-    return v if d is dt.float32 else api.cast(v, d)
 
 
 def _at(x: Any, *key: Any) -> Any:
@@ -112,11 +109,7 @@ def _back(rows: list[Any], rhs: list[Any]) -> Any:
     return composite.stack(xs[::-1], -2)
 
 
-def _solve_jax(a: Any, b: Any) -> Any:
-    return jnp.linalg.solve(a, b)
-
-
-@_composite("solve", "the solution x of a @ x = b (LU with partial pivoting)", _solve_jax)
+@_composite("solve", "the solution x of a @ x = b (LU with partial pivoting)", jnp.linalg.solve)
 def solve(a: Any, b: Any) -> Any:
     """The solution ``x`` of ``a @ x = b``, as ``jnp.linalg.solve``: ``a`` is ``[..., n, n]``
     and ``b`` a vector ``[n]`` or matrices ``[..., n, m]`` (numpy 2's rule: only a 1-d ``b`` is
