@@ -504,8 +504,10 @@ def test_getitem_with_a_bad_index(x: pto.Tensor) -> None:
         e.at(x)[1.5]
     with expect(pto.ShapeError, "getitem", "boolean mask", "f32[3,4]", hint="pto.where") as e:
         e.at(x)[pto.tensor([True, False, True])]
-    with expect(pto.ShapeError, "getitem", "2 array indices", "f32[3,4]", hint="x[i][:, j]") as e:
-        e.at(x)[[0], [1]]
+    with expect(pto.ShapeError, "getitem", "[2], [3] cannot be broadcast", "f32[3,4]") as e:
+        e.at(x)[[0, 1], [1, 0, 1]]
+    with expect(pto.BoundsError, "getitem", "mask of shape [2]", "f32[3,4]", hint="shape") as e:
+        e.at(x)[np.array([True, False])]
     with expect(pto.ShapeError, "getitem", "step cannot be zero", "f32[3,4]") as e:
         e.at(x)[::0]
     with expect(pto.ShapeError, "getitem", "Ellipsis", "f32[3,4]") as e:

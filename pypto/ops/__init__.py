@@ -7,6 +7,7 @@ from pypto.ops import (  # noqa: F401  (registration)
     activations,
     custom_vjp_call,
     elementwise,
+    indexing,
     kernel_call,
     layout,
     linalg,
@@ -152,6 +153,7 @@ from pypto.ops.composite import (
     triu,
     var,
 )
+from pypto.ops.indexing import put, put_along_axis
 from pypto.ops.numeric import (
     bincount,
     cbrt,
@@ -466,6 +468,8 @@ __all__ = [
     "prod",
     "promote",
     "ptp",
+    "put",
+    "put_along_axis",
     "quantile",
     "rad2deg",
     "radians",

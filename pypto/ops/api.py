@@ -674,8 +674,9 @@ def slice_spec(
 
 def getitem(x: ArrayLike, key: Any) -> Any:
     """``x[key]``: basic indexing (ints, slices, None, ...) is a strided slice, then a reshape
-    for ints and None; one integer array among them (a list, a numpy array or a tensor) is a
-    ``take`` along its axis, placed as numpy places it.
+    for ints and None. Integer arrays (lists, numpy arrays, tensors) and boolean masks known
+    when tracing are numpy's advanced indexing: the arrays broadcast together and pick
+    elements jointly, their axes placed as numpy places them (see pypto.ops.indexing).
 
     >>> import pypto as pto
     >>> x = pto.arange(12).reshape(3, 4)
@@ -685,20 +686,23 @@ def getitem(x: ArrayLike, key: Any) -> Any:
     >>> x[[2, 0]].numpy()
     array([[ 8,  9, 10, 11],
            [ 0,  1,  2,  3]], dtype=int32)
+    >>> x[[0, 2], [1, 3]].numpy()
+    array([ 1, 11], dtype=int32)
     >>> x[0, :, None][[3, 1]].shape
     (2, 1)
     """
     try:
         v = asvalue(x, "getitem")
         keys = key if isinstance(key, tuple) else (key,)
-        # a 0-d integer numpy array is an int, as in numpy
+        if builtins.any(_array_index(k) for k in keys):
+            # (the indexing module builds on this one's functions)
+            from pypto.ops import indexing
+
+            return indexing.getitem(v, key)
         keys = tuple(
             int(k) if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu" else k
             for k in keys
         )
-        arrays = [i for i, k in enumerate(keys) if _array_index(k)]
-        if arrays:
-            return _advanced(v, keys, arrays)
         spec, out_shape, full = slice_spec(tuple(v.shape), keys, v)  # type: ignore[attr-defined]
         if not full:
             v = _bind(layout.SLICE, (v,), {"index": spec})
@@ -710,63 +714,3 @@ def getitem(x: ArrayLike, key: Any) -> Any:
 def _array_index(k: Any) -> bool:
     """Whether an index entry is an array (list, numpy array of 1+ axes, tensor)."""
     return isinstance(k, list | Value) or (isinstance(k, np.ndarray) and k.ndim > 0)
-
-
-def _advanced(v: Value, keys: tuple[Any, ...], arrays: list[int]) -> Any:
-    """``v[keys]`` with one integer array among basic entries: the basic index with a full
-    slice in its place, then a take along the axis it left there. As in numpy, the ints count
-    as indices of the array's kind: when they and the array are not adjacent in the key, the
-    array's axes come first."""
-    shown = _aval(v)
-    # (an empty list is an empty integer index, as in numpy)
-    idx = [
-        asvalue(keys[i], "getitem")
-        if isinstance(keys[i], Value)
-        else (np.zeros(0, np.int32) if isinstance(keys[i], list) and not keys[i] else keys[i])
-        for i in arrays
-    ]
-    dts = [k.dtype if isinstance(k, Value) else np.asarray(k).dtype for k in idx]  # type: ignore[attr-defined]
-    if any(d is dt.bool_ or d == np.bool_ for d in dts):
-        raise ShapeError(
-            f"a boolean mask index of {shown} selects a number of elements known only from its "
-            "values, and tensor shapes are static",
-            op="getitem",
-            hint="keep the shape: pto.where(mask, x, 0), or sum with the mask as weights",
-        )
-    if len(arrays) > 1:
-        raise ShapeError(
-            f"{len(arrays)} array indices of {shown}: one axis at a time is supported",
-            op="getitem",
-            hint="index one axis per step, e.g. x[i][:, j]; for pairs (i, j), take from the "
-            "flattened tensor: pto.take(x.reshape(-1), i * n + j)",
-        )
-    (i,) = arrays
-    ints = [
-        j
-        for j, k in enumerate(keys)
-        if isinstance(k, int | np.integer) and not isinstance(k, bool | np.bool_)
-    ]
-    adv = sorted([i, *ints])
-    adjacent = adv == list(range(adv[0], adv[-1] + 1))
-    # the axis the full slice leaves at the array's place: the result axes before it
-    real = builtins.sum(1 for k in keys if k is not None and k is not Ellipsis)
-    nd = len(v.shape)  # type: ignore[attr-defined]
-    axis = 0
-    for k in keys[:i]:
-        if k is Ellipsis:
-            axis += builtins.max(nd - real, 0)
-        elif k is None or isinstance(k, slice):
-            axis += 1
-    basic = (*keys[:i], slice(None), *keys[i + 1 :])
-    spec, out_shape, full = slice_spec(tuple(v.shape), basic, v)  # type: ignore[attr-defined]
-    y = v if full else _bind(layout.SLICE, (v,), {"index": spec})
-    y = reshape(y, out_shape)
-    idx_v = asvalue(idx[0], "getitem")
-    out = take(y, idx_v, axis)
-    k = len(idx_v.shape)  # type: ignore[attr-defined]
-    if adjacent or axis == 0 or k == 0:
-        return out
-    # numpy puts the array's axes first when other entries separate it from the ints
-    n = len(out.shape)
-    front = list(range(axis, axis + k))
-    return transpose(out, (*front, *(a for a in range(n) if a not in front)))

@@ -14,7 +14,7 @@ from typing import Any
 
 from pypto import dtypes as dt
 from pypto.core.errors import ConversionError, DTypeError, PyptoError, TraceError
-from pypto.ops import api, composite
+from pypto.ops import api, composite, indexing
 from pypto.ops.table import Value
 
 
@@ -150,8 +150,14 @@ class TensorSurface(Value):
         # immutable, as JAX arrays are: an in-place write cannot be staged into a graph
         raise TypeError(
             f"tensors are immutable: x[...] = ... cannot change {api._aval(self)}; build the "
-            "new tensor instead, e.g. pto.where(mask, value, x) or pto.concat of the pieces"
+            "new tensor instead: x = x.at[key].set(value) (or .add, ...), as in JAX"
         )
+
+    @property
+    def at(self) -> indexing.IndexUpdateHelper:
+        """JAX's functional updates: ``x.at[key].set(y)``, ``.add(y)``, ``.get()``, ...
+        (see :class:`pypto.ops.indexing.IndexUpdateHelper`)."""
+        return indexing.IndexUpdateHelper(self)
 
     @property
     def T(self) -> Any:

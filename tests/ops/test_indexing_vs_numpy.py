@@ -87,9 +87,6 @@ def test_indexing_refuses_what_is_not_basic() -> None:
     with pytest.raises(pto.ShapeError, match="a boolean mask index of i32\\[3,4\\]") as e:
         x[x > 3]  # (a data-dependent shape)
     assert "pto.where(mask, x, 0)" in str(e.value.hint)
-    with pytest.raises(pto.ShapeError, match="2 array indices of i32\\[3,4\\]") as e:
-        x[[0, 1], [1, 2]]
-    assert "x[i][:, j]" in str(e.value.hint)
     with pytest.raises(pto.BoundsError, match="index 5 is out of range for axis 1 of size 4"):
         x[:, [5]]
 

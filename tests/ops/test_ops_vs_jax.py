@@ -2111,6 +2111,46 @@ def _arrays(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(o, w, n_sum, what=f"{name}[{i}] {params}")
 
 
+@case("put", "put_along_axis", dtypes=LAYOUT_DTYPES, group="library")
+def _puts(data: Draw, dtype: pto.DType, name: str) -> None:
+    """Positions repeated and out of range (JAX's clamp, drop or wrap), static or tensors."""
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1), label="shape")
+    a = values(data, dtype, shape, ints=(-3, 3))
+    x = as_input(data, a, allow_numpy=False)
+    if name == "put":
+        size = a.size
+        ind = values(
+            data, pto.int32, (data.draw(st.integers(1, 5), label="k"),), ints=(-size - 2, size + 1)
+        )
+        v = values(data, dtype, (data.draw(st.integers(1, 3), label="m"),), ints=(-3, 3))
+        mode = data.draw(st.sampled_from([None, "clip", "wrap"]), label="mode")
+        out = pto.put(x, as_input(data, ind), pto.tensor(v), mode, inplace=False)
+        assert_matches(out, ref(name)(a, ind, v, mode), what=f"put {ind} {v} {mode}")
+        return
+    axis = data.draw(st.sampled_from([None, *range(-len(shape), len(shape))]), label="axis")
+    if axis is None:
+        ishape: tuple[int, ...] = (data.draw(st.integers(1, 4), label="k"),)
+        n = a.size
+    else:
+        ishape = tuple(
+            data.draw(st.integers(1, 3), label="k")
+            if d == axis % len(shape)
+            else data.draw(st.sampled_from([1, s]))
+            for d, s in enumerate(shape)
+        )
+        n = shape[axis]
+    ind = values(data, pto.int32, ishape, ints=(-n, n - 1))
+    v = values(data, dtype, _trailing(data, ishape), ints=(-3, 3))
+    out = pto.put_along_axis(x, as_input(data, ind), pto.tensor(v), axis, inplace=False)
+    assert_matches(out, ref(name)(a, ind, v, axis), what=f"put_along_axis {ind} {axis}")
+
+
+def _trailing(data: Draw, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts to ``shape``."""
+    n = data.draw(st.integers(0, len(shape)), label="v dims")
+    return tuple(1 if data.draw(st.booleans()) else s for s in shape[len(shape) - n :])
+
+
 @case("cross", "kron", dtypes=DTYPES, group="library")
 def _cross_kron(data: Draw, dtype: pto.DType, name: str) -> None:
     if dtype is BOOL:

@@ -158,6 +158,16 @@ CASES: dict[str, Case] = {
         [(X, "n"), (ROW, "n")],
         F,
     ),
+    "put": (
+        lambda x, y: pto.put(x, np.array([3, 239, 3, -1]), y[:2], inplace=False) * 2,
+        [(X, "n"), (ROW, "n")],
+        F + I,
+    ),
+    "put_along_axis": (
+        lambda x, y: pto.put_along_axis(x, x[:, :2].astype(pto.int32) % 40, y[:2], 1, False),
+        [(X, "i"), (ROW, "n")],
+        F + I,
+    ),
     "isin": (lambda x, y: pto.isin(x, y[:5]), [(X, "i"), (ROW, "i")], F + I),
     "cumulative_sum": (
         lambda x: pto.cumulative_sum(x, axis=1, include_initial=True),
