@@ -20,9 +20,11 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core.errors import ShapeError
-from pypto.ops import api, composite
+from pypto.ops import api, composite, rules
 from pypto.ops.composite import _composite
+from pypto.ops.indexing import IndexUpdateRef
 from pypto.ops.numpy_lib import _inexact, _narrow, _wide, trunc
+from pypto.ops.table import Value
 
 # ---------------------------------------------------------------------------------------------
 # Elementwise
@@ -440,6 +442,104 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
     return api.cast(total, w.dtype)  # type: ignore[attr-defined]
 
 
+def _edges(op: str, v: Any, bins: Any, range: Any) -> Any:
+    """``jnp.histogram_bin_edges``: given edges as they are, or ``bins`` equal bins over
+    ``range`` (the data's min and max; widened by 0.5 each way when they are equal) by JAX's
+    linspace formula, ``lo·(1 - t) + hi·t``."""
+    d = v.dtype
+    if isinstance(bins, Value) or np.ndim(bins) == 1:
+        b = api.asvalue(bins, op)
+        if len(b.shape) != 1:  # type: ignore[attr-defined]
+            raise ShapeError(f"bin edges must be 1-d, got {api._aval(b)}", op=op)
+        return api.cast(b, d)
+    nb = rules.integer(op, "bins", bins)
+    if nb < 1:
+        raise ShapeError(f"bins must be >= 1, got {nb}", op=op)
+    if range is None:
+        lo, hi = api.min(v), api.max(v)
+    else:
+        r = api.cast(api.asvalue(range, op), d)
+        if tuple(r.shape) != (2,):
+            raise ShapeError(
+                f"range must be None or (low, high), got {api._aval(r)}",
+                op=op,
+                hint="range=(lo, hi)",
+            )
+        lo, hi = api.getitem(r, 0), api.getitem(r, 1)
+    same = api.equal(api.sub(hi, lo), 0)
+    lo, hi = api.where(same, api.sub(lo, 0.5), lo), api.where(same, api.add(hi, 0.5), hi)
+    t = api.cast(api.asvalue(np.arange(nb, dtype=np.float32) / np.float32(nb)), d)
+    inner = api.add(api.mul(lo, api.sub(1.0, t)), api.mul(hi, t))
+    return api.concat([inner, api.reshape(hi, (1,))], 0)
+
+
+def _histogram_bin_edges_jax(a: Any, bins: Any = 10, range: Any = None, weights: Any = None) -> Any:
+    return jnp.histogram_bin_edges(a, bins, range, weights)
+
+
+@_composite(
+    "histogram_bin_edges",
+    "the edges of histogram's bins",
+    _histogram_bin_edges_jax,
+    differentiable=False,
+)
+def histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any = None) -> Any:
+    """The ``bins + 1`` edges that :func:`histogram` uses, as ``jnp.histogram_bin_edges``.
+
+    >>> import pypto as pto
+    >>> pto.histogram_bin_edges(pto.tensor([0.0, 1.0, 4.0]), bins=4).numpy()
+    array([0., 1., 2., 3., 4.], dtype=float32)
+    """
+    (v,) = _inexact("histogram_bin_edges", a)
+    return _edges("histogram_bin_edges", v, bins, range)
+
+
+def _histogram_jax(
+    a: Any, bins: Any = 10, range: Any = None, weights: Any = None, density: Any = None
+) -> Any:
+    return jnp.histogram(a, bins, range, weights, density)
+
+
+@_composite("histogram", "counts of the values in bins, and the bins' edges", _histogram_jax)
+def histogram(
+    a: Any, bins: Any = 10, range: Any = None, weights: Any = None, density: bool | None = None
+) -> Any:
+    """``(counts, edges)``, as ``jnp.histogram``: ``bins`` equal bins over ``range`` (the
+    data's min and max when None) or the given edges; each bin holds its left edge, the last
+    also its right; values outside, and NaN, count nowhere. ``weights`` (``a``'s shape) weigh
+    each value; ``density`` divides by the bins' widths and the total.
+
+    The counts are a scatter-add at each value's bin (``searchsorted`` of the edges): one
+    one-hot matmul.
+
+    >>> import pypto as pto
+    >>> counts, edges = pto.histogram(pto.tensor([0.0, 1.0, 1.5, 4.0]), bins=4)
+    >>> counts.numpy(), edges.numpy()
+    (array([1., 2., 0., 1.], dtype=float32), array([0., 1., 2., 3., 4.], dtype=float32))
+    """
+    if weights is None:
+        (v,) = _inexact("histogram", a)
+        w = api.broadcast_to(api.asvalue(np.ones((), v.dtype.np)), v.shape)
+    else:
+        v, w = _inexact("histogram", a, weights)
+        if tuple(v.shape) != tuple(w.shape):
+            raise ShapeError(
+                f"weights {api._aval(w)} must have the values' shape {api._aval(v)}",
+                op="histogram",
+            )
+    edges = _edges("histogram", v, bins, range)
+    k = edges.shape[0]
+    flat = api.reshape(v, (-1,))
+    at = composite.searchsorted(edges, flat, side="right")
+    at = api.where(api.equal(flat, api.getitem(edges, -1)), k - 1, at)
+    zeros = api.asvalue(np.zeros(k, w.dtype.np))
+    counts = api.getitem(IndexUpdateRef(zeros, at).add(api.reshape(w, (-1,))), slice(1, None))
+    if density:
+        widths = api.sub(api.getitem(edges, slice(1, None)), api.getitem(edges, slice(0, -1)))
+        counts = api.div(api.div(counts, widths), api.sum(counts))
+    return counts, edges
+
+
 __all__: Sequence[str] = [
     "bincount",
     "cbrt",
@@ -448,6 +548,8 @@ __all__: Sequence[str] = [
     "digitize",
     "divmod",
     "fabs",
+    "histogram",
+    "histogram_bin_edges",
     "interp",
     "matrix_transpose",
     "matvec",

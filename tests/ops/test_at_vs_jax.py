@@ -362,3 +362,19 @@ def test_errors_name_the_update() -> None:
     assert "test_at_vs_jax.py" in str(e.value)
     with pytest.raises(TypeError, match=r"x\.at\[key\]\.set"):
         x[0] = 1.0
+
+
+def test_data_dependent_lengths_need_a_size_when_traced() -> None:
+    """Eagerly the length is counted from the values; traced, ``size`` is asked for."""
+    x = pto.tensor([0.0, 2.0, 0.0, 3.0])
+    assert pto.nonzero(x)[0].shape == (2,)
+    for fn in (pto.nonzero, pto.flatnonzero, pto.argwhere, pto.unique):
+        f = pto.jit(lambda t, fn=fn: fn(t), backend="interpret")
+        with pytest.raises(pto.TraceError, match="depends on the values") as e:
+            f(x)
+        assert "size=" in str(e.value.hint)
+        assert "test_at_vs_jax.py" in str(e.value)
+    with pytest.raises(pto.ShapeError, match="nonzero of a 0-d tensor"):
+        pto.nonzero(pto.tensor(1.0))
+    with pytest.raises(pto.ShapeError, match="size=4 for an axis of length 3"):
+        pto.compress(pto.tensor([True, False, True]), pto.arange(3), size=4)

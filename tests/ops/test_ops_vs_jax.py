@@ -2151,6 +2151,94 @@ def _trailing(data: Draw, shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(1 if data.draw(st.booleans()) else s for s in shape[len(shape) - n :])
 
 
+@case(
+    "nonzero",
+    "flatnonzero",
+    "argwhere",
+    "unique",
+    "compress",
+    "extract",
+    dtypes=LAYOUT_DTYPES,
+    group="library",
+)
+def _data_sized(data: Draw, dtype: pto.DType, name: str) -> None:
+    """Results whose length depends on the values: eagerly without ``size`` (counted), and
+    compiled with ``size`` below, at or above the count, padded with ``fill_value``."""
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1), label="shape")
+    a = values(data, dtype, shape, -2.0, 2.0, ints=(-1, 1), discrete=True, specials=SPECIALS)
+    x = as_input(data, a, allow_numpy=False)
+    sized = data.draw(st.booleans(), label="sized")
+    params: dict[str, Any] = {}
+    args: list[Any] = [x]
+    jargs: list[Any] = [a]
+    if name in ("compress", "extract"):
+        if name == "compress":
+            axis = data.draw(st.sampled_from([None, *range(len(shape))]), label="axis")
+            n = a.size if axis is None else shape[axis]
+            c = np.asarray(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
+            params["axis"] = axis
+        else:
+            n = a.size
+            c = a > 0
+        args, jargs = [pto.tensor(c), x], [c, a]
+        if sized:
+            params["size"] = data.draw(st.integers(1, n), label="size")
+            params["fill_value"] = 1
+    else:
+        if sized:
+            params["size"] = data.draw(st.integers(0, a.size + 2), label="size")
+            if data.draw(st.booleans(), label="fill"):
+                params["fill_value"] = 1
+        if name == "unique":
+            for flag in ("return_index", "return_inverse", "return_counts"):
+                params[flag] = data.draw(st.booleans(), label=flag)
+    out = getattr(pto, name)(*args, **params)
+    want = ref(name)(*jargs, **params)
+    outs = list(out) if isinstance(out, tuple) else [out]
+    wants = list(want) if isinstance(want, tuple) else [want]
+    assert len(outs) == len(wants), f"{name}: {len(outs)} results, JAX {len(wants)}"
+    for o, w in zip(outs, wants, strict=True):
+        assert_matches(o, w, what=f"{name} {params}")
+    if sized:
+        staged = pto.jit(lambda *t: getattr(pto, name)(*t, **params), backend="interpret")
+        for o, w in zip(_as_list(staged(*[pto.tensor(j) for j in jargs])), wants, strict=True):
+            assert_matches(o, w, what=f"staged {name} {params}")
+
+
+def _as_list(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+@case(
+    "histogram",
+    "histogram_bin_edges",
+    dtypes=(pto.float32, pto.bfloat16, pto.int32),
+    group="library",
+)
+def _histograms(data: Draw, dtype: pto.DType, name: str) -> None:
+    n = data.draw(st.integers(1, 12), label="n")
+    a = values(data, dtype, (n,), -3.0, 3.0, ints=(-3, 3), specials=(np.nan,))
+    x = as_input(data, a)
+    kind = data.draw(st.sampled_from(["count", "range", "edges"]), label="bins")
+    params: dict[str, Any] = {}
+    if kind == "edges":
+        params["bins"] = np.sort(
+            values(data, pto.float32, (data.draw(st.integers(2, 5)),), -3.0, 3.0)
+        )
+    else:
+        params["bins"] = data.draw(st.integers(1, 6), label="count")
+        if kind == "range":
+            params["range"] = data.draw(st.sampled_from([(-1.0, 1.0), (0.0, 0.0), (-2.5, 4.0)]))
+    if name == "histogram":
+        if data.draw(st.booleans(), label="weights"):
+            params["weights"] = values(data, pto.float32, (n,), 0.0, 2.0)
+        params["density"] = data.draw(st.booleans(), label="density")
+    out = getattr(pto, name)(x, **params)
+    want = ref(name)(a, **params)
+    for o, w in zip(_as_list(out), _as_list(want), strict=True):
+        assert_matches(o, w, n + 2, what=f"{name} {params}")
+
+
 @case("cross", "kron", dtypes=DTYPES, group="library")
 def _cross_kron(data: Draw, dtype: pto.DType, name: str) -> None:
     if dtype is BOOL:

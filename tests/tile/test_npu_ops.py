@@ -168,6 +168,18 @@ CASES: dict[str, Case] = {
         [(X, "i"), (ROW, "n")],
         F + I,
     ),
+    "nonzero": (lambda x: pto.nonzero(x[:3] > 0, size=50, fill_value=-1), [(X, "n")], F),
+    "flatnonzero": (lambda x: pto.flatnonzero(x[1], size=8), [(X, "i")], F + I),
+    "argwhere": (lambda x: pto.argwhere(x[:2, :5] > 0, size=4), [(X, "n")], F),
+    "unique": (
+        lambda x: pto.unique(x[0], return_counts=True, return_inverse=True, size=9, fill_value=0),
+        [(X, "i")],
+        F + I,
+    ),
+    "compress": (lambda x: pto.compress(x[:, 0] > 0, x, axis=0, size=3) * 2, [(X, "n")], F),
+    "extract": (lambda x: pto.extract(x > 1, x, size=12, fill_value=-9), [(X, "i")], F + I),
+    "histogram": (lambda x: pto.histogram(x, bins=8, range=(-2.0, 2.0)), [(X, "n")], F),
+    "histogram_bin_edges": (lambda x: pto.histogram_bin_edges(x, bins=5), [(X, "n")], F),
     "isin": (lambda x, y: pto.isin(x, y[:5]), [(X, "i"), (ROW, "i")], F + I),
     "cumulative_sum": (
         lambda x: pto.cumulative_sum(x, axis=1, include_initial=True),

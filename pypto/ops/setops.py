@@ -1,0 +1,360 @@
+"""numpy's functions whose result's length depends on the data — ``nonzero``, ``flatnonzero``,
+``argwhere``, ``unique``, ``compress``, ``extract`` — with JAX's ``size=`` and ``fill_value=``.
+
+Shapes are static, so a compiled program needs ``size``: the first ``size`` results, the rest
+``fill_value``. Eagerly (or with values known when tracing) ``size`` may be left out and is
+counted from the values, as JAX does outside ``jit``.
+
+Positions come from counts, without a scatter: the k-th nonzero element's flat index is the
+number of elements whose running count of nonzeros is below k+1 (JAX's formula: a
+``bincount`` of the running count, then its ``cumsum``). ``unique`` sorts, marks the first of
+each run of equal values and gathers at those marks' positions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core.errors import ShapeError, TraceError
+from pypto.ops import api, composite, rules
+from pypto.ops.composite import _composite
+from pypto.ops.indexing import _concrete
+from pypto.ops.numeric import bincount
+
+
+def _count(op: str, mask: Any, size: Any) -> int:
+    """``size`` checked, or the number of True elements of ``mask`` when it is concrete."""
+    if size is not None:
+        n = rules.integer(op, "size", size)
+        if n < 0:
+            raise ShapeError(f"size must be >= 0, got {n}", op=op)
+        return n
+    c = _concrete(mask)
+    if c is None:
+        raise TraceError(
+            f"the length of {op}'s result depends on the values of {api._aval(mask)}, and "
+            "shapes are static when tracing",
+            op=op,
+            hint=f"pass size=... (a static bound; the rest is fill_value), as jnp.{op} asks "
+            "under jit",
+        )
+    return int(np.count_nonzero(c))
+
+
+def _flat_positions(mask: Any, n: int) -> Any:
+    """The flat indices of the first ``n`` True elements of the 1-d ``mask`` (the number of
+    elements, past its True ones)."""
+    running = composite.cumsum(api.cast(mask, dt.int32))
+    return composite.cumsum(bincount(running, length=n))
+
+
+def _nonzero_jax(a: Any, *, size: Any = None, fill_value: Any = None) -> Any:
+    return jnp.nonzero(a, size=size, fill_value=fill_value)
+
+
+@_composite(
+    "nonzero",
+    "indices of the nonzero elements, one int32 array per axis",
+    _nonzero_jax,
+    differentiable=False,
+)
+def nonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """The indices of ``a``'s nonzero elements in row-major order, one int32 tensor per axis,
+    as ``jnp.nonzero``: with ``size``, the first ``size`` of them, padded with ``fill_value``
+    (a scalar or one per axis; the padding is 0 without it).
+
+    >>> import pypto as pto
+    >>> x = pto.tensor([[0, 3], [4, 0]])
+    >>> [i.numpy() for i in pto.nonzero(x)]
+    [array([0, 1], dtype=int32), array([1, 0], dtype=int32)]
+    >>> pto.nonzero(pto.tensor([0.0, 2.0]), size=3, fill_value=-1)[0].numpy()
+    array([ 1, -1, -1], dtype=int32)
+    """
+    v = api.asvalue(a, "nonzero")
+    shape = tuple(v.shape)  # type: ignore[attr-defined]
+    if not shape:
+        raise ShapeError(
+            f"nonzero of a 0-d tensor {api._aval(v)}",
+            op="nonzero",
+            hint="make it 1-d first: pto.atleast_1d(x)",
+        )
+    mask = v if v.dtype is dt.bool_ else api.not_equal(v, 0)  # type: ignore[attr-defined]
+    mask = api.reshape(mask, (-1,))
+    n = _count("nonzero", mask, size)
+    if not math.prod(shape) or not n:
+        return tuple(api.asvalue(np.zeros(n, np.int32)) for _ in shape)
+    flat = _flat_positions(mask, n)
+    strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
+    out = [
+        composite.remainder(composite.floor_divide(flat, s) if s > 1 else flat, m)
+        for s, m in zip(strides, shape, strict=True)
+    ]
+    if fill_value is not None:
+        fills = fill_value if isinstance(fill_value, tuple) else (fill_value,) * len(shape)
+        if len(fills) != len(shape) or any(np.ndim(f) for f in fills):
+            raise ShapeError(
+                f"fill_value must be a scalar or a tuple of {len(shape)} scalars, "
+                f"got {fill_value!r}",
+                op="nonzero",
+            )
+        pad = api.greater_equal(np.arange(n, dtype=np.int32), api.sum(api.cast(mask, dt.int32)))
+        out = [api.cast(api.where(pad, f, o), dt.int32) for f, o in zip(fills, out, strict=True)]
+    return tuple(out)
+
+
+def _flatnonzero_jax(a: Any, *, size: Any = None, fill_value: Any = None) -> Any:
+    return jnp.flatnonzero(a, size=size, fill_value=fill_value)
+
+
+@_composite(
+    "flatnonzero",
+    "flat indices of the nonzero elements (int32)",
+    _flatnonzero_jax,
+    differentiable=False,
+)
+def flatnonzero(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """The indices of the nonzero elements of ``a`` flattened, as ``jnp.flatnonzero``
+    (``size`` and ``fill_value`` as :func:`nonzero`'s).
+
+    >>> import pypto as pto
+    >>> pto.flatnonzero(pto.tensor([[0, 3], [4, 0]])).numpy()
+    array([1, 2], dtype=int32)
+    """
+    v = api.reshape(api.asvalue(a, "flatnonzero"), (-1,))
+    return nonzero(v, size=size, fill_value=fill_value)[0]
+
+
+def _argwhere_jax(a: Any, *, size: Any = None, fill_value: Any = None) -> Any:
+    return jnp.argwhere(a, size=size, fill_value=fill_value)
+
+
+@_composite(
+    "argwhere",
+    "indices of the nonzero elements as rows (int32)",
+    _argwhere_jax,
+    differentiable=False,
+)
+def argwhere(a: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """The indices of the nonzero elements, one row each (``[count, ndim]``, int32), as
+    ``jnp.argwhere`` (``size`` and ``fill_value`` as :func:`nonzero`'s).
+
+    >>> import pypto as pto
+    >>> pto.argwhere(pto.tensor([[0, 3], [4, 0]])).numpy()
+    array([[0, 1],
+           [1, 0]], dtype=int32)
+    """
+    v = api.asvalue(a, "argwhere")
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    parts = nonzero(v if nd else api.reshape(v, (1,)), size=size, fill_value=fill_value)
+    rows = composite.stack(list(parts), 1)
+    return rows if nd else api.reshape(api.getitem(rows, (slice(None), slice(0, 0))), (-1, 0))
+
+
+def _compress_jax(
+    condition: Any, a: Any, axis: Any = None, *, size: Any = None, fill_value: Any = 0
+) -> Any:
+    return jnp.compress(condition, a, axis, size=size, fill_value=fill_value)
+
+
+@_composite("compress", "the slices of a along an axis where a 1-d condition holds", _compress_jax)
+def compress(
+    condition: Any, a: Any, axis: int | None = None, *, size: int | None = None, fill_value: Any = 0
+) -> Any:
+    """The slices of ``a`` along ``axis`` (of ``a`` flattened when None) where the 1-d
+    ``condition`` is true, in order, as ``jnp.compress``: ``condition`` may be shorter than
+    the axis (the rest is dropped) but not longer with a true entry past it; with ``size``,
+    the first ``size`` slices, padded with ``fill_value``.
+
+    >>> import pypto as pto
+    >>> x = pto.tensor([[1, 2], [3, 4], [5, 6]])
+    >>> pto.compress(pto.tensor([False, True, True]), x, axis=0).numpy()
+    array([[3, 4],
+           [5, 6]], dtype=int32)
+    """
+    c = api.asvalue(condition, "compress")
+    v = api.asvalue(a, "compress")
+    if len(c.shape) != 1:  # type: ignore[attr-defined]
+        raise ShapeError(f"condition must be 1-d, got {api._aval(c)}", op="compress")
+    c = c if c.dtype is dt.bool_ else api.not_equal(c, 0)  # type: ignore[attr-defined]
+    if axis is None:
+        v, a_ = api.reshape(v, (-1,)), 0
+    else:
+        a_ = rules.normalize_axis("compress", axis, len(v.shape), api._aval(v))  # type: ignore[attr-defined]
+        v = composite.moveaxis(v, a_, 0)
+    n, k = v.shape[0], c.shape[0]  # type: ignore[union-attr]
+    if k > n:
+        extra = _concrete(api.getitem(c, slice(n, None)))
+        if extra is None or extra.any():
+            raise ShapeError(
+                f"condition {api._aval(c)} is longer than the axis of length {n}"
+                + ("" if extra is None else " and true past it"),
+                op="compress",
+                hint=f"pass condition[:{n}]",
+            )
+        c = api.getitem(c, slice(0, n))
+    v = api.getitem(v, slice(0, k))
+    m = _count("compress", c, size)
+    if size is not None and not 0 < m <= k:
+        raise ShapeError(
+            f"size={m} for an axis of length {k} (condition {api._aval(c)}, tensor {api._aval(v)})",
+            op="compress",
+            hint=f"size is between 1 and {k}, as jnp.compress asks",
+        )
+    if size is not None:  # (JAX fills the slices left out before it orders them)
+        keep = api.reshape(c, (k,) + (1,) * (len(v.shape) - 1))
+        v = api.where(keep, v, api.cast(api.asvalue(fill_value, "compress"), v.dtype))
+    # the true entries first, in order (a stable sort of the condition, descending)
+    order = api.getitem(composite.argsort(api.cast(c, dt.int32), descending=True), slice(0, m))
+    out = api.take(v, order, 0)
+    return out if axis is None else composite.moveaxis(out, 0, a_)
+
+
+def _extract_jax(condition: Any, arr: Any, *, size: Any = None, fill_value: Any = 0) -> Any:
+    return jnp.extract(condition, arr, size=size, fill_value=fill_value)
+
+
+@_composite("extract", "the elements where condition holds, flattened", _extract_jax)
+def extract(condition: Any, arr: Any, *, size: int | None = None, fill_value: Any = 0) -> Any:
+    """The elements of ``arr`` where ``condition`` is true, flattened, as ``jnp.extract``
+    (``size`` and ``fill_value`` as :func:`compress`'s).
+
+    >>> import pypto as pto
+    >>> x = pto.arange(6).reshape(2, 3)
+    >>> pto.extract(x % 2 == 1, x).numpy()
+    array([1, 3, 5], dtype=int32)
+    """
+    c = api.reshape(api.asvalue(condition, "extract"), (-1,))
+    return compress(
+        c, api.reshape(api.asvalue(arr, "extract"), (-1,)), size=size, fill_value=fill_value
+    )
+
+
+def _unique_jax(
+    ar: Any,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: Any = None,
+    *,
+    equal_nan: bool = True,
+    size: Any = None,
+    fill_value: Any = None,
+    sorted: bool = True,
+) -> Any:
+    return jnp.unique(
+        ar,
+        return_index,
+        return_inverse,
+        return_counts,
+        axis,
+        equal_nan=equal_nan,
+        size=size,
+        fill_value=fill_value,
+    )
+
+
+@_composite("unique", "the sorted unique elements (with indices, inverse, counts)", _unique_jax)
+def unique(
+    ar: Any,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: int | None = None,
+    *,
+    equal_nan: bool = True,
+    size: int | None = None,
+    fill_value: Any = None,
+    sorted: bool = True,
+) -> Any:
+    """The sorted unique elements of ``ar`` flattened, as ``jnp.unique``; with
+    ``return_index`` the flat index of each one's first occurrence, ``return_inverse`` each
+    element's place among them (in ``ar``'s shape), ``return_counts`` how often each occurs
+    (int32). NaNs count as one value (``equal_nan``). With ``size``, the first ``size``
+    unique elements, padded with ``fill_value`` (the smallest unique element when not given;
+    the counts with 0).
+
+    >>> import pypto as pto
+    >>> pto.unique(pto.tensor([3, 1, 3, 2])).numpy()
+    array([1, 2, 3], dtype=int32)
+    >>> vals, counts = pto.unique(pto.tensor([3, 1, 3]), return_counts=True, size=3, fill_value=0)
+    >>> vals.numpy(), counts.numpy()
+    (array([1, 3, 0], dtype=int32), array([1, 2, 0], dtype=int32))
+    """
+    if axis is not None:
+        raise ShapeError(
+            "unique along an axis (of whole slices) is not supported",
+            op="unique",
+            hint="unique of the flattened tensor is axis=None",
+        )
+    v = api.asvalue(ar, "unique")
+    shape = tuple(v.shape)  # type: ignore[attr-defined]
+    v = api.reshape(v, (-1,))
+    n = v.shape[0]
+    if not n and size and fill_value is None:
+        raise ShapeError(
+            f"unique of an empty tensor with size={size} needs a fill_value", op="unique"
+        )
+    perm = composite.argsort(v)
+    srt = api.take(v, perm, 0)
+    if n:
+        hi, lo = api.getitem(srt, slice(1, None)), api.getitem(srt, slice(0, -1))
+        new = api.not_equal(hi, lo)
+        if v.dtype.is_floating and equal_nan:
+            new = composite.logical_and(
+                new,
+                composite.logical_not(
+                    composite.logical_and(composite.isnan(hi), composite.isnan(lo))
+                ),
+            )
+        first = api.concat([api.asvalue(np.ones(1, bool)), new], 0)
+    else:
+        first = api.asvalue(np.zeros(0, bool))
+    m = _count("unique", first, size)
+    ind = nonzero(first, size=m)[0] if n and m else api.asvalue(np.zeros(m, np.int32))
+    result = api.take(srt, ind, 0) if n else srt
+    total = api.sum(api.cast(first, dt.int32))
+    if size is not None and fill_value is not None:
+        fill = api.cast(api.asvalue(fill_value, "unique"), v.dtype)
+        result = (
+            api.where(api.less(np.arange(m, dtype=np.int32), total), result, fill)
+            if n
+            else api.broadcast_to(fill, (m,))
+        )
+    out: list[Any] = [result]
+    if return_index:
+        out.append(api.take(perm, ind, 0) if n else perm)
+    if return_inverse:
+        slot = api.sub(composite.cumsum(api.cast(first, dt.int32)), 1)
+        # each element's slot: the sorted slots put back in the input's order (and shape)
+        inv = api.take(slot, composite.argsort(perm), 0) if n else np.zeros(0, np.int32)
+        out.append(api.reshape(inv, shape))
+    if return_counts:
+        if n:
+            # each run's start, then n for the runs past the last (so their counts are 0)
+            starts = nonzero(first, size=m + 1)[0]
+            nxt = api.getitem(starts, slice(1, None))
+            starts = api.concat(
+                [api.getitem(starts, slice(0, 1)), api.where(api.not_equal(nxt, 0), nxt, n)], 0
+            )
+            out.append(
+                api.sub(api.getitem(starts, slice(1, None)), api.getitem(starts, slice(0, -1)))
+            )
+        else:
+            out.append(api.asvalue(np.zeros(0, np.int32)))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+__all__: Sequence[str] = [
+    "argwhere",
+    "compress",
+    "extract",
+    "flatnonzero",
+    "nonzero",
+    "unique",
+]
