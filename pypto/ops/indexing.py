@@ -12,6 +12,8 @@ Positions known when tracing (lists, numpy arrays) are resolved in numpy: each r
 repeated positions is one gather of update rows. Traced positions go through a one-hot of the
 positions against an iota: a ``set`` gathers the last update of each position, an ``add`` is a
 matmul on the cube, ``multiply``/``min``/``max`` reduce a masked broadcast.
+
+numpy's ``put`` and ``put_along_axis`` are updates of this kind.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ class Index:
     axes' product, of the arrays' broadcast shape ``bshape`` (always in range); ``valid`` marks
     the positions that were in range before clamping (None: all); ``front`` is numpy's rule
     that the arrays' axes come first when other entries separate them; ``out`` is the shape of
-    ``x[key]`` and ``core`` the same without the axes that None entries insert.
+    ``x[key]`` and ``core`` the shape an update is laid out in: ``out`` without None's axes
+    (for basic keys, the slice's, ints' axes kept at length 1).
     """
 
     shape: Shape
@@ -421,11 +424,7 @@ def scatter(
         x = v
         yv = None
     else:
-        if isinstance(y, int) and type(y) is int and out_d.is_integer:
-            info = np.iinfo(out_d.np)
-            if info.min <= y <= info.max:
-                y = api.asvalue(np.asarray(y, out_d.np))  # a fitting int keeps x's dtype, as JAX
-        x, yv = api.promote(op, (v, y))
+        x, yv = api.promote(op, (v, y))  # (a Python scalar is weak: x's dtype, as in JAX)
         if kind in ("add", "subtract", "multiply") and x.dtype is dt.bool_:  # type: ignore[attr-defined]
             raise DTypeError(
                 f"{kind} into a bool tensor {api._aval(v)} with {api._aval(yv)}: a bool has no "

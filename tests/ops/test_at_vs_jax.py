@@ -378,3 +378,30 @@ def test_data_dependent_lengths_need_a_size_when_traced() -> None:
         pto.nonzero(pto.tensor(1.0))
     with pytest.raises(pto.ShapeError, match="size=4 for an axis of length 3"):
         pto.compress(pto.tensor([True, False, True]), pto.arange(3), size=4)
+
+
+def test_index_arrays_match_jax() -> None:
+    """The index arrays known when tracing: the same values and dtypes as JAX's."""
+    pairs: list[tuple[Any, Any]] = [
+        (pto.indices((2, 3)), jnp.indices((2, 3))),
+        (pto.indices((2, 1, 3), sparse=True), jnp.indices((2, 1, 3), sparse=True)),
+        (pto.diag_indices(3, 3), jnp.diag_indices(3, 3)),
+        (pto.tril_indices(3, -1, 4), jnp.tril_indices(3, -1, 4)),
+        (pto.triu_indices(4, 1), jnp.triu_indices(4, 1)),
+        (pto.tri(3, 4, 1), jnp.tri(3, 4, 1)),
+        (pto.tri(2, dtype=pto.int8), jnp.tri(2, dtype=jnp.int8)),
+    ]
+    for got, want in pairs:
+        gs, ws = (list(v) if isinstance(v, tuple) else [v] for v in (got, want))
+        assert len(gs) == len(ws)
+        for g, w in zip(gs, ws, strict=True):
+            assert_matches(g, w)
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    mask = np.array([True, False, True, True])
+    for key in ([0, 2], [1, 3]), ([2], mask):
+        got = pto.tensor(a)[pto.ix_(*key)]
+        # (numpy's ix_: JAX's refuses boolean masks)
+        assert_matches(got, a[np.ix_(*(np.asarray(k) for k in key))])
+    x = pto.tensor(a)
+    f = pto.jit(lambda t, r: t[pto.ix_(r, [0, 3])].sum(), backend="interpret")
+    assert float(f(x, pto.tensor([2, 0]))) == float(a[np.ix_([2, 0], [0, 3])].sum())

@@ -2239,6 +2239,114 @@ def _histograms(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(o, w, n + 2, what=f"{name} {params}")
 
 
+@case(
+    "unravel_index",
+    "ravel_multi_index",
+    "choose",
+    "fill_diagonal",
+    "place",
+    "delete",
+    "insert",
+    "ediff1d",
+    "vander",
+    dtypes=LAYOUT_DTYPES,
+    group="library",
+)
+def _index_tricks(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1), label="shape")
+    a = values(data, dtype, shape, -3.0, 3.0, ints=(-3, 3))
+    x = as_input(data, a, allow_numpy=False)
+    args: list[Any] = [x]
+    jargs: list[Any] = [a]
+    params: dict[str, Any] = {}
+    n = a.size
+    if name == "unravel_index":
+        i = values(data, pto.int32, (data.draw(st.integers(0, 4)),), ints=(-n - 2, n + 1))
+        args, jargs = [pto.tensor(i), shape], [i, shape]
+    elif name == "ravel_multi_index":
+        params["mode"] = data.draw(st.sampled_from(["raise", "wrap", "clip"]), label="mode")
+        params["order"] = data.draw(st.sampled_from(["C", "F"]), label="order")
+        lo = 0 if params["mode"] == "raise" else -4
+        idx = tuple(
+            values(data, pto.int32, (3,), ints=(lo, d - 1 if lo == 0 else d + 3)) for d in shape
+        )
+        args, jargs = [tuple(pto.tensor(i) for i in idx), shape], [idx, shape]
+    elif name == "choose":
+        params["mode"] = data.draw(st.sampled_from(["raise", "wrap", "clip"]), label="mode")
+        lo, hi = (0, 1) if params["mode"] == "raise" else (-3, 4)
+        pick = values(data, pto.int32, shape, ints=(lo, hi))
+        other = values(data, dtype, shape[-1:], ints=(-3, 3))
+        args, jargs = [pto.tensor(pick), [x, pto.tensor(other)]], [pick, [a, other]]
+    elif name == "fill_diagonal":
+        if len(shape) < 2 or (len(shape) > 2 and len(set(shape)) > 1):
+            shape = (shape[0], shape[0] + 1)
+            a = values(data, dtype, shape, ints=(-3, 3))
+            args, jargs = [pto.tensor(a)], [a]
+        val = values(data, dtype, data.draw(st.sampled_from([(), (1,), (2,)])), ints=(-3, 3))
+        args.append(pto.tensor(val))
+        jargs.append(val)
+        params["inplace"] = False
+    elif name == "place":
+        mask = a != 0 if dtype is not BOOL else a
+        vals = values(data, dtype, (data.draw(st.integers(1, 3)),), ints=(-3, 3))
+        args, jargs = [x, pto.tensor(mask), pto.tensor(vals)], [a, mask, vals]
+        params["inplace"] = False
+    elif name in ("delete", "insert"):
+        axis = data.draw(st.sampled_from([None, *range(len(shape))]), label="axis")
+        m = n if axis is None else shape[axis]
+        kind = data.draw(st.sampled_from(["int", "slice", "array"]), label="obj")
+        lim = m - 1 if name == "delete" else m
+        if kind == "int":
+            obj: Any = data.draw(st.integers(-m, lim), label="at")
+        elif kind == "slice":
+            obj = slice(data.draw(st.integers(-m, m)), None, data.draw(st.sampled_from([1, 2, -1])))
+        else:
+            obj = np.asarray(data.draw(st.lists(st.integers(-m, lim), min_size=1, max_size=3)))
+        args.append(obj)
+        jargs.append(obj)
+        if name == "insert":
+            vals = values(data, dtype, data.draw(st.sampled_from([(), (1,)])), ints=(-3, 3))
+            args.append(pto.tensor(vals))
+            jargs.append(vals)
+        params["axis"] = axis
+    elif name == "ediff1d":
+        if dtype is BOOL:
+            return  # (JAX subtracts bools with lax.sub, which refuses them; so does pypto)
+        params["to_begin"] = data.draw(st.sampled_from([None, 7, np.array([1, 2])]), label="begin")
+        params["to_end"] = data.draw(st.sampled_from([None, -1]), label="end")
+    else:
+        if dtype is BOOL:
+            dtype = pto.int8
+        v = values(data, dtype, (shape[0],), -2.0, 2.0, ints=(-2, 2))
+        args, jargs = [pto.tensor(v)], [v]
+        params["N"] = data.draw(st.sampled_from([None, 0, 3]), label="N")
+        params["increasing"] = data.draw(st.booleans(), label="increasing")
+    out = getattr(pto, name)(*args, **params)
+    want = ref(name)(*jargs, **params)
+    for o, w in zip(_as_list(out), _as_list(want), strict=True):
+        assert_matches(o, w, 4, what=f"{name} {params}")
+
+
+@case("gcd", "lcm", dtypes=(pto.int32, pto.int8), group="library")
+def _gcd_lcm(data: Draw, dtype: pto.DType, name: str) -> None:
+    big = 2**31 - 1 if dtype is pto.int32 else 127
+    # (not int8's -128: |-128| overflows, and JAX's gcd loop never ends on it)
+    ints = st.integers(-big, big) | st.integers(-30, 30)
+    shape = data.draw(shapes(max_dims=2), label="shape")
+    a = np.asarray(
+        data.draw(st.lists(ints, min_size=math.prod(shape), max_size=math.prod(shape))), dtype.np
+    ).reshape(shape)
+    b = np.asarray(
+        data.draw(st.lists(ints, min_size=math.prod(shape[-1:]), max_size=math.prod(shape[-1:]))),
+        dtype.np,
+    )
+    if name == "lcm":  # (a product past the dtype's range wraps differently in the two)
+        m = 50 if dtype is pto.int32 else 10
+        a, b = a % m, b % m
+    x, y = operands(data, [a, b])
+    assert_matches(getattr(pto, name)(x, y), ref(name)(a, b), what=f"{name} {a} {b}")
+
+
 @case("cross", "kron", dtypes=DTYPES, group="library")
 def _cross_kron(data: Draw, dtype: pto.DType, name: str) -> None:
     if dtype is BOOL:

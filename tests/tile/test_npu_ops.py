@@ -180,6 +180,33 @@ CASES: dict[str, Case] = {
     "extract": (lambda x: pto.extract(x > 1, x, size=12, fill_value=-9), [(X, "i")], F + I),
     "histogram": (lambda x: pto.histogram(x, bins=8, range=(-2.0, 2.0)), [(X, "n")], F),
     "histogram_bin_edges": (lambda x: pto.histogram_bin_edges(x, bins=5), [(X, "n")], F),
+    "unravel_index": (
+        lambda x: pto.unravel_index(x[0].astype(pto.int32), (5, 8)),
+        [(X, "i")],
+        F + I,
+    ),
+    "ravel_multi_index": (
+        lambda x: pto.ravel_multi_index((x[0], x[1]), (4, 5), mode="wrap"),
+        [(X, "x")],
+        (pto.int32,),
+    ),
+    "choose": (
+        lambda x, y: pto.choose(x[:2].astype(pto.int32), [y, y * 2, 1.0], mode="wrap"),
+        [(X, "i"), (ROW, "n")],
+        F,
+    ),
+    "fill_diagonal": (lambda x: pto.fill_diagonal(x, x[0, :6], inplace=False), [(X, "n")], F + I),
+    "place": (
+        lambda x, y: pto.place(x, x > 0, y[:7], inplace=False),
+        [(X, "n"), (ROW, "n")],
+        F,
+    ),
+    "delete": (lambda x: pto.delete(x, [0, 3, 39], axis=1) * 2, [(X, "n")], F + I),
+    "insert": (lambda x, y: pto.insert(x, [1, 1, 6], y, axis=0), [(X, "n"), (ROW, "n")], F),
+    "ediff1d": (lambda x: pto.ediff1d(x[:2], to_begin=1), [(X, "n")], F + I),
+    "vander": (lambda x: pto.vander(x[0, :6] / 3, 4), [(X, "n")], F),
+    "gcd": (lambda x: pto.gcd(x[:3] * 7, x[3:] * 5), [(X, "x")], (pto.int32,)),
+    "lcm": (lambda x: pto.lcm(x[:3] % 20, x[3:] % 12), [(X, "x")], (pto.int32,)),
     "isin": (lambda x, y: pto.isin(x, y[:5]), [(X, "i"), (ROW, "i")], F + I),
     "cumulative_sum": (
         lambda x: pto.cumulative_sum(x, axis=1, include_initial=True),
