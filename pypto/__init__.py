@@ -56,6 +56,7 @@ from pypto.graph.autodiff import (
 )
 from pypto.graph.batching import vmap
 from pypto.graph.custom_vjp import custom_vjp
+from pypto.graph.vectorize import apply_along_axis, apply_over_axes, vectorize
 from pypto.ops import (
     abs,
     absolute,
@@ -387,6 +388,8 @@ __all__ = [
     "amin",
     "any",
     "append",
+    "apply_along_axis",
+    "apply_over_axes",
     "arange",
     "arccos",
     "arccosh",
@@ -691,6 +694,7 @@ __all__ = [
     "vdot",
     "vecdot",
     "vecmat",
+    "vectorize",
     "vjp",
     "vmap",
     "vsplit",
