@@ -10,8 +10,9 @@ along it at the flat positions. A scatter (``x.at[key].op(y)``) is its transpose
 slice, an update along the merged axis, and the block placed back with a zero pad and a mask.
 Positions known when tracing (lists, numpy arrays) are resolved in numpy: each round of
 repeated positions is one gather of update rows. Traced positions go through a one-hot of the
-positions against an iota: a ``set`` gathers the last update of each position, an ``add`` is a
-matmul on the cube, ``multiply``/``min``/``max`` reduce a masked broadcast.
+positions against an iota: a ``set`` gathers the last update of each position, a float ``add``
+is a matmul on the cube; ``multiply``, ``min``, ``max`` and integer sums sort the updates by
+position and combine each run with a segmented scan (⌈log₂ K⌉ shifted steps along rows).
 
 numpy's ``put`` and ``put_along_axis`` are updates of this kind.
 """
@@ -487,19 +488,14 @@ def _scatter_static(
     if not src.size:
         return x2
     if kind == "set":
-        # the last update of each position wins
-        rev = tgt[::-1]
-        uniq, first = np.unique(rev, return_index=True)
-        rounds = [(uniq, src[::-1][first])]
-    else:
-        order = np.argsort(tgt, kind="stable")
-        t, s = tgt[order], src[order]
-        starts = np.r_[0, np.nonzero(np.diff(t))[0] + 1]
-        rank = np.arange(t.size) - np.repeat(starts, np.diff(np.r_[starts, t.size]))
-        rounds = [(t[rank == j], s[rank == j]) for j in range(int(rank.max()) + 1)]
-        if len(rounds) > _MAX_ROUNDS and kind != "apply":
-            ok = api.asvalue(keep)
-            return _scatter_dense(x2, p, api.asvalue(pos), ok, y, kind, f)
+        return _apply_last(x2, p, pos, keep, y, f)
+    order = np.argsort(tgt, kind="stable")
+    t, s = tgt[order], src[order]
+    starts = np.r_[0, np.nonzero(np.diff(t))[0] + 1]
+    rank = np.arange(t.size) - np.repeat(starts, np.diff(np.r_[starts, t.size]))
+    rounds = [(t[rank == j], s[rank == j]) for j in range(int(rank.max()) + 1)]
+    if len(rounds) > _MAX_ROUNDS and kind != "apply":
+        return _scatter_many(x2, p, pos, keep, y, kind, f)
     for t, s in rounds:
         hit = np.zeros(a_len, bool)
         hit[t] = True
@@ -521,6 +517,32 @@ def _one_hot(a_len: int, pos: Value, ok: Value | None) -> Value:
     return api.equal(api.asvalue(np.arange(a_len, dtype=np.int32).reshape(a_len, 1)), at)
 
 
+def _apply_last(
+    x2: Value, p: int, pos: Positions, ok: Positions | None, y: Value | None, f: Combine
+) -> Value:
+    """``x2[a] = f(x2[a], y[k])`` along axis ``p`` for the last update k at each position a
+    (the others are ignored): one gather of update rows."""
+    a_len = x2.shape[p]  # type: ignore[attr-defined]
+    nd = len(x2.shape)  # type: ignore[attr-defined]
+    if isinstance(pos, np.ndarray):
+        keep = np.ones(pos.shape, bool) if ok is None else np.asarray(ok)
+        src = np.nonzero(keep)[0]
+        # the last of each: the first in the reversed order
+        uniq, first = np.unique(pos[src][::-1], return_index=True)
+        hit_np = np.zeros(a_len, bool)
+        hit_np[uniq] = True
+        at_np = np.zeros(a_len, np.int32)
+        at_np[uniq] = src[::-1][first]
+        new = f(x2, None if y is None else api.take(y, at_np, p))
+        return new if hit_np.all() else api.where(_along(hit_np, p, nd), new, x2)
+    k = pos.shape[0]  # type: ignore[attr-defined]
+    hot = _one_hot(a_len, pos, ok)  # type: ignore[arg-type]
+    # the last update of each position: its number, 1-based (0: none)
+    last = api.max(api.where(hot, np.arange(1, k + 1, dtype=np.int32), 0), 1)
+    rows = None if y is None else api.take(y, api.maximum(api.sub(last, 1), 0), p)
+    return api.where(_along(api.greater(last, 0), p, nd), f(x2, rows), x2)
+
+
 def _scatter_traced(
     x2: Value,
     p: int,
@@ -533,19 +555,12 @@ def _scatter_traced(
     unique: bool,
     op: str,
 ) -> Value:
-    """The update along axis ``p`` at traced positions, through their one-hot."""
+    """The update along axis ``p`` at traced positions."""
     a_len = x2.shape[p]  # type: ignore[attr-defined]
     nd = len(x2.shape)  # type: ignore[attr-defined]
     k = pos.shape[0]  # type: ignore[attr-defined]
-    hot = _one_hot(a_len, pos, ok)
     if kind == "set" or (kind == "apply" and unique):
-        # the last update of each position wins: its number, 1-based (0: none)
-        last = api.max(api.where(hot, np.arange(1, k + 1, dtype=np.int32), 0), 1)
-        hit = _along(api.greater(last, 0), p, nd)
-        if kind == "apply":
-            return api.where(hit, f(x2, None), x2)
-        rows = api.take(y, api.maximum(api.sub(last, 1), 0), p)
-        return api.where(hit, rows, x2)
+        return _apply_last(x2, p, pos, ok, y, f)
     if kind == "apply":
         if k > _MAX_APPLY_ROUNDS:
             raise ShapeError(
@@ -554,52 +569,82 @@ def _scatter_traced(
                 op=op,
                 hint="pass unique_indices=True when the positions do not repeat",
             )
-        count = api.sum(api.cast(hot, dt.int32), 1)
+        count = api.sum(api.cast(_one_hot(a_len, pos, ok), dt.int32), 1)
         for j in range(k):
             x2 = api.where(_along(api.greater(count, j), p, nd), f(x2, None), x2)
         return x2
-    return _scatter_dense(x2, p, pos, ok, y, kind, f)
+    return _scatter_many(x2, p, pos, ok, y, kind, f)
 
 
-def _scatter_dense(
-    x2: Value, p: int, pos: Value, ok: Value | None, y: Value | None, kind: str, f: Combine
+def _scatter_many(
+    x2: Value, p: int, pos: Positions, ok: Positions | None, y: Value | None, kind: str, f: Combine
 ) -> Value:
-    """Every update at once: a sum as a one-hot matmul, a product, min or max as a masked
-    broadcast reduced over the updates."""
+    """Updates with repeats, all at once. A float sum is a one-hot matmul on the cube; any
+    other combination reduces each position's updates first — sorted by position, a
+    segmented scan in ⌈log₂ K⌉ shifted steps leaves each run's total at its end — then
+    applies the totals as a ``set`` would its last values."""
     assert y is not None
-    shape = tuple(x2.shape)  # type: ignore[attr-defined]
-    a_len, k = shape[p], pos.shape[0]  # type: ignore[attr-defined]
-    pre, post = math.prod(shape[:p]), math.prod(shape[p + 1 :])
-    hot = _one_hot(a_len, pos, ok)  # [A, K]
     d = y.dtype  # type: ignore[attr-defined]
-    y3 = api.reshape(y, (pre, k, post))
     if kind in ("add", "subtract") and d.is_floating:
-        total = _sum_floats(hot, y3)
+        a_len = x2.shape[p]  # type: ignore[attr-defined]
+        shape = tuple(x2.shape)  # type: ignore[attr-defined]
+        pre, post = math.prod(shape[:p]), math.prod(shape[p + 1 :])
+        k = pos.shape[0]  # type: ignore[union-attr]
+        hot = _one_hot(a_len, api.asvalue(pos), None if ok is None else api.asvalue(ok))
+        total = _sum_floats(hot, api.reshape(y, (pre, k, post)))
+        return f(x2, api.reshape(total, shape))
+    # the running combination within a run of equal positions
+    op = {"add": api.add, "subtract": api.add, "multiply": api.mul}.get(kind)
+    work = dt.int32 if d is dt.bool_ else d
+    if kind in ("min", "max"):
+        op = api.minimum if kind == "min" else api.maximum
+    assert op is not None
+    a_len = x2.shape[p]  # type: ignore[attr-defined]
+    k = pos.shape[0]  # type: ignore[union-attr]
+    if isinstance(pos, np.ndarray):
+        keep = np.ones(k, bool) if ok is None else np.asarray(ok)
+        key_np = np.where(keep, pos, a_len)  # dropped updates sort last, past every position
+        order: Any = np.argsort(key_np, kind="stable").astype(np.int32)
+        skey: Any = key_np[order]
     else:
-        work = dt.int32 if d in (dt.bool_, dt.int8) else d
-        yw = api.cast(y3, work) if work is not d else y3
-        hot4 = api.reshape(hot, (1, a_len, k, 1))
-        yb = api.reshape(yw, (pre, 1, k, post))
-        if kind in ("add", "subtract"):
-            total = api.sum(api.where(hot4, yb, 0), 2)
+        key = pos if ok is None else api.where(ok, pos, a_len)
+        order = composite.argsort(key)
+        # (sorted again rather than gathered: a compiled 1-d gather moves element by element)
+        skey = composite.sort(key)
+    ys = api.take(y if work is d else api.cast(y, work), order, p)
+    # the scan runs along the last axis, where a shift stays within each row
+    shape = tuple(ys.shape)
+    pre, post = math.prod(shape[:p]), math.prod(shape[p + 1 :])
+    ys = api.transpose(api.reshape(ys, (pre, k, post)), (0, 2, 1))  # [pre, post, K]
+    if isinstance(skey, np.ndarray):
+        # (known positions: as many steps as the longest run needs)
+        runs = np.diff(np.r_[0, np.nonzero(np.diff(skey))[0] + 1, k])
+        reach = int(runs.max()) if runs.size else 1
+    else:
+        reach = k
+    step = 1
+    while step < reach:
+        head, tail = slice(0, k - step), slice(step, None)
+        if isinstance(skey, np.ndarray):
+            same: Any = np.r_[np.zeros(step, bool), skey[tail] == skey[head]]
         else:
-            # the identities of the update's dtype, so that they survive the cast back
-            hi, lo = (
-                (math.inf, -math.inf)
-                if d.is_floating
-                else (1, 0)
-                if d is dt.bool_
-                else (int(np.iinfo(d.np).max), int(np.iinfo(d.np).min))
+            same = api.concat(
+                [
+                    api.asvalue(np.zeros(step, bool)),
+                    api.equal(api.getitem(skey, tail), api.getitem(skey, head)),
+                ],
+                0,
             )
-            red, ident = {
-                "multiply": (composite.prod, 1),
-                "min": (api.min, hi),
-                "max": (api.max, lo),
-            }[kind]
-            total = red(api.where(hot4, yb, ident), 2)
-        # int8 wraps and bool is any/all, as the scatters in those dtypes
-        total = api.cast(total, d) if d is not dt.bool_ else api.not_equal(total, 0)
-    return f(x2, api.reshape(total, shape))
+        prev = api.concat(
+            [api.getitem(ys, (Ellipsis, slice(0, step))), api.getitem(ys, (Ellipsis, head))], 2
+        )
+        ys = api.where(same, op(ys, prev), ys)
+        step *= 2
+    ys = api.reshape(api.transpose(ys, (0, 2, 1)), shape)
+    if work is not d:
+        ys = api.not_equal(ys, 0)
+    valid = np.asarray(skey < a_len) if isinstance(skey, np.ndarray) else api.less(skey, a_len)
+    return _apply_last(x2, p, skey, valid, ys, f)
 
 
 def _sum_floats(hot: Value, y3: Value) -> Value:
