@@ -20,7 +20,7 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core import dispatch
-from pypto.core.errors import ShapeError
+from pypto.core.errors import DTypeError, ShapeError
 from pypto.ops import api, composite, rules
 from pypto.ops.composite import _composite
 from pypto.ops.table import OPS
@@ -279,6 +279,95 @@ def copysign(x: Any, y: Any) -> Any:
     u, v = _inexact("copysign", x, y)
     m = api.abs(u)
     return api.where(signbit(v), api.neg(m), m)
+
+
+def _frexp32(w: Any) -> tuple[Any, Any]:
+    """frexp of float32 ``w`` through its bits: (mantissa in [0.5, 1), int32 exponent);
+    subnormals scaled up by 2^23 first; 0, ±inf and NaN give themselves and 0."""
+    sub = api.less(api.abs(w), float(np.finfo(np.float32).tiny))
+    scaled = api.where(sub, api.mul(w, float(2**23)), w)
+    e0 = api.where(sub, -23, 0)
+    bits = api.bitcast_convert_type(scaled, dt.int32)
+    e = api.add(e0, api.sub(api.bitwise_and(api.right_shift(bits, 23), 255), 126))
+    bits = api.bitwise_or(api.bitwise_and(bits, ~(255 << 23)), 126 << 23)
+    m = api.bitcast_convert_type(bits, dt.float32)
+    special = composite.logical_or(composite.logical_not(composite.isfinite(w)), api.equal(w, 0.0))
+    return api.where(special, w, m), api.where(special, 0, e)
+
+
+def _frexp_jax(x: Any) -> Any:
+    return jnp.frexp(x)
+
+
+@_composite(
+    "frexp",
+    "mantissa in [0.5, 1) and int32 exponent: x = m * 2**e",
+    _frexp_jax,
+    differentiable=False,
+)
+def frexp(x: Any) -> Any:
+    """``(m, e)`` with ``x = m · 2**e``, ``|m|`` in [0.5, 1) and ``e`` int32, as
+    ``jnp.frexp``: read from the float's bits (float16 and bfloat16 through float32, which
+    holds them exactly, subnormals included); 0, ±inf and NaN give themselves and 0.
+
+    >>> import pypto as pto
+    >>> m, e = pto.frexp(pto.tensor([8.0, -0.375, 0.0]))
+    >>> m.numpy(), e.numpy()
+    (array([ 0.5 , -0.75,  0.  ], dtype=float32), array([ 4, -1,  0], dtype=int32))
+    """
+    (v,) = _inexact("frexp", x)
+    d = v.dtype
+    m, e = _frexp32(v if d is dt.float32 else api.cast(v, dt.float32))
+    return _narrow(m, d), e
+
+
+def _pow2(e: Any) -> Any:
+    """2**e exactly in float32 for int32 ``e``: from the bits of a normal or subnormal power,
+    0 below 2^-149 and inf above 2^127."""
+    normal = api.bitcast_convert_type(
+        api.left_shift(api.add(composite.clip(e, -126, 127), 127), 23), dt.float32
+    )
+    tiny = api.bitcast_convert_type(
+        api.left_shift(1, composite.clip(api.add(e, 149), 0, 22)), dt.float32
+    )
+    out = api.where(api.less(e, -126), tiny, normal)
+    out = api.where(api.less(e, -149), 0.0, out)
+    return api.where(api.greater(e, 127), math.inf, out)
+
+
+def _ldexp_jax(x1: Any, x2: Any) -> Any:
+    return jnp.ldexp(x1, x2)
+
+
+@_composite("ldexp", "x1 * 2**x2 for integer x2, without overflow on the way", _ldexp_jax)
+def ldexp(x1: Any, x2: Any) -> Any:
+    """``x1 · 2**x2`` for integer ``x2``, as ``jnp.ldexp``: ``x1``'s exponent is split off
+    first (:func:`frexp`) so that a small ``x1`` times a large power stays finite, and the
+    power of two is built from its bits, so the result is rounded once; 0 and ±inf stay.
+
+    >>> import pypto as pto
+    >>> pto.ldexp(pto.tensor([0.75, 1e-30]), pto.tensor([3, 200])).numpy()
+    array([6.000000e+00, 1.606938e+30], dtype=float32)
+    """
+    (v,) = _inexact("ldexp", x1)
+    n = api.asvalue(x2, "ldexp")
+    if not n.dtype.is_integer:  # type: ignore[attr-defined]
+        raise DTypeError(
+            f"the exponents must be integers, got {api._aval(n)}",
+            op="ldexp",
+            hint="cast them with .astype(pto.int32)",
+        )
+    d = v.dtype
+    w = v if d is dt.float32 else api.cast(v, dt.float32)
+    m, e = _frexp32(w)
+    e = api.add(e, api.cast(n, dt.int32))
+    # (the exponent may overshoot by one and the result still be finite)
+    up = api.greater(e, 0)
+    m = api.where(up, api.mul(m, 2.0), m)
+    e = api.where(up, api.sub(e, 1), e)
+    out = api.mul(m, _pow2(e))
+    keep = composite.logical_or(composite.isinf(w), api.equal(w, 0.0))
+    return _narrow(api.where(keep, w, out), d)
 
 
 @_composite("heaviside", "step function: 0 below 0, 1 above, h2 at 0", jnp.heaviside)

@@ -405,3 +405,17 @@ def test_index_arrays_match_jax() -> None:
     x = pto.tensor(a)
     f = pto.jit(lambda t, r: t[pto.ix_(r, [0, 3])].sum(), backend="interpret")
     assert float(f(x, pto.tensor([2, 0]))) == float(a[np.ix_([2, 0], [0, 3])].sum())
+
+
+def test_frexp_and_ldexp_keep_subnormals() -> None:
+    """Against numpy, which keeps subnormals (JAX's CPU backend flushes them to zero)."""
+    tiny = np.finfo(np.float32).tiny
+    x = np.array([tiny / 4, -1.4e-45, tiny, 3.0, 1e-30, 0.75], np.float32)
+    m, e = pto.frexp(pto.tensor(x))
+    want_m, want_e = np.frexp(x)
+    np.testing.assert_array_equal(m.numpy(), want_m)
+    np.testing.assert_array_equal(e.numpy(), want_e)
+    n = np.array([3, 10, -3, -150, 200, -149], np.int32)
+    np.testing.assert_array_equal(pto.ldexp(pto.tensor(x), pto.tensor(n)).numpy(), np.ldexp(x, n))
+    with pytest.raises(pto.DTypeError, match="the exponents must be integers"):
+        pto.ldexp(pto.tensor(x), pto.tensor(x))

@@ -2347,6 +2347,27 @@ def _gcd_lcm(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(getattr(pto, name)(x, y), ref(name)(a, b), what=f"{name} {a} {b}")
 
 
+@case("frexp", "ldexp", dtypes=(pto.float32, pto.float16, pto.bfloat16, pto.int32), group="library")
+def _exponents(data: Draw, dtype: pto.DType, name: str) -> None:
+    """Normal-range values against JAX (its CPU backend flushes subnormals, so those are
+    checked against numpy in test_frexp_and_ldexp_keep_subnormals)."""
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    a = values(data, dtype, shape, -1e4, 1e4, ints=(-1000, 1000), specials=SPECIALS)
+    if dtype.is_floating:
+        tiny = float(
+            np.finfo(np.float32).tiny if dtype is not pto.float16 else np.finfo(np.float16).tiny
+        )
+        a = np.where(np.abs(a.astype(np.float32)) < tiny, 0, a).astype(a.dtype)
+    x = as_input(data, a, allow_numpy=False)
+    if name == "frexp":
+        outs, wants = pto.frexp(x), ref(name)(a)
+    else:
+        n = values(data, pto.int32, shape[-1:], ints=(-20, 20))
+        outs, wants = (pto.ldexp(x, pto.tensor(n)),), (ref(name)(a, n),)
+    for o, w in zip(_as_list(outs), _as_list(wants), strict=True):
+        assert_matches(o, w, what=f"{name} {a}")
+
+
 @case("cross", "kron", dtypes=DTYPES, group="library")
 def _cross_kron(data: Draw, dtype: pto.DType, name: str) -> None:
     if dtype is BOOL:

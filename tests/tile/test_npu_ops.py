@@ -207,6 +207,8 @@ CASES: dict[str, Case] = {
     "vander": (lambda x: pto.vander(x[0, :6] / 3, 4), [(X, "n")], F),
     "gcd": (lambda x: pto.gcd(x[:3] * 7, x[3:] * 5), [(X, "x")], (pto.int32,)),
     "lcm": (lambda x: pto.lcm(x[:3] % 20, x[3:] % 12), [(X, "x")], (pto.int32,)),
+    "frexp": (lambda x: pto.frexp(x * 100.0), [(X, "n")], F),
+    "ldexp": (lambda x: pto.ldexp(x, (x * 10).astype(pto.int32)), [(X, "n")], F),
     "isin": (lambda x, y: pto.isin(x, y[:5]), [(X, "i"), (ROW, "i")], F + I),
     "cumulative_sum": (
         lambda x: pto.cumulative_sum(x, axis=1, include_initial=True),
