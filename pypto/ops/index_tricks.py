@@ -42,6 +42,27 @@ def _shape_of(op: str, shape: Any) -> tuple[int, ...]:
     return tuple(rules.integer(op, "shape", d) for d in dims)
 
 
+def _in_range(op: str, i: Any, n: int, mode: str, what: str) -> Any:
+    """``i`` in ``[0, n)`` by ``mode``: checked (``"raise"``, which needs its values),
+    wrapped (``"wrap"``) or clamped (``"clip"``)."""
+    if mode == "wrap":
+        return composite.remainder(i, n)
+    if mode == "clip":
+        return composite.clip(i, 0, n - 1)
+    if mode != "raise":
+        raise ShapeError(f"unknown mode {mode!r}", op=op, hint="'raise', 'wrap' or 'clip'")
+    c = _concrete(i)
+    if c is None:
+        raise ShapeError(
+            f"mode='raise' checks the values of {api._aval(i)}, which are traced",
+            op=op,
+            hint="use mode='wrap' or mode='clip' when compiling",
+        )
+    if c.size and (c.min() < 0 or c.max() >= n):
+        raise BoundsError(f"{what} of {api._aval(i)} is outside [0, {n})", op=op)
+    return i
+
+
 def _unravel_index_jax(indices: Any, shape: Any) -> Any:
     return jnp.unravel_index(indices, shape)
 
@@ -101,25 +122,9 @@ def ravel_multi_index(
     idx = _ints(op, *multi_index)
     if len(idx) != len(shape):
         raise ShapeError(f"{len(idx)} index arrays for {len(shape)} dims {list(shape)}", op=op)
-    if mode not in ("raise", "wrap", "clip"):
-        raise ShapeError(f"unknown mode {mode!r}", op=op, hint="'raise', 'wrap' or 'clip'")
     if order not in ("C", "F"):
         raise ShapeError(f"unknown order {order!r}", op=op, hint="'C' or 'F'")
-    if mode == "raise":
-        for i, n in zip(idx, shape, strict=True):
-            c = _concrete(i)
-            if c is None:
-                raise ShapeError(
-                    f"mode='raise' checks the values of {api._aval(i)}, which are traced",
-                    op=op,
-                    hint="use mode='wrap' or mode='clip' when compiling",
-                )
-            if c.size and (c.min() < 0 or c.max() >= n):
-                raise BoundsError(f"a coordinate of {api._aval(i)} is outside [0, {n})", op=op)
-    elif mode == "clip":
-        idx = [composite.clip(i, 0, n - 1) for i, n in zip(idx, shape, strict=True)]
-    else:
-        idx = [composite.remainder(i, n) for i, n in zip(idx, shape, strict=True)]
+    idx = [_in_range(op, i, n, mode, "a coordinate") for i, n in zip(idx, shape, strict=True)]
     order_dims = shape if order == "C" else shape[::-1]
     strides = [math.prod(order_dims[k + 1 :]) for k in range(len(order_dims))]
     if order == "F":
@@ -182,23 +187,7 @@ def choose(a: Any, choices: Sequence[Any], out: None = None, mode: str = "raise"
     if out is not None:
         raise ShapeError("out= is not supported: tensors are immutable", op=op)
     (i,) = _ints(op, a)
-    k = len(choices)
-    if mode == "raise":
-        c = _concrete(i)
-        if c is None:
-            raise ShapeError(
-                f"mode='raise' checks the values of {api._aval(i)}, which are traced",
-                op=op,
-                hint="use mode='wrap' or mode='clip' when compiling",
-            )
-        if c.size and (c.min() < 0 or c.max() >= k):
-            raise BoundsError(f"an index of {api._aval(i)} is outside [0, {k})", op=op)
-    elif mode == "wrap":
-        i = composite.remainder(i, k)
-    elif mode == "clip":
-        i = composite.clip(i, 0, k - 1)
-    else:
-        raise ShapeError(f"unknown mode {mode!r}", op=op, hint="'raise', 'wrap' or 'clip'")
+    i = _in_range(op, i, len(choices), mode, "an index")
     cs = api.promote(op, list(choices))
     shape = np.broadcast_shapes(tuple(i.shape), *(tuple(c.shape) for c in cs))  # type: ignore[attr-defined]
     stacked = composite.stack([api.broadcast_to(c, shape) for c in cs], 0)

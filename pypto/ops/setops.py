@@ -197,15 +197,15 @@ def compress(
                 op="compress",
                 hint=f"pass condition[:{n}]",
             )
-        c = api.getitem(c, slice(0, n))
-    v = api.getitem(v, slice(0, k))
+        c, k = api.getitem(c, slice(0, n)), n
     m = _count("compress", c, size)
     if size is not None and not 0 < m <= k:
         raise ShapeError(
-            f"size={m} for an axis of length {k} (condition {api._aval(c)}, tensor {api._aval(v)})",
+            f"size={m} for {k} slices (condition {api._aval(c)}, tensor {api._aval(v)})",
             op="compress",
             hint=f"size is between 1 and {k}, as jnp.compress asks",
         )
+    v = api.getitem(v, slice(0, k))
     if size is not None:  # (JAX fills the slices left out before it orders them)
         keep = api.reshape(c, (k,) + (1,) * (len(v.shape) - 1))
         v = api.where(keep, v, api.cast(api.asvalue(fill_value, "compress"), v.dtype))
