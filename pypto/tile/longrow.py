@@ -255,6 +255,7 @@ def _probe(lw: Lowering) -> Lowering:
         var_buf=dict(lw.var_buf),
         kernels=list(lw.kernels),
         consts=list(lw.consts),
+        relaid=dict(lw.relaid),
         _names=dict(lw._names),
     )
 

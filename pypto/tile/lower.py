@@ -114,6 +114,8 @@ class Lowering:
     """layout equations (transposes) the group being lowered reads through: value -> eqn"""
     skip: set[int] = field(default_factory=set)
     """ids of later equations a kernel already did (a transpose its stores wrote through)"""
+    relaid: dict[tuple[str, tuple[int, int]], str] = field(default_factory=dict)
+    """(buffer, layout) -> its relayout copy, made once for all the kernels that read it"""
     _names: dict[str, int] = field(default_factory=dict)
 
     # ---- names and buffers ----
@@ -214,11 +216,16 @@ def window(
 
 def relayout(lw: Lowering, buf: str, view: tuple[int, int], loc: SourceLoc | None) -> str:
     """A copy of ``buf`` laid out as ``view``: a DMA kernel moving runs of ``gcd`` elements
-    (for the rare reshape whose row lengths share no tile)."""
+    (for the rare reshape whose row lengths share no tile), made once per buffer and layout
+    however many kernels read it so."""
+    done = lw.relaid.get((buf, view))
+    if done is not None:
+        return done
     d, size, _ = lw.buffers[buf]
     src = lw.views[buf]
     out = lw.new_buffer(buf + "_re", d, size)
     lw.views[out] = view
+    lw.relaid[(buf, view)] = out
     g = math.gcd(src[1], view[1])
     # runs of at most 16 KiB (DMA is at full rate from there; whole long rows need not fit UB)
     g = max(x for x in divisors(g) if x * d.itemsize <= 16384 or x == 1)

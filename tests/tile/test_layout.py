@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from typing import Any
 
 import numpy as np
@@ -200,6 +201,26 @@ def test_head_split_and_merge_move_whole_tiles(machine: str) -> None:
     transposes = [ln for ln in tile_ir.splitlines() if "kernel @transpose" in ln]
     assert len(transposes) == 2
     assert all("rows=1," not in ln for ln in transposes), transposes
+
+
+def test_a_relayout_is_shared_by_the_kernels_that_read_it() -> None:
+    # A 1-d take leaves one element per row; the two kernels below read its result as one
+    # row, through a relayout copy that is made once, not once per reader (a second copy of
+    # buffer t would be named t_re1).
+    rng = np.random.default_rng(0)
+    i = pto.tensor(rng.integers(0, 1024, 512).astype(np.int32))
+
+    def f(i: Any) -> Any:
+        s = pto.take(i, pto.argsort(i))
+        return s[1:] == s[:-1], s[2:] == s[:-2]
+
+    tile_ir = str(pto.jit(f, machine="tiny").lower(i).tile_ir)
+    copies = re.findall(r"\.tensor (\w+_re\d*) ", tile_ir)
+    assert copies and not any(re.fullmatch(r"\w+_re\d+", c) for c in copies), copies
+    got = pto.jit(f, machine="tiny")(i)
+    s = np.sort(np.asarray(i))
+    np.testing.assert_array_equal(np.asarray(got[0]), s[1:] == s[:-1])
+    np.testing.assert_array_equal(np.asarray(got[1]), s[2:] == s[:-2])
 
 
 # ---------------------------------------------------------------- random layout chains
