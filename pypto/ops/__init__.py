@@ -269,7 +269,16 @@ from pypto.ops.numpy_lib import (
     vsplit,
     vstack,
 )
-from pypto.ops.setops import argwhere, compress, extract, flatnonzero, nonzero, unique
+from pypto.ops.setops import (
+    argwhere,
+    compress,
+    extract,
+    flatnonzero,
+    nonzero,
+    setdiff1d,
+    union1d,
+    unique,
+)
 from pypto.ops.solvers import cholesky, det, inv, matrix_power, slogdet, solve
 from pypto.ops.table import OPS, AVal, Op
 from pypto.ops.trig import arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh
@@ -537,6 +546,7 @@ __all__ = [
     "searchsorted",
     "select",
     "selu",
+    "setdiff1d",
     "sigmoid",
     "sign",
     "signbit",
@@ -578,6 +588,7 @@ __all__ = [
     "triu_indices",
     "true_divide",
     "trunc",
+    "union1d",
     "unique",
     "unravel_index",
     "unstack",

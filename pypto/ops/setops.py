@@ -22,7 +22,7 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core.errors import ShapeError, TraceError
-from pypto.ops import api, composite, rules
+from pypto.ops import api, composite, numpy_lib, rules
 from pypto.ops.composite import _composite
 from pypto.ops.indexing import _concrete
 from pypto.ops.numeric import bincount
@@ -350,11 +350,76 @@ def unique(
     return out[0] if len(out) == 1 else tuple(out)
 
 
+def _union1d_jax(ar1: Any, ar2: Any, *, size: Any = None, fill_value: Any = None) -> Any:
+    return jnp.union1d(ar1, ar2, size=size, fill_value=fill_value)
+
+
+@_composite("union1d", "the sorted unique elements of both arrays", _union1d_jax)
+def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """The sorted unique elements found in either array, as ``jnp.union1d``: :func:`unique`
+    of both flattened together (``size`` and ``fill_value`` as its).
+
+    >>> import pypto as pto
+    >>> pto.union1d(pto.tensor([3, 1]), pto.tensor([[2, 3]])).numpy()
+    array([1, 2, 3], dtype=int32)
+    """
+    a, b = api.promote("union1d", (ar1, ar2))
+    both = api.concat([api.reshape(a, (-1,)), api.reshape(b, (-1,))], 0)
+    return unique(both, size=size, fill_value=fill_value)
+
+
+def _setdiff1d_jax(
+    ar1: Any, ar2: Any, assume_unique: bool = False, *, size: Any = None, fill_value: Any = None
+) -> Any:
+    return jnp.setdiff1d(ar1, ar2, assume_unique, size=size, fill_value=fill_value)
+
+
+@_composite("setdiff1d", "the sorted unique elements of ar1 not in ar2", _setdiff1d_jax)
+def setdiff1d(
+    ar1: Any,
+    ar2: Any,
+    assume_unique: bool = False,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
+    """The unique elements of ``ar1`` that are not in ``ar2``, sorted (in ``ar1``'s order
+    with ``assume_unique``), as ``jnp.setdiff1d``: with ``size``, the first ``size`` of them,
+    padded with ``fill_value`` (0 when not given).
+
+    >>> import pypto as pto
+    >>> pto.setdiff1d(pto.tensor([5, 1, 3, 1]), pto.tensor([3])).numpy()
+    array([1, 5], dtype=int32)
+    """
+    a = api.reshape(api.asvalue(ar1, "setdiff1d"), (-1,))
+    b = api.reshape(api.asvalue(ar2, "setdiff1d"), (-1,))
+    d = a.dtype
+    fill = api.cast(api.asvalue(0 if fill_value is None else fill_value, "setdiff1d"), d)
+    n = a.shape[0]
+    if not n:
+        return api.broadcast_to(fill, (size or 0,))
+    if not assume_unique:
+        a = unique(a, size=n if size is not None else None)
+    keep = composite.logical_not(numpy_lib.isin(a, b))
+    if size is None:
+        m = _count("setdiff1d", keep, None)
+        return api.take(a, nonzero(keep, size=m)[0], 0) if m else api.getitem(a, slice(0, 0))
+    if not assume_unique:
+        # unique's padding repeats its first value: those places are not results
+        count = api.sub(n + 1, api.sum(api.cast(api.equal(a, api.getitem(a, 0)), dt.int32)))
+        keep = composite.logical_and(keep, api.less(np.arange(n, dtype=np.int32), count))
+    picked = api.take(a, nonzero(keep, size=size)[0], 0)
+    total = api.sum(api.cast(keep, dt.int32))
+    return api.where(api.less(np.arange(size, dtype=np.int32), total), picked, fill)
+
+
 __all__: Sequence[str] = [
     "argwhere",
     "compress",
     "extract",
     "flatnonzero",
     "nonzero",
+    "setdiff1d",
+    "union1d",
     "unique",
 ]

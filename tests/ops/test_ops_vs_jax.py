@@ -2368,6 +2368,43 @@ def _exponents(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(o, w, what=f"{name} {a}")
 
 
+@case("setdiff1d", "union1d", dtypes=LAYOUT_DTYPES, group="library")
+def _set_ops(data: Draw, dtype: pto.DType, name: str) -> None:
+    """Repeats, NaN and padding; ``size`` from 1 (JAX's setdiff1d fails on size=0)."""
+    a = values(
+        data,
+        dtype,
+        (data.draw(st.integers(0, 6), label="n1"),),
+        -3.0,
+        3.0,
+        ints=(-3, 3),
+        discrete=True,
+        specials=(np.nan,),
+    )
+    b = values(
+        data,
+        dtype,
+        (data.draw(st.integers(0, 4), label="n2"),),
+        -3.0,
+        3.0,
+        ints=(-3, 3),
+        discrete=True,
+    )
+    params: dict[str, Any] = {}
+    if data.draw(st.booleans(), label="sized"):
+        params["size"] = data.draw(st.integers(1, 8), label="size")
+        if data.draw(st.booleans(), label="fill"):
+            params["fill_value"] = 1
+    args = [a, b]
+    if name == "setdiff1d" and data.draw(st.booleans(), label="assume_unique"):
+        _, first = np.unique(a, return_index=True, equal_nan=False)
+        a = a[np.sort(first)]
+        args = [a, b, True]
+    x = as_input(data, a, allow_numpy=False)
+    out = getattr(pto, name)(x, *args[1:], **params)
+    assert_matches(out, ref(name)(*args, **params), what=f"{name} {a} {b} {params}")
+
+
 @case("cross", "kron", dtypes=DTYPES, group="library")
 def _cross_kron(data: Draw, dtype: pto.DType, name: str) -> None:
     if dtype is BOOL:

@@ -209,6 +209,12 @@ CASES: dict[str, Case] = {
     "lcm": (lambda x: pto.lcm(x[:3] % 20, x[3:] % 12), [(X, "x")], (pto.int32,)),
     "frexp": (lambda x: pto.frexp(x * 100.0), [(X, "n")], F),
     "ldexp": (lambda x: pto.ldexp(x, (x * 10).astype(pto.int32)), [(X, "n")], F),
+    "setdiff1d": (
+        lambda x, y: pto.setdiff1d(x[0], y[:6], size=12, fill_value=0),
+        [(X, "i"), (ROW, "i")],
+        F + I,
+    ),
+    "union1d": (lambda x, y: pto.union1d(x[0], y[:6], size=12), [(X, "i"), (ROW, "i")], F + I),
     "isin": (lambda x, y: pto.isin(x, y[:5]), [(X, "i"), (ROW, "i")], F + I),
     "cumulative_sum": (
         lambda x: pto.cumulative_sum(x, axis=1, include_initial=True),
