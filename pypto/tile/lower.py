@@ -201,23 +201,42 @@ def window(
     tr, tc = tile
     if c1 == cols:
         return (tr, tc), row, col
-    if tc != cols:
-        return None
     if cols % c1 == 0:
         k = cols // c1
-        return (tr * k, c1), row * k, Expr()
+        if tc == cols:
+            return (tr * k, c1), row * k, Expr()
+        # part of one logical row: whole rows of the layout when they hold it (a [1, n] tile
+        # of a column is n rows of one element, the same dense bytes)
+        if tr != 1 or tc % c1 or not _divides(c1, col):
+            return None
+        return (tc // c1, c1), row * k + _div(col, c1), Expr()
     if c1 % cols == 0:
         k = c1 // cols
-        if tr % k or any(c % k for _, c in row.terms) or row.const % k:
+        if tc != cols or tr % k or not _divides(k, row):
             return None
-        return (tr // k, c1), Expr.make([(r, c // k) for r, c in row.terms], row.const // k), Expr()
+        return (tr // k, c1), _div(row, k), Expr()
     return None
 
 
+def _divides(k: int, e: Expr) -> bool:
+    """Whether ``e`` is a multiple of ``k`` for every value of its registers."""
+    return not (any(c % k for _, c in e.terms) or e.const % k)
+
+
+def _div(e: Expr, k: int) -> Expr:
+    """``e / k`` for an ``e`` that :func:`_divides` by ``k``."""
+    return Expr.make([(r, c // k) for r, c in e.terms], e.const // k)
+
+
 def relayout(lw: Lowering, buf: str, view: tuple[int, int], loc: SourceLoc | None) -> str:
-    """A copy of ``buf`` laid out as ``view``: a DMA kernel moving runs of ``gcd`` elements
-    (for the rare reshape whose row lengths share no tile), made once per buffer and layout
-    however many kernels read it so."""
+    """A copy of ``buf`` laid out as ``view``, made once per buffer and layout however many
+    kernels read it so.
+
+    GM buffers and UB tiles are dense, so the copy moves chunks of ``L`` consecutive elements
+    that are a rectangle of both layouts: whole rows of a layout whose rows ``L`` covers, part
+    of one row of a layout whose rows it divides. Each chunk is loaded in the source's shape and
+    stored in the target's from the same UB bytes: a column ``[N, 1]`` becomes a row ``[1, N]``
+    in chunks of up to 16 KiB, not one element per transfer."""
     done = lw.relaid.get((buf, view))
     if done is not None:
         return done
@@ -226,13 +245,19 @@ def relayout(lw: Lowering, buf: str, view: tuple[int, int], loc: SourceLoc | Non
     out = lw.new_buffer(buf + "_re", d, size)
     lw.views[out] = view
     lw.relaid[(buf, view)] = out
-    g = math.gcd(src[1], view[1])
-    # runs of at most 16 KiB (DMA is at full rate from there; whole long rows need not fit UB)
-    g = max(x for x in divisors(g) if x * d.itemsize <= 16384 or x == 1)
-    runs = size // g
-    per = max(1, min(runs, 1024 // max(1, g)))
+    # chunks of at most 16 KiB (DMA is at full rate from there; whole long rows need not fit UB)
+    fits = [
+        n
+        for n in divisors(size)
+        if (n * d.itemsize <= 16384 or n == 1)
+        and all(n % c == 0 or c % n == 0 for c in (src[1], view[1]))
+    ]
+    L = max(fits)  # 1 always qualifies
+    runs = size // L
+    per = max(1, min(runs, 1024 // L))
     points = -(-runs // per)
-    t = TileVar("run", Space.UB, d, (1, g))
+    shapes = [(max(1, L // c), min(L, c)) for c in (src[1], view[1])]
+    t_in, t_out = (TileVar("run", Space.UB, d, sh) for sh in shapes)
     body: list[Stmt] = []
     stop = Expr.of(per)
     if runs % per:
@@ -244,13 +269,13 @@ def relayout(lw: Lowering, buf: str, view: tuple[int, int], loc: SourceLoc | Non
         ]
         stop = Expr.reg("rn")
     inner: list[Stmt] = [
-        SOp("SMUL", "e", (Expr.reg("r") * per + Expr.reg("i"), Expr.of(g))),
+        SOp("SMUL", "e", (Expr.reg("r") * per + Expr.reg("i"), Expr.of(L))),
         SOp("SDIV", "sr", (Expr.reg("e"), Expr.of(src[1]))),
         SOp("SMOD", "sc", (Expr.reg("e"), Expr.of(src[1]))),
-        TLoad(t, buf, Expr.reg("sr"), Expr.reg("sc"), loc),
+        TLoad(t_in, buf, Expr.reg("sr"), Expr.reg("sc"), loc),
         SOp("SDIV", "dr", (Expr.reg("e"), Expr.of(view[1]))),
         SOp("SMOD", "dc", (Expr.reg("e"), Expr.of(view[1]))),
-        TStore(out, Expr.reg("dr"), Expr.reg("dc"), t, loc),
+        TStore(out, Expr.reg("dr"), Expr.reg("dc"), t_out, loc),
     ]
     from pypto.tile.ir import For
 
@@ -261,7 +286,7 @@ def relayout(lw: Lowering, buf: str, view: tuple[int, int], loc: SourceLoc | Non
             "layout",
             (("r", points),),
             (Section("aiv", tuple(body)),),
-            (("rows", 1), ("cols", g)),
+            (("rows", shapes[1][0]), ("cols", shapes[1][1])),
             loc=loc,
         )
     )

@@ -398,13 +398,14 @@ def test_a_lowering_error_names_the_line_of_its_op() -> None:
 
 
 def test_a_relayout_takes_many_runs_per_grid_point_with_a_tail() -> None:
-    # rows of 12 read as rows of 6 after a reshape: runs of 6 elements, 2,062 of them
-    # (2 x 1031: only 1 or 2 runs per point divide it); points take 170 runs, the last fewer
+    # rows of 12 read as rows of 6 after a reshape: chunks of 12 elements (one row of 12, two
+    # of 6), 1,031 of them (a prime: no count of chunks per point divides it); points take 85
+    # chunks, the last fewer
     x = sample((1031, 12), pto.float32)
     fn = lambda x: pto.sum((x * 2.0).reshape(2062, 6), -1)  # noqa: E731
     kernels = pto.jit(fn, machine="tiny").lower(x).tile_ir.kernels
     (re,) = [k for k in kernels if k.name.startswith("relayout")]
-    assert re.header() == "kernel @relayout grid(r=13) vec_tile(rows=1, cols=6)"
+    assert re.header() == "kernel @relayout grid(r=13) vec_tile(rows=2, cols=6)"
     got = np.asarray(pto.jit(fn, machine="tiny")(x))
     np.testing.assert_allclose(got, (np.asarray(x) * 2.0).reshape(2062, 6).sum(-1), rtol=1e-5)
 
