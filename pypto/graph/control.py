@@ -5,10 +5,13 @@ The Tensor IR has no control-flow equations, so these work at trace time. A choi
 predicate is known there (a Python value or an eager tensor) runs its branch alone; a traced
 one runs every branch and selects each output with ``where`` — what ``jax.lax.cond`` becomes
 under ``vmap``, and on the NPU, whose kernels have no data-dependent branches, the honest
-lowering. Loops run their body once per iteration: a ``fori_loop`` or ``scan`` of static
-length unrolls into the graph (its size grows with the trip count, as ``unroll=True`` in JAX),
-and a ``while_loop`` needs a condition known at trace time. Everything composes with ``grad``,
-``vmap`` and ``jit`` because what is recorded is ordinary ops.
+lowering. It is recorded as one call (a ``custom_vjp_call``, inlined before tiling) whose
+backward chooses among the branches' VJPs, so a branch not taken adds nothing to the
+gradient, not even a NaN. Loops run their body once per iteration: a ``fori_loop`` or
+``scan`` of static length unrolls into the graph (its size grows with the trip count, as
+``unroll=True`` in JAX), and a ``while_loop`` needs a condition known at trace time.
+Everything composes with ``grad``, ``vmap`` and ``jit`` because what is recorded is ordinary
+ops and calls with rules for each.
 
 Each body's outputs must keep the structure, shapes and dtypes of its inputs (the carry) and
 the branches must agree with each other, as in JAX; a mismatch is a :class:`pto.TraceError`
@@ -24,7 +27,10 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core.errors import TraceError
-from pypto.graph import pytree
+from pypto.graph import autodiff, interpret, pytree
+from pypto.graph.batching import vmap
+from pypto.graph.custom_vjp import custom_vjp
+from pypto.graph.ir import Func
 from pypto.graph.tracer import Spec, Tracer, trace
 from pypto.ops import api, composite
 from pypto.ops.table import AVal
@@ -81,14 +87,19 @@ def _scalar(op: str, what: str, x: Any) -> Any:
 
 
 def _select(which: Any, outs: list[Any]) -> Any:
-    """``outs[which]`` leaf by leaf for a traced int32 scalar ``which`` (already clamped)."""
+    """``outs[which]`` leaf by leaf for a traced int32 ``which`` (already clamped): a scalar,
+    or one per example of the leaves' leading (batch) axes."""
     trees = [pytree.flatten(o) for o in outs]
     leaves = [t[0] for t in trees]
+    k = len(which.shape)
     picked = []
-    for k in range(len(leaves[0])):
-        r = leaves[-1][k]
+    for j in range(len(leaves[0])):
+        r = leaves[-1][j]
         for i in reversed(range(len(outs) - 1)):
-            r = api.where(api.equal(which, i), leaves[i][k], r)
+            m = api.equal(which, i)
+            if k:
+                m = api.reshape(m, (*which.shape, *(1,) * (len(r.shape) - k)))
+            r = api.where(m, leaves[i][j], r)
         picked.append(r)
     return pytree.unflatten(trees[0][1], picked)
 
@@ -138,10 +149,106 @@ def _choose(
                     hint,
                 )
         return out
-    outs = [_values(op, b(*operands)) for b in branches]
+    traced = [trace(b, operands, name=op) for b in branches]
+    outs = [pytree.unflatten(t, [Spec(o.aval) for o in f.outputs]) for f, t, _ in traced]
     for j in range(1, n):
         _same(op, (f"{names[j]}'s output", outs[j]), (f"{names[0]}'s", outs[0]), hint)
-    return _select(composite.clip(api.cast(i, dt.int32), 0, n - 1), outs)
+    which = composite.clip(api.cast(i, dt.int32), 0, n - 1)
+    choice, frees = _Choice.traced(op, traced)
+    leaves = [api.asvalue(v, op) for v in pytree.flatten(tuple(operands))[0]]
+    return choice(which, *leaves, *frees)
+
+
+class _Choice(custom_vjp):
+    """A traced ``cond`` or ``switch``: one ``custom_vjp_call`` whose body runs every branch
+    and selects each output with ``where``, and whose backward is again a choice, among the
+    branches' VJPs, as ``jax.lax.cond``'s transpose is a ``cond``.
+
+    Selecting the gradients rather than adding them is the point: a branch not taken may have
+    a NaN gradient at the operands (``log`` at 0: the zero cotangent ``where`` gives it, times
+    ``1/0``), and the choice drops it, as JAX does. Each branch is a function of the call's
+    flat arguments (operands, then every value a branch closes over). Under ``vmap`` the call
+    becomes a choice among the mapped branches, per example when ``which`` is mapped too, so
+    the gradient of a mapped choice is chosen per example as well.
+    """
+
+    def __init__(self, op: str, branches: list[Callable[..., Any]]) -> None:
+        self.op = op
+        self.branches = branches
+
+        def choice(which: Any, *args: Any) -> Any:
+            return _select(which, [b(*args) for b in self.branches])
+
+        choice.__name__ = op
+        super().__init__(choice)
+        # no forward of its own: the residuals are the arguments (_residuals below)
+        self.defvjp(choice, self._backward)
+
+    @classmethod
+    def traced(
+        cls, op: str, traced: list[tuple[Func, pytree.TreeDef, list[Any]]]
+    ) -> tuple[_Choice, list[Any]]:
+        """The choice among branches traced on the operands, and the values they close over,
+        which follow the operands in the call's arguments."""
+        frees: list[Any] = []
+        branches = []
+        n_ops = len(traced[0][0].params) - len(traced[0][2])
+        for func, tree, free in traced:
+            pos = []
+            for x in free:
+                k = next((k for k, y in enumerate(frees) if y is x), None)
+                if k is None:
+                    k = len(frees)
+                    frees.append(x)
+                pos.append(k)
+
+            def branch(*args: Any, func: Func = func, tree: Any = tree, pos: Any = pos) -> Any:
+                ins = [*args[:n_ops], *(args[n_ops + k] for k in pos)]
+                return pytree.unflatten(tree, interpret.evaluate(func, ins, groups=True))
+
+            branches.append(branch)
+        return cls(op, branches), frees
+
+    def _residuals(self, args: tuple[Any, ...], body: Func, out_tree: pytree.TreeDef) -> Any:
+        return args  # the backward runs the branches' VJPs from the arguments alone
+
+    def _backward(self, args: tuple[Any, ...], ct: Any) -> tuple[Any, ...]:
+        which, rest = args[0], list(args[1:])
+        cts, ct_tree = pytree.flatten(ct)
+        floats = [k for k, v in enumerate(rest) if v.dtype.is_floating]
+        n = len(rest)
+
+        def vjp_of(branch: Callable[..., Any]) -> Callable[..., Any]:
+            def branch_vjp(*vals: Any) -> tuple[Any, ...]:
+                _, f_vjp = autodiff.vjp(branch, *vals[:n])
+                grads = f_vjp(pytree.unflatten(ct_tree, list(vals[n:])))
+                return tuple(grads[k] for k in floats)
+
+            return branch_vjp
+
+        picked = _Choice(self.op, [vjp_of(b) for b in self.branches])(which, *rest, *cts)
+        out: list[Any] = [None] * n
+        for k, g in zip(floats, picked, strict=True):
+            out[k] = g
+        return (None, *out)
+
+    def batch(self, args: list[Any], batched: list[bool], size: int, result: int) -> Any:
+        """The call on a batch (axis 0 of the batched arguments): a choice among the mapped
+        branches. When ``which`` is batched every argument is: the choice is then per
+        example, and so is the backward's choice of each argument's gradient (an unbatched
+        argument's is summed over the examples by the ``broadcast_to`` below)."""
+        if batched[0]:
+            args = [
+                args[0],
+                *(
+                    a if b else api.broadcast_to(a, (size, *a.shape))
+                    for a, b in zip(args[1:], batched[1:], strict=True)
+                ),
+            ]
+            batched = [True] * len(args)
+        axes = tuple(0 if b else None for b in batched[1:])
+        out = _Choice(self.op, [vmap(b, in_axes=axes) for b in self.branches])(*args)
+        return pytree.flatten(out)[0][result]
 
 
 def cond(
@@ -149,9 +256,8 @@ def cond(
 ) -> Any:
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as ``jax.lax.cond``:
     ``pred`` is a scalar (a number is true when nonzero). A traced ``pred`` runs both branches
-    and selects each output with ``where``; gradients reach only the branch selected, though
-    a branch whose own gradient is NaN where it was not selected (``log`` at 0) still passes it
-    on, as ``where`` does.
+    and selects each output with ``where``; the gradient is the selected branch's alone, even
+    where the other's is NaN (``log`` at 0), as in JAX.
 
     >>> import pypto as pto
     >>> f = pto.jit(lambda x: pto.lax.cond(x.sum() > 0, lambda v: v * 2, lambda v: -v, x))

@@ -8,6 +8,7 @@ re-bound equation keeps its own source line and ``pto.hint``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,18 +37,29 @@ def run(func: Func, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
     return [read(o) for o in func.outputs]
 
 
-def evaluate(func: Func, values: Sequence[Any]) -> list[Any]:
-    """The outputs of ``func`` applied to pypto values, op by op in the current trace."""
+def evaluate(func: Func, values: Sequence[Any], groups: bool = False) -> list[Any]:
+    """The outputs of ``func`` applied to pypto values, op by op in the current trace; with
+    ``groups``, the equations of each of ``func``'s composites form one group there too."""
     env: dict[Var, Any] = dict(zip(func.params, values, strict=True))
     for v, arr in func.consts:
         env[v] = api.asvalue(arr)
+    t = dispatch.current_trace()
 
     def read(a: Atom) -> Any:
-        return dispatch.current_trace().const(a.value) if isinstance(a, Lit) else env[a]  # type: ignore[attr-defined]
+        return t.const(a.value) if isinstance(a, Lit) else env[a]  # type: ignore[attr-defined]
 
-    for e in func.eqns:
-        with hints.hinted(e.hint), at_location(e.loc):
-            env[e.out] = dispatch.bind(OPS[e.op], tuple(read(a) for a in e.inputs), e.kwargs)
+    kinds = dict(func.groups)
+    region = getattr(t, "region", None) if groups else None
+    with contextlib.ExitStack() as open_group:
+        current: str | None = None
+        for e in func.eqns:
+            if region is not None and e.group != current:
+                open_group.close()
+                current = e.group
+                if current is not None:
+                    open_group.enter_context(region(kinds[current]))
+            with hints.hinted(e.hint), at_location(e.loc):
+                env[e.out] = dispatch.bind(OPS[e.op], tuple(read(a) for a in e.inputs), e.kwargs)
     return [read(o) for o in func.outputs]
 
 

@@ -7,8 +7,9 @@ Values from outside the trace become constants; tracers of an enclosing trace (a
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -114,20 +115,28 @@ class GraphTrace:
         return Tracer(self, out)
 
     def composite(self, op: Op, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
+        with self.region(op.name):
+            try:
+                return op.decompose(*args, **params)  # type: ignore[misc]
+            except PyptoError as e:
+                raise e.with_traceback(strip_internal_frames(e.__traceback__)) from None
+
+    @contextlib.contextmanager
+    def region(self, kind: str) -> Iterator[None]:
+        """Record the equations made inside as one group of ``kind`` (a composite's); inside
+        an open group they join it (groups do not nest)."""
         if self._region is not None:
-            return op.decompose(*args, **params)  # type: ignore[misc]
-        gid = f"{op.name}{sum(1 for _, k in self.groups if k == op.name)}"
+            yield
+            return
+        gid = f"{kind}{sum(1 for _, k in self.groups if k == kind)}"
         start = len(self.eqns)
         self._region = gid
         try:
-            out = op.decompose(*args, **params)  # type: ignore[misc]
-        except PyptoError as e:
-            raise e.with_traceback(strip_internal_frames(e.__traceback__)) from None
+            yield
         finally:
             self._region = None
         if len(self.eqns) > start:
-            self.groups.append((gid, op.name))
-        return out
+            self.groups.append((gid, kind))
 
     def output_atom(self, x: Any) -> Atom:
         if isinstance(x, Value):

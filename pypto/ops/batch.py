@@ -30,6 +30,7 @@ from typing import Any
 
 from pypto.core import dispatch
 from pypto.ops import api
+from pypto.ops.custom_vjp_call import find
 from pypto.ops.table import OPS, AVal, register_rule, require_rule
 
 V = Any  # an eager Tensor or a graph tracer
@@ -185,11 +186,20 @@ def per_example(
     return api.concat(rows, 0)
 
 
-for _name in ("kernel_call", "custom_vjp_call"):
-    register_rule("batch", _name)(
-        lambda args, batched, size, out, _n=_name, **params: per_example(
-            _n, args, batched, size, out, **params
-        )
+register_rule("batch", "kernel_call")(
+    lambda args, batched, size, out, **params: per_example(
+        "kernel_call", args, batched, size, out, **params
     )
+)
+
+
+@register_rule("batch", "custom_vjp_call")
+def _call(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
+    """A call whose function batches itself (a traced ``cond``), else once per example."""
+    rule = getattr(find(params["fn"]), "batch", None)
+    if rule is None:
+        return per_example("custom_vjp_call", args, batched, size, out, **params)
+    return rule(args, batched, size, params.get("result", 0))
+
 
 require_rule("batch", lambda op: not op.is_composite)

@@ -71,6 +71,92 @@ def test_a_traced_choice_under_vmap_selects_per_example() -> None:
     _close(pto.jit(pto.vmap(lambda v: f(pto, v)), machine="tiny")(X), want, "jit(vmap)")
 
 
+def _guarded(lib: Any, x: Any, w: Any) -> Any:
+    """Branches whose gradients are NaN or infinite where they are not taken: ``log`` and
+    ``sqrt`` at 0, a reciprocal of the closed-over ``w``."""
+    lax = pto.lax if lib is pto else jax.lax
+    k = (x[1] > 0).astype(lib.int32) + (x[2] > 0).astype(lib.int32)
+    a = lax.cond(x[0] > 0, lambda v: lib.log(v).sum(), lambda v: (v * w).sum(), x)
+    b = lax.switch(k, [lambda v: v * 3, lambda v: lib.sqrt(v), lambda v: v / w], x)
+    return a + (b * b).sum()
+
+
+@pytest.mark.parametrize(
+    "x, w",
+    [
+        # the branches not taken (log, sqrt and 1/w) have 0 * inf in their VJPs here
+        ([0.0, 0.0, -1.0, 0.0], [0.5, 0.0, 2.0, 0.0]),
+        ([2.0, 1.0, 3.0, 0.5], [0.5, 1.0, 2.0, 4.0]),  # log and v / w taken
+    ],
+)
+def test_a_traced_choice_differentiates_only_the_branch_taken(x: Any, w: Any) -> None:
+    # JAX's gradient is the taken branch's alone, and so is pypto's: eagerly, staged, on the
+    # NPU and under vmap (the predicate mapped too).
+    x, w = np.array(x, np.float32), np.array(w, np.float32)
+    want = jax.grad(lambda a, b: _guarded(jnp, a, b), (0, 1))(x, w)
+    assert all(np.isfinite(np.asarray(g)).all() for g in want)
+    g = pto.grad(lambda a, b: _guarded(pto, a, b), (0, 1))
+    _close(g(x, w), want, "grad")
+    _close(pto.jit(g, backend="interpret")(x, w), want, "jit(grad)")
+    _close(pto.jit(g, machine="tiny")(x, w), want, "jit(grad) on the NPU")
+    xs = np.stack([x, x[::-1], -x]).astype(np.float32)
+    ws = np.stack([w, w, w + 1.0]).astype(np.float32)
+
+    def batched(lib: Any, a: Any, b: Any) -> Any:
+        vm = pto.vmap if lib is pto else jax.vmap
+        return vm(lambda r, s: _guarded(lib, r, s))(a, b).sum()
+
+    want = jax.grad(lambda a, b: batched(jnp, a, b), (0, 1))(xs, ws)
+    _close(pto.grad(lambda a, b: batched(pto, a, b), (0, 1))(xs, ws), want, "grad(vmap)")
+    _close(
+        pto.vmap(pto.grad(lambda a, b: _guarded(pto, a, b), (0, 1)))(xs, ws),
+        jax.vmap(jax.grad(lambda a, b: _guarded(jnp, a, b), (0, 1)))(xs, ws),
+        "vmap(grad)",
+    )
+
+
+def test_a_traced_choice_has_second_derivatives_of_the_branch_taken() -> None:
+    def f(lib: Any, x: Any) -> Any:
+        lax = pto.lax if lib is pto else jax.lax
+        return lax.cond(x > 0, lambda v: lib.sqrt(v) * v, lambda v: v * v * v, x)
+
+    for x0 in (0.0, 1.5, -2.0):
+        want = jax.grad(jax.grad(lambda v: f(jnp, v)))(np.float32(x0))
+        got = pto.grad(pto.grad(lambda v: f(pto, v)))(pto.tensor(np.float32(x0)))
+        _close(got, want, f"grad(grad) at {x0}")
+
+
+def test_a_choice_mapped_only_in_its_predicate_selects_per_example() -> None:
+    # only the predicate is batched: both branches see the same (closed-over) w
+    w = pto.tensor(W[0])
+
+    def f(lib: Any, p: Any, w: Any) -> Any:
+        lax = pto.lax if lib is pto else jax.lax
+        return lax.cond(p > 0, lambda: lib.log(w * w).sum(), lambda: (w * 2).sum())
+
+    ps = np.array([1.0, -1.0, 0.5], np.float32)
+    want = jax.grad(lambda w: jax.vmap(lambda p: f(jnp, p, w))(ps).sum())(np.asarray(w))
+    got = pto.grad(lambda w: pto.vmap(lambda p: f(pto, p, w))(ps).sum())(w)
+    _close(got, want, "grad(vmap) over the predicate")
+
+
+def test_a_traced_choice_is_one_call_that_keeps_its_branches_composites() -> None:
+    # the Tensor IR records one call (its backward is a choice too); inlined before tiling,
+    # where a softmax inside a branch is still one group, fused into one row kernel
+    x = RNG.standard_normal((8, 32)).astype(np.float32)
+
+    def f(v: Any) -> Any:
+        return pto.lax.cond(v.sum() > 0, lambda u: pto.softmax(u, -1), lambda u: u * 2.0, v)
+
+    traced = str(pto.make_graph(f)(x))
+    assert traced.count("custom_vjp_call") == 1, traced
+    low = pto.jit(f, machine="tiny").lower(x)
+    assert "custom_vjp_call" not in str(low.tensor_ir) and "softmax" in str(low.tensor_ir)
+    assert any("softmax" in k.name for k in low.tile_ir.kernels)
+    want = jax.nn.softmax(x, -1) if x.sum() > 0 else x * 2
+    _close(pto.jit(f, machine="tiny")(x), np.asarray(want), "npu")
+
+
 def test_scan_forms_match_jax() -> None:
     xs = {"a": X, "b": X[:, :2] * 2}
 
