@@ -56,7 +56,7 @@ from pypto.graph.autodiff import (
 )
 from pypto.graph.batching import vmap
 from pypto.graph.custom_vjp import custom_vjp
-from pypto.graph.vectorize import apply_along_axis, apply_over_axes, vectorize
+from pypto.graph.vectorize import apply_along_axis, apply_over_axes, piecewise, vectorize
 from pypto.ops import (
     abs,
     absolute,
@@ -612,6 +612,7 @@ __all__ = [
     "pad",
     "percentile",
     "permute_dims",
+    "piecewise",
     "place",
     "polyval",
     "pow",

@@ -14,9 +14,11 @@ from typing import Any
 
 import numpy as np
 
+from pypto import dtypes as dt
 from pypto.core.errors import PyptoError, ShapeError
+from pypto.graph import control
 from pypto.graph.batching import vmap
-from pypto.ops import api, rules
+from pypto.ops import api, composite, rules
 
 _DIMS = r"\((?:\w+(?:,\s*\w+)*)?\)"
 _SIGNATURE = re.compile(rf"^\s*{_DIMS}(?:\s*,\s*{_DIMS})*\s*->\s*{_DIMS}(?:\s*,\s*{_DIMS})*\s*$")
@@ -193,3 +195,60 @@ def _with_axis(shape: tuple[int, ...], axis: int) -> tuple[int, ...]:
 
 
 __all__ = ["apply_along_axis", "apply_over_axes", "vectorize"]
+
+
+def piecewise(x: Any, condlist: Any, funclist: Sequence[Any], *args: Any, **kw: Any) -> Any:
+    """``funclist[i]`` applied where ``condlist[i]`` holds, as ``jnp.piecewise``: where several
+    conditions hold the last one wins, and one function more than conditions is the default
+    (else the default is 0). An entry of ``funclist`` is a function of one element (called as
+    ``f(x, *args, **kw)``) or a constant; the result has ``x``'s dtype.
+
+    Each element goes through a ``lax.switch`` on the index of its condition, mapped over
+    every element: every function runs on the whole of ``x``, and the gradient at an element
+    is its own function's alone (``log`` where ``x <= 0`` adds no NaN where it is not chosen).
+
+    >>> import pypto as pto
+    >>> x = pto.tensor([-2.0, -0.5, 0.5, 2.0])
+    >>> pto.piecewise(x, [x < -1, x > 1], [lambda v: v + 1, lambda v: v - 1, 0.0]).numpy()
+    array([-1.,  0.,  0.,  1.], dtype=float32)
+    """
+    op = "piecewise"
+    xv = api.asvalue(x, op)
+    if isinstance(condlist, list | tuple):
+        conds = composite.stack([api.asvalue(c, op) for c in condlist], 0) if condlist else None
+    else:
+        conds = api.asvalue(condlist, op)
+    nc = 0 if conds is None else int(conds.shape[0]) if conds.shape else 1
+    if conds is not None and not conds.shape:
+        conds = api.reshape(conds, (1,))
+    funcs = list(funclist)
+    if len(funcs) == nc + 1:
+        funcs = funcs[-1:] + funcs[:-1]
+    elif len(funcs) == nc:
+        funcs = [0, *funcs]
+    else:
+        raise ShapeError(
+            f"{nc} condition{'s' if nc != 1 else ''} and {len(funcs)} functions",
+            op=op,
+            hint=f"give {nc} function{'s' if nc != 1 else ''}, or {nc + 1} with a default last",
+        )
+    d = api._aval(xv).dtype
+
+    def branch(f: Any) -> Callable[[Any], Any]:
+        if callable(f):
+            return lambda v: api.cast(api.asvalue(f(v, *args, **kw), op), d)
+        c = np.asarray(f).astype(d.np)
+        return lambda v: api.asvalue(c)
+
+    if conds is None:
+        return vectorize(branch(funcs[0]))(xv)
+    if conds.dtype is not dt.bool_:
+        conds = api.not_equal(conds, 0)
+    counts = composite.cumsum(api.cast(conds, dt.int32), 0)
+    first = api.broadcast_to(api.asvalue(np.zeros((), np.int32)), (1, *counts.shape[1:]))
+    index = api.argmax(api.concat([first, counts], 0), 0)
+    # the conditions' shape and x's broadcast together (a condition per x, or one for all)
+    shape = rules.broadcast_shapes(op, api._aval(index), api._aval(xv))
+    index, xv = api.broadcast_to(index, shape), api.broadcast_to(xv, shape)
+    branches = [branch(f) for f in funcs]
+    return vectorize(lambda i, v: control.switch(i, branches, v))(index, xv)

@@ -16,7 +16,7 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core import dispatch
-from pypto.core.errors import BoundsError, DTypeError, PyptoError, ShapeError
+from pypto.core.errors import BoundsError, DTypeError, PyptoError, ShapeError, TraceError
 from pypto.ops import elementwise as ew
 from pypto.ops import layout, linalg, reduce, rules
 from pypto.ops.table import AVal, Op, Shape, Value
@@ -322,13 +322,42 @@ greater = _binary(ew.GREATER)
 greater_equal = _binary(ew.GREATER_EQUAL)
 
 
-def where(cond: ArrayLike, x: ArrayLike, y: ArrayLike, /) -> Any:
+def where(
+    cond: ArrayLike,
+    x: ArrayLike | None = None,
+    y: ArrayLike | None = None,
+    /,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
     """``x`` where ``cond`` holds, else ``y``; a non-bool condition means ``cond != 0``.
+    With ``cond`` alone it is :func:`pto.nonzero` (``size`` and ``fill_value`` as there), as
+    ``jnp.where``.
 
     >>> import pypto as pto
     >>> pto.where(pto.tensor([True, False]), 1.0, 2.0).numpy()
     array([1., 2.], dtype=float32)
+    >>> pto.where(pto.tensor([0, 5, 7]))[0].numpy()
+    array([1, 2], dtype=int32)
     """
+    if x is None and y is None:
+        from pypto.ops.setops import nonzero  # setops is built on this module
+
+        return nonzero(cond, size=size, fill_value=fill_value)
+    if x is None or y is None:
+        raise TraceError(
+            f"got {'y without x' if x is None else 'x without y'}: give both, or neither",
+            op="where",
+            hint="pto.where(cond, x, y) selects; pto.where(cond) gives the indices of cond",
+        )
+    if size is not None or fill_value is not None:
+        raise TraceError(
+            "size and fill_value belong to where(cond) alone (the indices of cond), "
+            "not to where(cond, x, y)",
+            op="where",
+            hint="drop them, or call pto.nonzero(cond, size=..., fill_value=...)",
+        )
     try:
         c = asvalue(cond, "where")
         if c.dtype is not dt.bool_:  # type: ignore[attr-defined]

@@ -1,5 +1,6 @@
-"""``pto.vectorize``, ``pto.apply_along_axis`` and ``pto.apply_over_axes`` against
-``jax.numpy``'s: values, gradients, staged and on the simulated NPU."""
+"""``pto.vectorize``, ``pto.apply_along_axis``, ``pto.apply_over_axes`` and
+``pto.piecewise`` against ``jax.numpy``'s: values, gradients, staged and on the simulated
+NPU."""
 
 from __future__ import annotations
 
@@ -94,3 +95,44 @@ def test_vectorize_errors_name_the_mismatch() -> None:
         pto.vectorize(lambda x: x, signature="n->()")
     with pytest.raises(pto.ShapeError, match=r"the loop axes \[4\], \[2\] do not broadcast"):
         pto.vectorize(lambda x, y: x + y)(pto.tensor(A[:, 0]), pto.ones(2))
+
+
+def _xlogx(lib: Any) -> Any:
+    return lambda v: v * lib.log(v)
+
+
+@pytest.mark.parametrize(
+    ("conds", "funcs"),
+    [
+        (lambda x: [x < -1, x > 1], lambda lib: [lambda v: v + 1, lambda v: v - 1, 0.0]),
+        (lambda x: [x < 0, x >= 0], lambda lib: [0.5, lambda v: v * v]),
+        (lambda x: [x > -3, x > 0], lambda lib: [lambda v: -v, lambda v: v * 3]),  # last wins
+        (lambda x: np.array([False, True, False]), lambda lib: [lambda v: v, 2.0, lambda v: -v]),
+        # log where it is not chosen: NaN there, in neither the value nor the gradient
+        (lambda x: [x > 0], lambda lib: [_xlogx(lib), lambda v: v * 2]),
+    ],
+    ids=["default last", "constants", "last wins", "one per call", "guarded"],
+)
+def test_piecewise_matches_jax(conds: Any, funcs: Any) -> None:
+    x = np.array([[-4.0, -2.0, -0.5, 0.0], [0.5, 1.0, 2.0, 5.0]], np.float32)
+
+    def f(lib: Any, v: Any) -> Any:
+        return lib.piecewise(v, conds(v), funcs(lib))
+
+    want = jnp.piecewise(x, conds(x), funcs(jnp))
+    _close(pto.piecewise(pto.tensor(x), conds(pto.tensor(x)), funcs(pto)), want)
+    _close(pto.jit(lambda v: f(pto, v), backend="interpret")(x), want)
+    _close(pto.jit(lambda v: f(pto, v), machine="tiny")(x), want)
+    want_g = jax.grad(lambda v: f(jnp, v).sum())(x)
+    assert np.isfinite(np.asarray(want_g)).all()
+    _close(pto.grad(lambda v: f(pto, v).sum())(pto.tensor(x)), want_g)
+
+
+def test_piecewise_keeps_the_dtype_and_names_a_count_mismatch() -> None:
+    x = np.arange(-3, 4, dtype=np.int32)
+    got = pto.piecewise(pto.tensor(x), [x < 0], [lambda v: v * 0.5, 7.9])
+    assert got.dtype is pto.int32
+    _close(got, jnp.piecewise(x, [x < 0], [lambda v: v * 0.5, 7.9]))
+    with pytest.raises(pto.ShapeError, match="2 conditions and 4 functions") as e:
+        pto.piecewise(pto.tensor(x), [x < 0, x > 1], [1, 2, 3, 4])
+    assert "give 2 functions, or 3 with a default last" in str(e.value.hint)

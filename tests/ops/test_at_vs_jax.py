@@ -380,6 +380,19 @@ def test_data_dependent_lengths_need_a_size_when_traced() -> None:
         pto.compress(pto.tensor([True, False, True]), pto.arange(3), size=4)
 
 
+def test_where_of_a_condition_alone_is_nonzero() -> None:
+    c = np.array([[0, 3, 0], [4, 0, 5]], np.int32)
+    for got, want in zip(pto.where(pto.tensor(c)), jnp.where(c), strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    f = pto.jit(lambda t: pto.where(t > 0, size=4, fill_value=-1), backend="interpret")
+    for got, want in zip(f(c), jnp.where(c > 0, size=4, fill_value=-1), strict=True):
+        np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(pto.TraceError, match="got x without y: give both, or neither"):
+        pto.where(pto.tensor(c), 1.0)
+    with pytest.raises(pto.TraceError, match="size and fill_value belong to where"):
+        pto.where(pto.tensor(c), 1.0, 2.0, size=2)
+
+
 def test_index_arrays_match_jax() -> None:
     """The index arrays known when tracing: the same values and dtypes as JAX's."""
     pairs: list[tuple[Any, Any]] = [
