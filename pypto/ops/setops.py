@@ -395,22 +395,165 @@ def setdiff1d(
     b = api.reshape(api.asvalue(ar2, "setdiff1d"), (-1,))
     d = a.dtype
     fill = api.cast(api.asvalue(0 if fill_value is None else fill_value, "setdiff1d"), d)
-    n = a.shape[0]
-    if not n:
+    if not a.shape[0]:
         return api.broadcast_to(fill, (size or 0,))
-    if not assume_unique:
-        a = unique(a, size=n if size is not None else None)
-    keep = composite.logical_not(numpy_lib.isin(a, b))
+    if assume_unique:  # in ar1's order, as JAX's
+        ua, valid = a, api.broadcast_to(api.asvalue(True), (a.shape[0],))
+    else:
+        ua, valid, _ = _unique_part(a)
+    keep = composite.logical_and(valid, composite.logical_not(numpy_lib.isin(ua, b)))
+    return _picked("setdiff1d", ua, keep, size, fill)
+
+
+def _unique_part(a: Any, sort_only: bool = False) -> tuple[Any, Any, Any]:
+    """The 1-d ``a``'s sorted unique values (padded to its length), which of those places
+    hold one, and the index of each one's first occurrence in ``a``; ``sort_only``: ``a``'s
+    values are unique already and are only sorted."""
+    n = a.shape[0]
+    if sort_only:
+        perm = composite.argsort(a)
+        return api.take(a, perm, 0), api.broadcast_to(api.asvalue(True), (n,)), perm
+    ua, first, counts = unique(a, return_index=True, return_counts=True, size=n)
+    return ua, api.greater(counts, 0), first
+
+
+def _picked(op: str, vals: Any, keep: Any, size: int | None, fill: Any) -> Any:
+    """The elements of the 1-d ``vals`` where ``keep`` holds, in order: all of them, or the
+    first ``size`` with the rest ``fill`` (None: as JAX's, the smallest of them, NaN if one is
+    NaN, or 0 when there is none; ``vals`` is sorted then)."""
     if size is None:
-        m = _count("setdiff1d", keep, None)
-        return api.take(a, nonzero(keep, size=m)[0], 0) if m else api.getitem(a, slice(0, 0))
-    if not assume_unique:
-        # unique's padding repeats its first value: those places are not results
-        count = api.sub(n + 1, api.sum(api.cast(api.equal(a, api.getitem(a, 0)), dt.int32)))
-        keep = composite.logical_and(keep, api.less(np.arange(n, dtype=np.int32), count))
-    picked = api.take(a, nonzero(keep, size=size)[0], 0)
+        m = _count(op, keep, None)
+        return api.take(vals, nonzero(keep, size=m)[0], 0) if m else api.getitem(vals, slice(0, 0))
+    size = _count(op, keep, size)
+    picked = api.take(vals, nonzero(keep, size=size)[0], 0) if vals.shape[0] else None
     total = api.sum(api.cast(keep, dt.int32))
+    if fill is None:
+        zero = api.asvalue(np.zeros((), vals.dtype.np))
+        fill = zero if picked is None else api.where(api.greater(total, 0), picked[0], zero)
+        if picked is not None and vals.dtype.is_floating:
+            # the smallest with NaN propagating, as JAX's min: NaN when one is kept
+            nan = composite.any(composite.logical_and(keep, composite.isnan(vals)))
+            fill = api.where(nan, api.asvalue(np.asarray(np.nan, vals.dtype.np)), fill)
+    if picked is None:
+        return api.broadcast_to(api.cast(api.asvalue(fill, op), vals.dtype), (size,))
     return api.where(api.less(np.arange(size, dtype=np.int32), total), picked, fill)
+
+
+def _pair(op: str, ar1: Any, ar2: Any) -> tuple[Any, Any]:
+    a, b = api.promote(op, (ar1, ar2))
+    return api.reshape(a, (-1,)), api.reshape(b, (-1,))
+
+
+def _intersect1d_jax(
+    ar1: Any,
+    ar2: Any,
+    assume_unique: bool = False,
+    return_indices: bool = False,
+    *,
+    size: Any = None,
+    fill_value: Any = None,
+) -> Any:
+    return jnp.intersect1d(
+        ar1, ar2, assume_unique, return_indices, size=size, fill_value=fill_value
+    )
+
+
+@_composite("intersect1d", "the sorted unique elements found in both arrays", _intersect1d_jax)
+def intersect1d(
+    ar1: Any,
+    ar2: Any,
+    assume_unique: bool = False,
+    return_indices: bool = False,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
+    """The sorted unique elements found in both arrays (flattened), as ``jnp.intersect1d``;
+    with ``return_indices`` also the flat index of each one's first occurrence in ``ar1``
+    and in ``ar2`` (int32). With ``size``, the first ``size`` of them, padded with
+    ``fill_value`` (the smallest of them when not given) and the indices with the arrays'
+    lengths. NaN is in no intersection.
+
+    >>> import pypto as pto
+    >>> a, b = pto.tensor([5, 1, 3, 1]), pto.tensor([3, 9, 1])
+    >>> v, i, j = pto.intersect1d(a, b, return_indices=True)
+    >>> v.numpy(), i.numpy(), j.numpy()
+    (array([1, 3], dtype=int32), array([1, 2], dtype=int32), array([2, 0], dtype=int32))
+    """
+    a, b = _pair("intersect1d", ar1, ar2)
+    with_indices = rules.flag("intersect1d", "return_indices", return_indices)
+    n1, n2 = a.shape[0], b.shape[0]
+    if n1 and n2:
+        ua, valid, first = _unique_part(
+            a, rules.flag("intersect1d", "assume_unique", assume_unique)
+        )
+        keep = composite.logical_and(valid, numpy_lib.isin(ua, b))
+    else:
+        ua, keep, first = a, api.broadcast_to(api.asvalue(False), (n1,)), None
+    vals = _picked("intersect1d", ua, keep, size, fill_value)
+    if not with_indices:
+        return vals
+    k = vals.shape[0]
+    if first is None or not k:
+        return vals, *(api.asvalue(np.full(k, m, np.int32)) for m in (n1, n2))
+    # the picked places of ua, then the first place of each value in b
+    total = api.sum(api.cast(keep, dt.int32))
+    pos = nonzero(keep, size=k)[0]
+    real = api.less(np.arange(k, dtype=np.int32), total)
+    i1 = api.where(real, api.take(first, pos, 0), n1)
+    picked = api.take(ua, pos, 0)
+    i2 = api.argmax(api.equal(composite.expand_dims(picked, -1), b), -1)
+    return vals, i1, api.where(real, api.cast(i2, dt.int32), n2)
+
+
+def _setxor1d_jax(
+    ar1: Any, ar2: Any, assume_unique: bool = False, *, size: Any = None, fill_value: Any = None
+) -> Any:
+    return jnp.setxor1d(ar1, ar2, assume_unique, size=size, fill_value=fill_value)
+
+
+@_composite(
+    "setxor1d", "the sorted unique elements found in exactly one of the arrays", _setxor1d_jax
+)
+def setxor1d(
+    ar1: Any,
+    ar2: Any,
+    assume_unique: bool = False,
+    *,
+    size: int | None = None,
+    fill_value: Any = None,
+) -> Any:
+    """The sorted unique elements found in exactly one of the arrays (flattened), as
+    ``jnp.setxor1d``: with ``size``, the first ``size`` of them, padded with ``fill_value``
+    (the smallest of them when not given). A NaN in each array gives two NaNs, as in JAX.
+
+    >>> import pypto as pto
+    >>> pto.setxor1d(pto.tensor([5, 1, 3, 1]), pto.tensor([3, 9])).numpy()
+    array([1, 5, 9], dtype=int32)
+    """
+    a, b = _pair("setxor1d", ar1, ar2)
+    only = rules.flag("setxor1d", "assume_unique", assume_unique)
+    parts, keeps = [], []
+    for x, other in ((a, b), (b, a)):
+        if not x.shape[0]:
+            continue
+        ux, valid, _ = _unique_part(x, only)
+        parts.append(ux)
+        keeps.append(composite.logical_and(valid, composite.logical_not(numpy_lib.isin(ux, other))))
+    if not parts:
+        return _picked("setxor1d", a, api.broadcast_to(api.asvalue(False), (0,)), size, fill_value)
+    both = api.concat(parts, 0) if len(parts) > 1 else parts[0]
+    keep = api.concat(keeps, 0) if len(keeps) > 1 else keeps[0]
+    # the kept values first, in order: the others become a value no kept one sorts after
+    # (equal ones are the same value, so the first `total` sorted are the kept ones)
+    d = both.dtype
+    last = np.nan if d.is_floating else True if d is dt.bool_ else np.iinfo(d.np).max
+    ordered = composite.sort(api.where(keep, both, api.asvalue(np.asarray(last, d.np))))
+    total = api.sum(api.cast(keep, dt.int32))
+    n = ordered.shape[0]
+    return _picked(
+        "setxor1d", ordered, api.less(np.arange(n, dtype=np.int32), total), size, fill_value
+    )
 
 
 __all__: Sequence[str] = [
@@ -418,8 +561,10 @@ __all__: Sequence[str] = [
     "compress",
     "extract",
     "flatnonzero",
+    "intersect1d",
     "nonzero",
     "setdiff1d",
+    "setxor1d",
     "union1d",
     "unique",
 ]

@@ -2368,7 +2368,7 @@ def _exponents(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(o, w, what=f"{name} {a}")
 
 
-@case("setdiff1d", "union1d", dtypes=LAYOUT_DTYPES, group="library")
+@case("setdiff1d", "union1d", "intersect1d", "setxor1d", dtypes=LAYOUT_DTYPES, group="library")
 def _set_ops(data: Draw, dtype: pto.DType, name: str) -> None:
     """Repeats, NaN and padding; ``size`` from 1 (JAX's setdiff1d fails on size=0)."""
     a = values(
@@ -2389,20 +2389,37 @@ def _set_ops(data: Draw, dtype: pto.DType, name: str) -> None:
         3.0,
         ints=(-3, 3),
         discrete=True,
+        specials=(np.nan,) if name == "setxor1d" else (),
     )
     params: dict[str, Any] = {}
     if data.draw(st.booleans(), label="sized"):
         params["size"] = data.draw(st.integers(1, 8), label="size")
         if data.draw(st.booleans(), label="fill"):
             params["fill_value"] = 1
-    args = [a, b]
-    if name == "setdiff1d" and data.draw(st.booleans(), label="assume_unique"):
-        _, first = np.unique(a, return_index=True, equal_nan=False)
-        a = a[np.sort(first)]
+    args: list[Any] = [a, b]
+    if name != "union1d" and data.draw(st.booleans(), label="assume_unique"):
+
+        def distinct(v: np.ndarray) -> np.ndarray:
+            v = v[~np.isnan(v.astype(np.float32))]  # NaN is never unique's equal
+            return v[np.sort(np.unique(v, return_index=True)[1])]
+
+        a = distinct(a)
+        b = distinct(b) if name != "setdiff1d" else b
         args = [a, b, True]
+    if name == "intersect1d" and data.draw(st.booleans(), label="return_indices"):
+        args = [a, b, len(args) == 3, True]
     x = as_input(data, a, allow_numpy=False)
     out = getattr(pto, name)(x, *args[1:], **params)
-    assert_matches(out, ref(name)(*args, **params), what=f"{name} {a} {b} {params}")
+    if name == "intersect1d" and "size" in params and a.size + b.size <= 1:
+        # nothing in common: JAX pads with the one value there is, or gives no indices
+        k, fill = params["size"], params.get("fill_value", 0)
+        want: Any = np.full(k, fill, a.dtype)
+        if len(args) == 4:
+            want = (want, np.full(k, a.size, np.int32), np.full(k, b.size, np.int32))
+    else:
+        want = ref(name)(*args, **params)
+    for o, w in zip(_as_list(out), _as_list(want), strict=True):
+        assert_matches(o, w, what=f"{name} {a} {b} {args[2:]} {params}")
 
 
 @case("cross", "kron", dtypes=DTYPES, group="library")

@@ -215,6 +215,12 @@ CASES: dict[str, Case] = {
         F + I,
     ),
     "union1d": (lambda x, y: pto.union1d(x[0], y[:6], size=12), [(X, "i"), (ROW, "i")], F + I),
+    "intersect1d": (
+        lambda x, y: pto.intersect1d(x[0], y[:6], return_indices=True, size=12),
+        [(X, "i"), (ROW, "i")],
+        F + I,
+    ),
+    "setxor1d": (lambda x, y: pto.setxor1d(x[0], y[:6], size=12), [(X, "i"), (ROW, "i")], F + I),
     "isin": (lambda x, y: pto.isin(x, y[:5]), [(X, "i"), (ROW, "i")], F + I),
     "cumulative_sum": (
         lambda x: pto.cumulative_sum(x, axis=1, include_initial=True),
