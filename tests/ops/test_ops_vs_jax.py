@@ -2410,8 +2410,9 @@ def _set_ops(data: Draw, dtype: pto.DType, name: str) -> None:
         args = [a, b, len(args) == 3, True]
     x = as_input(data, a, allow_numpy=False)
     out = getattr(pto, name)(x, *args[1:], **params)
-    if name == "intersect1d" and "size" in params and a.size + b.size <= 1:
-        # nothing in common: JAX pads with the one value there is, or gives no indices
+    if name == "intersect1d" and "size" in params and (not a.size or not b.size):
+        # nothing in common: JAX pads with the one value there is, gives no indices for two
+        # empty arrays, and fails on indices into one
         k, fill = params["size"], params.get("fill_value", 0)
         want: Any = np.full(k, fill, a.dtype)
         if len(args) == 4:
