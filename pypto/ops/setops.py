@@ -434,8 +434,9 @@ def _picked(op: str, vals: Any, keep: Any, size: int | None, fill: Any) -> Any:
             # the smallest with NaN propagating, as JAX's min: NaN when one is kept
             nan = composite.any(composite.logical_and(keep, composite.isnan(vals)))
             fill = api.where(nan, api.asvalue(np.asarray(np.nan, vals.dtype.np)), fill)
+    fill = api.cast(api.asvalue(fill, op), vals.dtype)  # the result keeps the values' dtype
     if picked is None:
-        return api.broadcast_to(api.cast(api.asvalue(fill, op), vals.dtype), (size,))
+        return api.broadcast_to(fill, (size,))
     return api.where(api.less(np.arange(size, dtype=np.int32), total), picked, fill)
 
 
