@@ -591,7 +591,7 @@ def _scatter_many(
         pre, post = math.prod(shape[:p]), math.prod(shape[p + 1 :])
         k = pos.shape[0]  # type: ignore[union-attr]
         hot = _one_hot(a_len, api.asvalue(pos), None if ok is None else api.asvalue(ok))
-        total = _sum_floats(hot, api.reshape(y, (pre, k, post)))
+        total = scatter_sum(hot, api.reshape(y, (pre, k, post)))
         return f(x2, api.reshape(total, shape))
     # the running combination within a run of equal positions
     op = {"add": api.add, "subtract": api.add, "multiply": api.mul}.get(kind)
@@ -647,29 +647,35 @@ def _scatter_many(
     return _apply_last(x2, p, skey, valid, ys, f)
 
 
-def _sum_floats(hot: Value, y3: Value) -> Value:
-    """Σ_k hot[a, k]·y[., k, .] on the cube. The finite parts go through the matmul; the
-    infinities and NaNs as counts beside them, since 0·inf in the one-hot would spread NaN
-    to every position."""
+def scatter_sum(hot: Value, y3: Value) -> Value:
+    """``Σ_k hot[a, k]·y3[., k, .]`` (``hot`` a bool ``[A, K]``, ``y3`` ``[pre, K, post]``
+    floats), as a scatter-add of the updates ``y3`` to positions ``a`` adds them: a matmul on
+    the cube for the finite parts. Infinities and NaNs go as counts beside them, since
+    ``0·inf`` in the one-hot would spread NaN to every position: one count of ``+inf`` or
+    NaN and one of ``-inf`` or NaN, so that a position with both counts is NaN.
+
+    >>> import pypto as pto, numpy as np
+    >>> hot = pto.tensor([[True, False], [False, True]])
+    >>> scatter_sum(hot, pto.tensor([[[1.0], [np.inf]]])).numpy().ravel().tolist()
+    [1.0, inf]
+    """
     d = y3.dtype  # type: ignore[attr-defined]
     post = y3.shape[2]  # type: ignore[attr-defined]
-    finite = composite.isfinite(y3)
+    nan = composite.isnan(y3)
     parts = [
-        api.where(finite, y3, 0.0),
-        api.cast(api.equal(y3, math.inf), d),
-        api.cast(api.equal(y3, -math.inf), d),
-        api.cast(composite.isnan(y3), d),
+        api.where(composite.isfinite(y3), y3, 0.0),
+        api.cast(composite.logical_or(api.equal(y3, math.inf), nan), d),
+        api.cast(composite.logical_or(api.equal(y3, -math.inf), nan), d),
     ]
-    s = api.matmul(api.cast(hot, d), api.concat(parts, 2))  # [pre, A, 4·post]
-    total, pinf, ninf, nan = (
-        api.getitem(s, (Ellipsis, slice(j * post, (j + 1) * post))) for j in range(4)
+    s = api.matmul(api.cast(hot, d), api.concat(parts, 2))  # [pre, A, 3·post]
+    total, up, down = (
+        api.getitem(s, (Ellipsis, slice(j * post, (j + 1) * post))) for j in range(3)
     )
-    extra = api.add(
-        api.add(
-            api.where(api.greater(pinf, 0), math.inf, 0.0),
-            api.where(api.greater(ninf, 0), -math.inf, 0.0),
-        ),
-        api.where(api.greater(nan, 0), math.nan, 0.0),
+    up, down = api.greater(up, 0), api.greater(down, 0)
+    extra = api.where(
+        composite.logical_and(up, down),
+        math.nan,
+        api.where(up, math.inf, api.where(down, -math.inf, 0.0)),
     )
     return api.cast(api.add(total, extra), d)
 

@@ -34,6 +34,7 @@ import numpy as np
 from pypto import dtypes as dt
 from pypto.core import dispatch
 from pypto.ops import api, layout
+from pypto.ops.indexing import scatter_sum
 from pypto.ops.scan import SCAN, SCAN_AFFINE
 from pypto.ops.sorting import ARGSORT_LAST, GATHER_LAST
 from pypto.ops.table import register_rule, require_rule
@@ -432,7 +433,8 @@ def pad(ct: V, x: V, *, out: V, config: layout.PadConfig) -> Cts:
 @register_rule("vjp", "take")
 @_floats_only
 def take(ct: V, x: V, indices: V, *, out: V, axis: int) -> Cts:
-    """A scatter-add: a one-hot matrix of the indices (against an iota) times the cotangent.
+    """A scatter-add: a one-hot matrix of the indices (against an iota) times the cotangent
+    (:func:`pypto.ops.indexing.scatter_sum`, so an infinite cotangent reaches only its row).
 
     Repeated indices sum their cotangents; the indices get none.
     """
@@ -441,10 +443,9 @@ def take(ct: V, x: V, indices: V, *, out: V, axis: int) -> Cts:
     idx = api.reshape(api.cast(indices, dt.int32), (1, k))
     idx = api.where(api.less(idx, 0), api.add(idx, n), idx)
     iota = api.asvalue(np.arange(n, dtype=np.int32).reshape(n, 1))
-    one_hot = api.cast(api.equal(iota, idx), ct.dtype)  # [n, k]
     pre = math.prod(x.shape[:axis])
     post = math.prod(x.shape[axis + 1 :])
-    g = api.matmul(one_hot, api.reshape(ct, (pre, k, post)))  # [pre, n, post]
+    g = scatter_sum(api.equal(iota, idx), api.reshape(ct, (pre, k, post)))  # [pre, n, post]
     return (api.reshape(g, x.shape), None)
 
 
@@ -464,8 +465,9 @@ def gather_last(ct: V, x: V, idx: V, *, out: V, perm: bool) -> Cts:
     *lead, n = x.shape
     k = idx.shape[-1]
     iota = api.asvalue(np.arange(n, dtype=np.int32).reshape(n, 1))
-    hit = api.cast(api.equal(iota, api.reshape(idx, (*lead, 1, k))), ct.dtype)  # [..., n, k]
-    g = api.sum(api.mul(hit, api.reshape(ct, (*lead, 1, k))), -1)
+    hit = api.equal(iota, api.reshape(idx, (*lead, 1, k)))  # [..., n, k]
+    # (a select, not a product with the mask: 0·inf would be NaN)
+    g = api.sum(api.where(hit, api.reshape(ct, (*lead, 1, k)), 0.0), -1)
     return (g, None)
 
 
