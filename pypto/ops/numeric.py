@@ -1,6 +1,7 @@
 """numpy's numerical helpers as composites: elementwise (``fabs``, ``cbrt``, ``sinc``,
 ``divmod``, ``modf``), products (``vdot``, ``vecdot``, ``matvec``, ``vecmat``,
-``matrix_transpose``), polynomials and signals (``polyval``, ``convolve``, ``correlate``,
+``matrix_transpose``), polynomials (``polyval``, ``polyadd``, ``polysub``, ``polymul``,
+``polydiv``, ``polyder``, ``polyint``, ``poly``), signals (``convolve``, ``correlate``,
 ``trapezoid``) and lookups (``interp``, ``digitize``, ``bincount``).
 
 Each is checked against its ``jax.numpy`` namesake (tests/ops/test_ops_vs_jax.py), and
@@ -19,10 +20,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from pypto import dtypes as dt
-from pypto.core.errors import ShapeError
+from pypto.core.errors import DTypeError, ShapeError, TraceError
 from pypto.ops import api, composite, rules
 from pypto.ops.composite import _composite
-from pypto.ops.indexing import IndexUpdateRef
+from pypto.ops.indexing import IndexUpdateRef, _concrete
 from pypto.ops.numpy_lib import _inexact, _narrow, _wide, trunc
 from pypto.ops.table import Value
 
@@ -319,6 +320,237 @@ def trapezoid(y: Any, x: Any = None, dx: float = 1.0, axis: int = -1) -> Any:
         step = api.sub(_at(xv, slice(1, None)), _at(xv, slice(None, -1)))
     pairs = api.add(_at(yv, slice(1, None)), _at(yv, slice(None, -1)))
     return api.mul(api.sum(api.mul(step, pairs), -1), 0.5)
+
+
+def _poly1d(op: str, vs: Sequence[Any], names: Sequence[str]) -> None:
+    for v, n in zip(vs, names, strict=True):
+        if len(v.shape) != 1:
+            raise ShapeError(
+                f"{n} must be a 1-d tensor of coefficients (highest degree first), "
+                f"got {api._aval(v)}",
+                op=op,
+            )
+
+
+def _order(op: str, what: str, m: Any) -> int:
+    n = rules.integer(op, what, m)
+    if n < 0:
+        raise ShapeError(f"{what} must be >= 0, got {n}", op=op)
+    return n
+
+
+def _consts(c: np.ndarray, d: dt.DType) -> Any:
+    """Exact small integers computed in numpy, as a constant of the polynomial's dtype."""
+    return api.asvalue(c.astype(d.np))
+
+
+def _trim_front(op: str, v: Any) -> Any:
+    """``v`` without its leading zeros (one kept when all are zero, as JAX keeps the
+    polynomial 0): a length that depends on the values, so only where they are known."""
+    c = _concrete(v)
+    if c is None:
+        raise TraceError(
+            f"trimming leading zeros of {api._aval(v)} gives a length that depends on its "
+            "values, and shapes are static when tracing",
+            op=op,
+            hint="leave trim_leading_zeros=False under jit (JAX cannot trim there either)",
+        )
+    nz = np.flatnonzero(c)
+    start = int(nz[0]) if nz.size else c.shape[0] - 1 if c.shape[0] else 0
+    return api.getitem(v, slice(start, None))
+
+
+def _add_aligned(a: Any, b: Any) -> Any:
+    """``a + b`` with the shorter one's coefficients aligned to the end (the constant terms)."""
+    if b.shape[0] > a.shape[0]:
+        a, b = b, a
+    if not b.shape[0]:
+        return a
+    return IndexUpdateRef(a, slice(a.shape[0] - b.shape[0], None)).add(b)
+
+
+@_composite("polyadd", "the sum of two polynomials", jnp.polyadd)
+def polyadd(a1: Any, a2: Any) -> Any:
+    """The coefficients of ``a1 + a2`` (1-d, highest degree first: the shorter one is aligned
+    to the constant terms), as ``jnp.polyadd``; integers stay integers.
+
+    >>> import pypto as pto
+    >>> pto.polyadd(pto.tensor([1, 2, 3]), pto.tensor([10, 20])).numpy()
+    array([ 1, 12, 23], dtype=int32)
+    """
+    a, b = api.promote("polyadd", (a1, a2))
+    _poly1d("polyadd", (a, b), ("a1", "a2"))
+    return _add_aligned(a, b)
+
+
+@_composite("polysub", "the difference of two polynomials", jnp.polysub)
+def polysub(a1: Any, a2: Any) -> Any:
+    """The coefficients of ``a1 - a2`` (aligned as :func:`polyadd`'s), as ``jnp.polysub``.
+
+    >>> import pypto as pto
+    >>> pto.polysub(pto.tensor([1.0, 2.0]), pto.tensor([1.0, 0.5, 1.0])).numpy()
+    array([-1. ,  0.5,  1. ], dtype=float32)
+    """
+    a, b = api.promote("polysub", (a1, a2))
+    _poly1d("polysub", (a, b), ("a1", "a2"))
+    if b.dtype is dt.bool_:  # type: ignore[attr-defined]
+        raise DTypeError(
+            f"bool coefficients {api._aval(a)} and {api._aval(b)}: negation is not "
+            "defined for bools",
+            op="polysub",
+            hint="cast them to an integer or float dtype first",
+        )
+    return _add_aligned(a, api.neg(b))
+
+
+def _polymul_jax(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
+    return jnp.polymul(a1, a2, trim_leading_zeros=trim_leading_zeros)
+
+
+@_composite("polymul", "the product of two polynomials", _polymul_jax)
+def polymul(a1: Any, a2: Any, *, trim_leading_zeros: bool = False) -> Any:
+    """The coefficients of ``a1 · a2``: their full convolution (a float dtype), as
+    ``jnp.polymul``. ``trim_leading_zeros`` drops the operands' leading zeros first, which
+    needs their values (eagerly, as in JAX, which refuses it under ``jit``).
+
+    >>> import pypto as pto
+    >>> pto.polymul(pto.tensor([1.0, 2.0]), pto.tensor([1.0, -2.0])).numpy()
+    array([ 1.,  0., -4.], dtype=float32)
+    """
+    a, b = _inexact("polymul", a1, a2)
+    _poly1d("polymul", (a, b), ("a1", "a2"))
+    if trim_leading_zeros and (a.shape[0] > 1 or b.shape[0] > 1):
+        a, b = _trim_front("polymul", a), _trim_front("polymul", b)
+    zero = api.asvalue(np.zeros(1, a.dtype.np))
+    return _slide("convolve", a if a.shape[0] else zero, b if b.shape[0] else zero, "full")
+
+
+def _polyder_jax(p: Any, m: int = 1) -> Any:
+    return jnp.polyder(p, m)
+
+
+@_composite("polyder", "the m-th derivative of a polynomial", _polyder_jax)
+def polyder(p: Any, m: int = 1) -> Any:
+    """The coefficients of the ``m``-th derivative of ``p`` (a float dtype), as
+    ``jnp.polyder``: ``p[i]`` times the falling factorial of its power.
+
+    >>> import pypto as pto
+    >>> pto.polyder(pto.tensor([1.0, 1.0, 1.0, 1.0]), 2).numpy()
+    array([6., 2.], dtype=float32)
+    """
+    (v,) = _inexact("polyder", p)
+    _poly1d("polyder", (v,), ("p",))
+    m = _order("polyder", "m", m)
+    n = v.shape[0]
+    if m == 0:
+        return v
+    if m >= n:
+        return api.getitem(v, slice(0, 0))
+    power = np.arange(n - 1, m - 1, -1, dtype=np.float64)  # of each coefficient kept
+    coeff = np.prod(power[None, :] - np.arange(m)[:, None], axis=0)
+    return api.mul(api.getitem(v, slice(0, n - m)), _consts(coeff, v.dtype))
+
+
+def _polyint_jax(p: Any, m: int = 1, k: Any = None) -> Any:
+    return jnp.polyint(p, m, k)
+
+
+@_composite("polyint", "the m-th antiderivative of a polynomial", _polyint_jax)
+def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
+    """The coefficients of the ``m``-th antiderivative of ``p`` (a float dtype), as
+    ``jnp.polyint``: the integration constants ``k`` (a scalar, or one per integration, the
+    first integration's first; 0 when not given) come after ``p``, and every coefficient is
+    divided by the rising factorial of its new power.
+
+    >>> import pypto as pto
+    >>> pto.polyint(pto.tensor([3.0, 2.0, 1.0]), k=5.0).numpy()
+    array([1., 1., 1., 5.], dtype=float32)
+    """
+    v, c = _inexact("polyint", p, 0 if k is None else k)
+    _poly1d("polyint", (v,), ("p",))
+    m = _order("polyint", "m", m)
+    if len(c.shape) > 1 or (len(c.shape) == 1 and c.shape[0] not in (1, m)):
+        raise ShapeError(
+            f"k must be a scalar or a 1-d tensor of 1 or m={m} constants, got {api._aval(c)}",
+            op="polyint",
+        )
+    if m == 0:
+        return v
+    ks = api.broadcast_to(api.reshape(c, (-1,)) if len(c.shape) else c, (m,))
+    grid = np.arange(v.shape[0] + m, dtype=np.float64)[None, :] - np.arange(m)[:, None]
+    coeff = np.maximum(grid, 1).prod(axis=0)[::-1]
+    return api.div(api.concat([v, ks], 0), _consts(coeff, v.dtype))
+
+
+def _polydiv_jax(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> Any:
+    return jnp.polydiv(u, v, trim_leading_zeros=trim_leading_zeros)
+
+
+@_composite("polydiv", "the quotient and remainder of two polynomials", _polydiv_jax)
+def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> Any:
+    """``(q, r)`` with ``u = q·v + r`` (float dtypes), as ``jnp.polydiv``: long division,
+    one step per coefficient of ``q``. ``r`` keeps ``u``'s length (its leading places are
+    the zeros the division leaves, up to rounding); ``trim_leading_zeros`` drops those below
+    √eps, which needs the values (eagerly, as in JAX).
+
+    >>> import pypto as pto
+    >>> q, r = pto.polydiv(pto.tensor([1.0, 0.0, -1.0]), pto.tensor([1.0, 1.0]))
+    >>> q.numpy(), r.numpy()
+    (array([ 1., -1.], dtype=float32), array([0., 0., 0.], dtype=float32))
+    """
+    a, b = _inexact("polydiv", u, v)
+    _poly1d("polydiv", (a, b), ("u", "v"))
+    m, n = a.shape[0] - 1, b.shape[0] - 1
+    if n < 0:
+        raise ShapeError(f"the divisor v is empty, got {api._aval(b)}", op="polydiv")
+    scale = api.div(1.0, api.getitem(b, 0))
+    qs = []
+    for k in range(m - n + 1):
+        d = api.mul(scale, api.getitem(a, k))
+        qs.append(d)
+        a = IndexUpdateRef(a, slice(k, k + n + 1)).add(api.mul(api.neg(d), b))
+    q = composite.stack(qs, 0) if qs else api.asvalue(np.zeros(1, a.dtype.np))
+    if trim_leading_zeros:
+        c = _concrete(a)
+        if c is None:
+            _trim_front("polydiv", a)  # raises the TraceError
+        assert c is not None
+        tol = math.sqrt(float(np.finfo(a.dtype.np).eps))
+        big = np.flatnonzero(np.abs(c.astype(np.float64)) > tol)
+        a = api.getitem(a, slice(int(big[0]) if big.size else c.shape[0], None))
+    return q, a
+
+
+@_composite("poly", "the coefficients of the polynomial with the given roots", jnp.poly)
+def poly(seq_of_zeros: Any) -> Any:
+    """The coefficients of ``(x - z₀)(x - z₁)…``, highest degree first and leading 1, as
+    ``jnp.poly`` for a 1-d sequence of roots (a float dtype; no roots: the 0-d 1). A square
+    matrix's characteristic polynomial needs its eigenvalues, which pypto has no op for.
+
+    >>> import pypto as pto
+    >>> pto.poly(pto.tensor([1.0, 2.0])).numpy()
+    array([ 1., -3.,  2.], dtype=float32)
+    """
+    (z,) = _inexact("poly", seq_of_zeros)
+    if len(z.shape) == 0:
+        z = api.reshape(z, (1,))
+    if len(z.shape) != 1:
+        square = len(z.shape) == 2 and z.shape[0] == z.shape[1]
+        raise ShapeError(
+            f"the roots must be 1-d, got {api._aval(z)}"
+            + (": a matrix's characteristic polynomial needs eigvals, not built" if square else ""),
+            op="poly",
+            hint="pass the roots as a 1-d tensor",
+        )
+    d = z.dtype
+    if not z.shape[0]:
+        return api.asvalue(np.ones((), d.np))
+    a = api.asvalue(np.ones(1, d.np))
+    zero = api.asvalue(np.zeros(1, d.np))
+    for k in range(z.shape[0]):
+        # a·(x - z_k): each coefficient minus z_k times the one before it
+        a = api.sub(api.concat([a, zero], 0), api.mul(api.getitem(z, k), api.concat([zero, a], 0)))
+    return a
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1987,6 +1987,72 @@ def _vector_products(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, want, k, what=f"{name} {[a.shape for a in arrs]}")
 
 
+@case(
+    "polyadd",
+    "polysub",
+    "polymul",
+    "polydiv",
+    "polyder",
+    "polyint",
+    "poly",
+    dtypes=DTYPES,
+    group="library",
+)
+def _polynomials(data: Draw, dtype: pto.DType, name: str) -> None:
+    if dtype is BOOL and name in ("polyadd", "polysub", "poly"):
+        dtype = pto.int8  # JAX adds or negates the coefficients, which bools refuse (as pypto)
+    # (JAX's polyadd of an empty operand fails: see test_polyadd_of_an_empty_polynomial)
+    n = data.draw(st.integers(0 if name == "poly" else 1, 6), label="n")
+    m = data.draw(st.integers(0 if name == "polymul" else 1, 4), label="m")
+    lo, hi = (-2.0, 2.0) if name == "poly" else (-5.0, 5.0)
+    a = values(data, dtype, (n,), lo, hi, ints=(-3, 3))
+    b = values(data, dtype, (m,), lo, hi, ints=(-3, 3))
+    if name == "polydiv" and not dtype.is_floating:
+        b[0] = 1  # an integer divisor's leading coefficient: never 0 (JAX divides by it)
+    elif name == "polydiv":
+        b[0] = np.where(np.abs(b[0].astype(np.float32)) < 0.5, 1, b[0]).astype(b.dtype)
+    kw: dict[str, Any] = {}
+    static: tuple[str, ...] = ()
+    if name in ("polyadd", "polysub", "polymul", "polydiv"):
+        arrs = [a, b]
+        if name in ("polymul", "polydiv") and data.draw(st.booleans(), label="trim"):
+            kw["trim_leading_zeros"] = True
+            arrs[0][: data.draw(st.integers(0, n), label="zeros")] = 0
+    else:
+        arrs = [a]
+        if name in ("polyder", "polyint"):
+            kw["m"], static = data.draw(st.integers(0, 3), label="order"), ("m",)
+        if name == "polyint" and data.draw(st.booleans(), label="k"):
+            kw["k"] = values(data, pto.float32, (data.draw(st.sampled_from([1, kw["m"]])),))
+    xs = operands(data, arrs)
+    if not any(isinstance(t, pto.Tensor) for t in xs):
+        xs[0] = pto.tensor(arrs[0])
+    out = getattr(pto, name)(*xs, **kw)
+    # (JAX cannot trim leading zeros under jit)
+    fn = ref(name) if "trim_leading_zeros" in kw else jitted(ref(name), static)
+    want = fn(*arrs, **kw)
+    outs, wants = (out, want) if name == "polydiv" else ((out,), (want,))
+    # polydiv's remainder cancels: its tolerance counts the terms that cancel into it
+    k = 4 * (n + m + 2) if name in ("polydiv", "poly") else n + m + 2
+    for i, (o, w) in enumerate(zip(outs, wants, strict=True)):
+        assert_matches(o, w, k, what=f"{name}[{i}] {[x.shape for x in arrs]} {kw}")
+
+
+def test_polyadd_of_an_empty_polynomial_is_the_other_one() -> None:
+    """As numpy's (JAX's fails to broadcast the empty operand), and bools are refused."""
+    a = np.array([1.0, -2.0, 3.0], np.float32)
+    e = np.zeros(0, np.float32)
+    for x, y in ((a, e), (e, a)):
+        assert_matches(
+            pto.polyadd(pto.tensor(x), pto.tensor(y)), np.polyadd(x, y).astype(np.float32)
+        )
+        assert_matches(
+            pto.polysub(pto.tensor(x), pto.tensor(y)), np.polysub(x, y).astype(np.float32)
+        )
+    with pytest.raises(pto.DTypeError, match=r"(?s)polysub: bool coefficients.*hint: cast them"):
+        pto.polysub(pto.tensor([True]), pto.tensor([False]))
+
+
 @case("convolve", "correlate", "interp", "digitize", "bincount", dtypes=DTYPES, group="library")
 def _signals(data: Draw, dtype: pto.DType, name: str) -> None:
     n = data.draw(st.integers(1, 9), label="n")

@@ -117,6 +117,13 @@ CASES: dict[str, Case] = {
     "matvec": (lambda x, y: pto.matvec(x, y), [(X, "n"), (ROW, "n")], F),
     "vecmat": (lambda x, y: pto.vecmat(y[:6], x), [(X, "n"), (ROW, "n")], F),
     "polyval": (lambda x, y: pto.polyval(y[:4], x), [(X, "n"), (ROW, "n")], F),
+    "polyadd": (lambda x, y: pto.polyadd(y, x[0]) * 2, [(X, "n"), (ROW, "n")], F + I),
+    "polysub": (lambda x, y: pto.polysub(x[1, :7], y) * 2, [(X, "n"), (ROW, "n")], F + I),
+    "polymul": (lambda x, y: pto.polymul(y, x[0, :5]), [(X, "n"), (ROW, "n")], F),
+    "polydiv": (lambda x, y: pto.polydiv(x[0, :8], y[:3]), [(X, "n"), (ROW, "p")], F),
+    "polyder": (lambda x, y: pto.polyder(y[:9], 2), [(X, "n"), (ROW, "n")], F),
+    "polyint": (lambda x, y: pto.polyint(y[:9], 2, y[9:11]), [(X, "n"), (ROW, "n")], F),
+    "poly": (lambda x: pto.poly(x[0, :5] * 0.5), [(X, "n")], F),
     "trapezoid": (
         lambda x, y: (pto.trapezoid(x), pto.trapezoid(x, y, axis=1)),
         [(X, "n"), (ROW, "p")],
