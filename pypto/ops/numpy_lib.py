@@ -370,6 +370,91 @@ def ldexp(x1: Any, x2: Any) -> Any:
     return _narrow(api.where(keep, w, out), d)
 
 
+# (significand bits, frexp's exponent of the smallest normal) of each float dtype
+_FLOAT_BITS = {dt.float32: (24, -125), dt.float16: (11, -13), dt.bfloat16: (8, -125)}
+
+
+def _next_toward(w: Any, t: Any, d: dt.DType) -> Any:
+    """The next value of dtype ``d`` after ``w`` towards ``t`` (both float32 holding values of
+    ``d``), exactly: ``w`` plus or minus one unit in its last place, from its exponent
+    (:func:`_frexp32`, :func:`_pow2`); one binade down when ``w`` is a power of two moving
+    towards 0, never below the subnormal step; the largest finite value from an infinity."""
+    p, emin = _FLOAT_BITS[d]
+    m, e = _frexp32(w)
+    up = api.greater(t, w)
+    away = api.where(api.greater(w, 0.0), up, composite.logical_not(up))  # from zero
+    down_binade = composite.logical_and(composite.logical_not(away), api.equal(api.abs(m), 0.5))
+    step = _pow2(api.sub(api.maximum(api.sub(e, api.where(down_binade, 1, 0)), emin), p))
+    r = api.where(up, api.add(w, step), api.sub(w, step))
+    r = api.where(api.equal(r, 0.0), api.mul(w, 0.0), r)  # (from ∓tiny to 0: a zero of w's sign)
+    tiny = float(2.0 ** (emin - p))
+    r = api.where(api.equal(w, 0.0), api.where(up, tiny, -tiny), r)
+    big = float(np.finfo(d.np).max)
+    r = api.where(composite.isinf(w), api.where(api.greater(w, 0.0), big, -big), r)
+    r = api.where(api.equal(w, t), t, r)  # (nextafter(0.0, -0.0) is -0.0)
+    return api.where(composite.logical_or(composite.isnan(w), composite.isnan(t)), math.nan, r)
+
+
+def _nextafter_jax(x1: Any, x2: Any) -> Any:
+    return jnp.nextafter(x1, x2)
+
+
+@_composite(
+    "nextafter",
+    "the next representable float after x1 towards x2, elementwise",
+    _nextafter_jax,
+    differentiable=False,
+)
+def nextafter(x1: Any, x2: Any) -> Any:
+    """The next value of the promoted float dtype after ``x1`` in the direction of ``x2``, as
+    ``jnp.nextafter``: ``x1`` one unit in the last place up or down (subnormals included;
+    the largest finite value after an infinity, ``x2`` itself where they are equal, NaN
+    where either is NaN). float16 and bfloat16 step in their own precision, computed exactly
+    in float32.
+
+    >>> import pypto as pto
+    >>> pto.nextafter(pto.tensor([1.0, 1.0, 0.0]), pto.tensor([2.0, 0.0, -1.0])).numpy()
+    array([ 1.0000001e+00,  9.9999994e-01, -1.4012985e-45], dtype=float32)
+    """
+    u, v = _inexact("nextafter", x1, x2)
+    d = u.dtype
+    if d not in _FLOAT_BITS:
+        raise DTypeError(f"nextafter of {d}: not a float dtype pypto has", op="nextafter")
+    if d is dt.float32:
+        return _next_toward(u, v, d)
+    return api.cast(_next_toward(api.cast(u, dt.float32), api.cast(v, dt.float32), d), d)
+
+
+@_composite(
+    "spacing",
+    "the distance from x to the next float away from zero, elementwise",
+    jnp.spacing,
+    differentiable=False,
+)
+def spacing(x: Any) -> Any:
+    """``nextafter(x, ±inf) - x`` (away from zero, so negative for negative ``x``; NaN at
+    infinities), as ``jnp.spacing``, which for float16 steps towards ``+inf`` whatever the
+    sign, as numpy does there.
+
+    >>> import pypto as pto
+    >>> pto.spacing(pto.tensor([1.0, -4.0, 0.0])).numpy()
+    array([ 1.1920929e-07, -4.7683716e-07,  1.4012985e-45], dtype=float32)
+    """
+    (v,) = _inexact("spacing", x)
+    d = v.dtype
+    w = v if d is dt.float32 else api.cast(v, dt.float32)
+    # (towards +inf for float16, as JAX's spacing)
+    to = math.inf if d is dt.float16 else copysign(math.inf, w)
+    nxt = _next_toward(w, to, d)
+    if d is not dt.float32:  # the next value in d first: past float16's largest it is inf
+        nxt = api.cast(api.cast(nxt, d), dt.float32)
+    r = api.sub(nxt, w)
+    if d is not dt.float16:  # (a flushed step: JAX's spacing gives the subnormal step there)
+        step = float(2.0 ** (_FLOAT_BITS[d][1] - _FLOAT_BITS[d][0]))
+        r = api.where(api.equal(r, 0.0), copysign(step, w), r)
+    return _narrow(r, d)
+
+
 @_composite("heaviside", "step function: 0 below 0, 1 above, h2 at 0", jnp.heaviside)
 def heaviside(x1: Any, x2: Any) -> Any:
     """The Heaviside step: 0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where ``x1 == 0`` (NaN

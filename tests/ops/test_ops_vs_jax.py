@@ -18,6 +18,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -1507,6 +1508,48 @@ def _math2(data: Draw, dtype: pto.DType, name: str) -> None:
     ):
         fn = _rounded(ref(name))  # computed in float32 and rounded once, as above
     assert_matches(out, jax_elementwise(fn, a, b), 4 if name == "arctan2" else 2, what=name)
+
+
+def _bits(a: Any) -> np.ndarray:
+    """The bit patterns of a float array (NaNs made one pattern), to compare exactly."""
+    a = np.asarray(a)
+    b = a.view({2: np.uint16, 4: np.uint32}[a.dtype.itemsize]).copy()
+    b[np.isnan(a.astype(np.float32))] = 0
+    return b
+
+
+@case("nextafter", "spacing", dtypes=DTYPES, group="library")
+def _float_steps(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    d = dtype if dtype.is_floating else pto.float32
+    fi = ml_dtypes.finfo(d.np)
+    edges = (1.0, -2.0, 0.5, float(fi.tiny), -float(fi.tiny), float(fi.max), -float(fi.max))
+    arrs = [
+        values(data, dtype, shape, -1e4, 1e4, ints=(-3, 3), specials=SPECIALS + edges)
+        for _ in range(2 if name == "nextafter" else 1)
+    ]
+    if name == "nextafter" and data.draw(st.booleans(), label="towards"):
+        arrs[1] = arrs[0].copy()  # equal operands: x2 itself (the sign of a zero too)
+    xs = operands(data, arrs)
+    if not any(isinstance(t, pto.Tensor) for t in xs):
+        xs[0] = pto.tensor(arrs[0])
+    out, want = getattr(pto, name)(*xs), jitted(ref(name))(*arrs)
+    assert out.dtype.name == str(want.dtype) and out.shape == want.shape, name
+    # exactly: one unit in the last place is within any tolerance
+    np.testing.assert_array_equal(_bits(out.numpy()), _bits(want), err_msg=f"{name} {shape}")
+
+
+def test_nextafter_steps_from_subnormals_as_ieee_does() -> None:
+    """numpy's answers; JAX on the CPU reads subnormal inputs as 0 in float32 and bfloat16
+    (its nextafter(4e-45, -4e-45) is -4e-45)."""
+    tiny = np.finfo(np.float32).smallest_subnormal
+    x = np.array([tiny, 3 * tiny, -tiny, tiny, 0.0, -0.0, np.finfo(np.float32).tiny], np.float32)
+    y = np.array([-tiny, -1.0, 1.0, 0.0, 1.0, -1.0, 0.0], np.float32)
+    np.testing.assert_array_equal(
+        _bits(pto.nextafter(pto.tensor(x), pto.tensor(y)).numpy()), _bits(np.nextafter(x, y))
+    )
+    f = pto.jit(pto.spacing, backend="interpret")
+    np.testing.assert_array_equal(_bits(f(pto.tensor(x[1:3])).numpy()), _bits(np.spacing(x[1:3])))
 
 
 @case("signbit", "copysign", dtypes=DTYPES, group="library")

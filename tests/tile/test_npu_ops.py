@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -236,6 +237,13 @@ CASES: dict[str, Case] = {
     ),
     "cumulative_prod": (lambda x: pto.cumulative_prod(x[0] * 0.1 + 1), [(X, "n")], F),
     "signbit": (lambda x: (pto.signbit(x * 0.0), pto.signbit(x - 1)), [(X, "n")], F + I),
+    # (steps of one unit in the last place, measured in units: ±1, or 1/2 below a power of 2)
+    "nextafter": (
+        lambda x, y: (pto.nextafter(x, y) - x) / pto.spacing(x),
+        [(X, "n"), (ROW, "n")],
+        F,
+    ),
+    "spacing": (lambda x: pto.spacing(x * 100.0) / pto.spacing(x), [(X, "n")], F),
     "copysign": (lambda x, y: pto.copysign(x, y * 0.0), [(X, "n"), (ROW, "n")], F),
     "reshape": (lambda x: (x.reshape(3, 80) * 2).reshape(240), [(X, "n")], F),
     "transpose": (lambda x: x.T + 1, [(X, "n")], F),
@@ -631,6 +639,24 @@ def test_npu_is_bit_exact_with_eager_on_elementwise_chains() -> None:
         np.testing.assert_array_equal(
             np.asarray(pto.jit(f, machine="tiny")(x, b)), np.asarray(f(x, b)), err_msg=d.name
         )
+
+
+def test_nextafter_and_spacing_are_bit_exact_with_eager_on_the_npu() -> None:
+    tiny = np.finfo(np.float32).smallest_subnormal
+    x = np.array([0.0, -0.0, 1.0, -2.0, 0.5, tiny, -3 * tiny, np.inf, -np.inf, np.nan, 6e4, 7.1])
+    y = np.array([-0.0, 1.0, 2.0, 0.0, 0.0, -1.0, 1.0, 0.0, -np.inf, 1.0, np.inf, 7.1])
+    f = pto.jit(lambda a, b: (pto.nextafter(a, b), pto.spacing(a)), machine="tiny")
+    for d in F:
+        top = float(ml_dtypes.finfo(d.np).max)  # towards inf: overflows to inf
+        a = pto.tensor(np.r_[x, top, -top].astype(d.np))
+        b = pto.tensor(np.r_[y, np.inf, 0.0].astype(d.np))
+        for got, want in zip(f(a, b), (pto.nextafter(a, b), pto.spacing(a)), strict=True):
+            g, w = np.asarray(got), np.asarray(want)
+            u = np.uint32 if d is pto.float32 else np.uint16
+            same = (g.view(u) == w.view(u)) | (
+                np.isnan(g.astype(np.float32)) & np.isnan(w.astype(np.float32))
+            )
+            assert same.all(), (d.name, g, w)
 
 
 def test_pow_of_negative_infinity_follows_jax_eagerly_and_on_the_npu() -> None:
