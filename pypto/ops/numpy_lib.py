@@ -455,6 +455,131 @@ def spacing(x: Any) -> Any:
     return _narrow(r, d)
 
 
+@_composite("float_power", "x1 ** x2 in a float dtype, elementwise", jnp.float_power)
+def float_power(x1: Any, x2: Any) -> Any:
+    """``x1 ** x2`` after promoting both to a float dtype (integers to float32), as
+    ``jnp.float_power``: ``float_power(2, -1)`` is 0.5 where integer ``power`` refuses it.
+
+    >>> import pypto as pto
+    >>> pto.float_power(pto.tensor([2, 4]), -1).numpy()
+    array([0.5 , 0.25], dtype=float32)
+    """
+    u, v = _inexact("float_power", x1, x2)
+    return api.pow(u, v)
+
+
+@_composite("rint", "nearest integer, halves to even, in a float dtype", jnp.rint)
+def rint(x: Any) -> Any:
+    """The nearest integer with halves to the even one, as ``jnp.rint``: :func:`round` for
+    floats; integers and bools become float32 (as JAX's rint), unchanged in value.
+
+    >>> import pypto as pto
+    >>> pto.rint(pto.tensor([0.5, 1.5, -2.5, 2.6])).numpy()
+    array([ 0.,  2., -2.,  3.], dtype=float32)
+    """
+    v = api.asvalue(x, "rint")
+    if not v.dtype.is_floating:  # type: ignore[attr-defined]
+        return api.cast(v, dt.float32)
+    return composite.round(v)
+
+
+# Chebyshev coefficients of exp(-x)·I0(x) (Cephes' i0.c): on [0, 8] in x/2 - 2, above 8 in
+# 32/x - 2 (times 1/√x)
+_I0E_SMALL = (
+    -4.41534164647933937950e-18,
+    3.33079451882223809783e-17,
+    -2.43127984654795469359e-16,
+    1.71539128555513303061e-15,
+    -1.16853328779934516808e-14,
+    7.67618549860493561688e-14,
+    -4.85644678311192946090e-13,
+    2.95505266312963983461e-12,
+    -1.72682629144155570723e-11,
+    9.67580903537323691224e-11,
+    -5.18979560163526290666e-10,
+    2.65982372468238665035e-9,
+    -1.30002500998624804212e-8,
+    6.04699502254191894932e-8,
+    -2.67079385394061173391e-7,
+    1.11738753912010371815e-6,
+    -4.41673835845875056359e-6,
+    1.64484480707288970893e-5,
+    -5.75419501008210370398e-5,
+    1.88502885095841655729e-4,
+    -5.76375574538582365885e-4,
+    1.63947561694133579842e-3,
+    -4.32430999505057594430e-3,
+    1.05464603945949983183e-2,
+    -2.37374148058994688156e-2,
+    4.93052842396707084878e-2,
+    -9.49010970480476444210e-2,
+    1.71620901522208775349e-1,
+    -3.04682672343198398683e-1,
+    6.76795274409476084995e-1,
+)
+_I0E_LARGE = (
+    -7.23318048787475395456e-18,
+    -4.83050448594418207126e-18,
+    4.46562142029675999901e-17,
+    3.46122286769746109310e-17,
+    -2.82762398051658348494e-16,
+    -3.42548561967721913462e-16,
+    1.77256013305652638360e-15,
+    3.81168066935262242075e-15,
+    -9.55484669882830764870e-15,
+    -4.15056934728722208663e-14,
+    1.54008621752140982691e-14,
+    3.85277838274214270114e-13,
+    7.18012445138366623367e-13,
+    -1.79417853150680611778e-12,
+    -1.32158118404477131188e-11,
+    -3.14991652796324136454e-11,
+    1.18891471078464383424e-11,
+    4.94060238822496958910e-10,
+    3.39623202570838634515e-9,
+    2.26666899049817806459e-8,
+    2.04891858946906374183e-7,
+    2.89137052083475648297e-6,
+    6.88975834691682398426e-5,
+    3.36911647825569408990e-3,
+    8.04490411014108831608e-1,
+)
+
+
+def _chebyshev(t: Any, coeffs: Sequence[float]) -> Any:
+    """``Σ' c_k T_k(t/2)`` by Clenshaw's recurrence (Cephes' ``chbevl`` convention)."""
+    b0, b1, b2 = api.mul(t, 0.0), api.mul(t, 0.0), api.mul(t, 0.0)
+    for c in coeffs:
+        b2, b1 = b1, b0
+        b0 = api.add(api.sub(api.mul(t, b1), b2), c)
+    return api.mul(api.sub(b0, b2), 0.5)
+
+
+@_composite("i0", "the modified Bessel function of the first kind, order 0", jnp.i0)
+def i0(x: Any) -> Any:
+    """``I₀(x)``, as ``jnp.i0``: ``exp(|x|)`` times Chebyshev series of ``exp(-|x|)·I₀(|x|)``
+    on ``[0, 8]`` and above (Cephes' coefficients), in float32 and rounded once; integers
+    give float32. Even, 1 at 0, ``inf`` at ±inf and past float32's range (which JAX reaches
+    early, from |x| = 88.7, and where it gives NaN at ±inf).
+
+    >>> import pypto as pto
+    >>> pto.i0(pto.tensor([0.0, 1.0, -2.0])).numpy()
+    array([1.       , 1.2660658, 2.2795854], dtype=float32)
+    """
+    (v,), d = _wide("i0", x)
+    a = api.abs(v)
+    small = api.less_equal(a, 8.0)
+    big = api.maximum(a, 8.0)  # (each branch only where it applies: no 32/0)
+    near = _chebyshev(api.sub(api.mul(api.minimum(a, 8.0), 0.5), 2.0), _I0E_SMALL)
+    far = api.div(_chebyshev(api.sub(api.div(32.0, big), 2.0), _I0E_LARGE), api.sqrt(big))
+    # e^|x| in two halves: finite wherever I₀ is (|x| up to ~91.9 in float32, where e^|x|
+    # alone overflows past 88.7), and inf at ±inf (where JAX's product is inf·0 = NaN)
+    half = api.exp(api.mul(a, 0.5))
+    r = api.mul(api.mul(api.where(small, near, far), half), half)
+    r = api.where(api.equal(a, 0.0), 1.0, r)  # (the series' float32 sum is 1 ulp low there)
+    return _narrow(api.where(composite.isinf(a), math.inf, r), d)
+
+
 @_composite("heaviside", "step function: 0 below 0, 1 above, h2 at 0", jnp.heaviside)
 def heaviside(x1: Any, x2: Any) -> Any:
     """The Heaviside step: 0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where ``x1 == 0`` (NaN
