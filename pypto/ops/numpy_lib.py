@@ -569,8 +569,10 @@ def i0(x: Any) -> Any:
     (v,), d = _wide("i0", x)
     a = api.abs(v)
     small = api.less_equal(a, 8.0)
-    big = api.maximum(a, 8.0)  # (each branch only where it applies: no 32/0)
-    near = _chebyshev(api.sub(api.mul(api.minimum(a, 8.0), 0.5), 2.0), _I0E_SMALL)
+    # each series only where it applies (no 32/0), chosen with where: a minimum's gradient
+    # would be halved at the tie |x| = 8
+    big = api.where(small, 8.0, a)
+    near = _chebyshev(api.sub(api.mul(api.where(small, a, 8.0), 0.5), 2.0), _I0E_SMALL)
     far = api.div(_chebyshev(api.sub(api.div(32.0, big), 2.0), _I0E_LARGE), api.sqrt(big))
     # e^|x| in two halves: finite wherever I₀ is (|x| up to ~91.9 in float32, where e^|x|
     # alone overflows past 88.7), and inf at ±inf (where JAX's product is inf·0 = NaN)

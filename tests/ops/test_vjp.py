@@ -748,3 +748,12 @@ def test_infinite_cotangents_reach_only_the_rows_they_were_taken_from(backend: s
     assert np.isfinite(want).sum() == 10  # the test's own premise: most rows stay finite
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_i0_gradient_is_i1_through_its_series() -> None:
+    """I₀' = I₁ (JAX's rule), here the derivative of the series, within 2e-5 of it: the
+    series' two terms cancel near 0, so there the error is absolute (1e-7)."""
+    x = np.r_[np.linspace(-20, 20, 401), 8.0, -8.0].astype(np.float32)
+    got = pto.grad(lambda t: pto.i0(t).sum())(pto.tensor(x)).numpy()
+    want = np.asarray(jax.grad(lambda t: jnp.i0(t).sum())(x))
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
