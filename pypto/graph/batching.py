@@ -52,12 +52,19 @@ def _prefix(op: str, spec: Any, td: pytree.TreeDef, where: str) -> list[Any]:
     """
     if spec is None or isinstance(spec, int):
         return [spec] * td.num_leaves
-    # exact types, as pytree's nodes are (a named tuple is not one)
+    # exact types, as pytree's nodes are
     t = type(spec)
     kind = "tuple" if t is tuple else "list" if t is list else "dict" if t is dict else None
+    if isinstance(spec, tuple) and hasattr(t, "_fields"):
+        kind = "namedtuple"
     if kind == "dict" and td.kind == "dict" and tuple(sorted(spec)) == td.keys:
         parts = [spec[k] for k in td.keys]
-    elif kind in ("tuple", "list") and td.kind == kind and len(spec) == len(td.children):
+    elif (
+        kind in ("tuple", "list", "namedtuple")
+        and td.kind == kind
+        and len(spec) == len(td.children)
+        and (kind != "namedtuple" or td.keys[0] is t)
+    ):
         parts = list(spec)
     else:
         raise TraceError(

@@ -1,4 +1,5 @@
-"""Pytrees: nested tuples, lists and dicts (and None) whose leaves are arrays or scalars."""
+"""Pytrees: nested tuples, named tuples, lists and dicts (and None) whose leaves are arrays
+or scalars."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from typing import Any
 class TreeDef:
     """The structure of a pytree without its leaves; hashable, so it can key a cache."""
 
-    kind: str  # "leaf", "none", "tuple", "list", "dict"
+    kind: str  # "leaf", "none", "tuple", "namedtuple", "list", "dict"
     children: tuple[TreeDef, ...] = ()
-    keys: tuple[Any, ...] = ()
+    keys: tuple[Any, ...] = ()  # a dict's keys; a named tuple's class
 
     @property
     def num_leaves(self) -> int:
@@ -32,6 +33,8 @@ class TreeDef:
             )
         if self.kind == "list":
             return "[" + ", ".join(inner) + "]"
+        if self.kind == "namedtuple":
+            return f"{self.keys[0].__name__}(" + ", ".join(inner) + ")"
         return "(" + ", ".join(inner) + ("," if len(inner) == 1 else "") + ")"
 
 
@@ -45,6 +48,12 @@ def flatten(tree: Any) -> tuple[list[Any], TreeDef]:
     >>> leaves, tree = flatten({"b": 1, "a": (2, [3])})
     >>> leaves, str(tree)
     ([2, 3, 1], "{'a': (*, [*]), 'b': *}")
+    >>> from typing import NamedTuple
+    >>> class Pair(NamedTuple):
+    ...     x: int
+    ...     y: int
+    >>> unflatten(flatten(Pair(1, 2))[1], [3, 4])
+    Pair(x=3, y=4)
     """
     leaves: list[Any] = []
     return leaves, _flatten(tree, leaves)
@@ -56,6 +65,8 @@ def _flatten(t: Any, leaves: list[Any]) -> TreeDef:
     tt = type(t)
     if tt is tuple or tt is list:
         return TreeDef("tuple" if tt is tuple else "list", tuple(_flatten(c, leaves) for c in t))
+    if isinstance(t, tuple) and hasattr(tt, "_fields"):  # a named tuple, as JAX takes it
+        return TreeDef("namedtuple", tuple(_flatten(c, leaves) for c in t), (tt,))
     if tt is dict:
         keys = tuple(sorted(t))
         return TreeDef("dict", tuple(_flatten(t[k], leaves) for k in keys), keys)
@@ -79,4 +90,6 @@ def _unflatten(td: TreeDef, it: Any) -> Any:
         return tuple(kids)
     if td.kind == "list":
         return kids
+    if td.kind == "namedtuple":
+        return td.keys[0](*kids)
     return dict(zip(td.keys, kids, strict=True))

@@ -292,6 +292,10 @@ from pypto.ops.setops import (
     setxor1d,
     union1d,
     unique,
+    unique_all,
+    unique_counts,
+    unique_inverse,
+    unique_values,
 )
 from pypto.ops.solvers import cholesky, det, inv, matrix_power, slogdet, solve
 from pypto.ops.table import OPS, AVal, Op
@@ -618,6 +622,10 @@ __all__ = [
     "trunc",
     "union1d",
     "unique",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
     "unravel_index",
     "unstack",
     "vander",

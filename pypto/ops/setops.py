@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -348,6 +348,107 @@ def unique(
         else:
             out.append(api.asvalue(np.zeros(0, np.int32)))
     return out[0] if len(out) == 1 else tuple(out)
+
+
+# The array API's unique functions: NaNs count as distinct values (equal_nan=False), and the
+# results are named tuples, as in JAX.
+
+
+class UniqueAllResult(NamedTuple):
+    """What :func:`unique_all` returns."""
+
+    values: Any
+    indices: Any
+    inverse_indices: Any
+    counts: Any
+
+
+class UniqueCountsResult(NamedTuple):
+    """What :func:`unique_counts` returns."""
+
+    values: Any
+    counts: Any
+
+
+class UniqueInverseResult(NamedTuple):
+    """What :func:`unique_inverse` returns."""
+
+    values: Any
+    inverse_indices: Any
+
+
+def _unique_api(name: str, index: bool, inverse: bool, counts: bool) -> Any:
+    """The composite ``name``: :func:`unique` of ``x`` with NaNs distinct, and these parts."""
+
+    def jax_impl(x: Any, *, size: Any = None, fill_value: Any = None) -> Any:
+        return getattr(jnp, name)(x, size=size, fill_value=fill_value)
+
+    def decompose(x: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
+        return unique(x, index, inverse, counts, equal_nan=False, size=size, fill_value=fill_value)
+
+    doc = "the sorted unique elements" + "".join(
+        f", {w}" for w, on in (("indices", index), ("inverse", inverse), ("counts", counts)) if on
+    )
+    return _composite(name, doc + " (array API: NaNs distinct)", jax_impl)(decompose)
+
+
+_unique_all = _unique_api("unique_all", True, True, True)
+_unique_counts = _unique_api("unique_counts", False, False, True)
+_unique_inverse = _unique_api("unique_inverse", False, True, False)
+_unique_values = _unique_api("unique_values", False, False, False)
+
+
+def unique_all(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> UniqueAllResult:
+    """The sorted unique elements of ``x`` flattened, the flat index of each one's first
+    occurrence, each element's place among them (in ``x``'s shape) and how often each
+    occurs, as ``jnp.unique_all``: the array API's :func:`unique`, where every NaN is a value
+    of its own. ``size`` and ``fill_value`` as :func:`unique`'s (``size`` is needed under
+    ``jit``).
+
+    >>> import pypto as pto
+    >>> r = pto.unique_all(pto.tensor([3, 1, 3]))
+    >>> [part.numpy().tolist() for part in r]  # values, indices, inverse_indices, counts
+    [[1, 3], [1, 0], [1, 0, 1], [1, 2]]
+    """
+    return UniqueAllResult(*_unique_all(x, size=size, fill_value=fill_value))
+
+
+def unique_counts(
+    x: Any, /, *, size: int | None = None, fill_value: Any = None
+) -> UniqueCountsResult:
+    """The sorted unique elements of ``x`` and how often each occurs, as
+    ``jnp.unique_counts`` (NaNs distinct; see :func:`unique_all`).
+
+    >>> import pypto as pto
+    >>> pto.unique_counts(pto.tensor([2.0, 2.0, float("nan")])).counts.numpy()
+    array([2, 1], dtype=int32)
+    """
+    return UniqueCountsResult(*_unique_counts(x, size=size, fill_value=fill_value))
+
+
+def unique_inverse(
+    x: Any, /, *, size: int | None = None, fill_value: Any = None
+) -> UniqueInverseResult:
+    """The sorted unique elements of ``x`` and each element's place among them (in ``x``'s
+    shape), as ``jnp.unique_inverse`` (NaNs distinct; see :func:`unique_all`).
+
+    >>> import pypto as pto
+    >>> pto.unique_inverse(pto.tensor([[5, 4], [5, 5]])).inverse_indices.numpy()
+    array([[1, 0],
+           [1, 1]], dtype=int32)
+    """
+    return UniqueInverseResult(*_unique_inverse(x, size=size, fill_value=fill_value))
+
+
+def unique_values(x: Any, /, *, size: int | None = None, fill_value: Any = None) -> Any:
+    """The sorted unique elements of ``x`` flattened, as ``jnp.unique_values`` (NaNs
+    distinct; see :func:`unique_all`).
+
+    >>> import pypto as pto
+    >>> pto.unique_values(pto.tensor([2.0, float("nan"), 2.0, float("nan")])).numpy()
+    array([ 2., nan, nan], dtype=float32)
+    """
+    return _unique_values(x, size=size, fill_value=fill_value)
 
 
 def _union1d_jax(ar1: Any, ar2: Any, *, size: Any = None, fill_value: Any = None) -> Any:

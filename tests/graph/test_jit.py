@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any, NamedTuple
 
 import numpy as np
 import pytest
@@ -45,6 +46,25 @@ def test_pytrees_in_and_out() -> None:
     assert set(out) == {"y", "stats"}
     assert out["y"].shape == (4, 2) and float(out["stats"][0]) == 24.0
     assert float(out["stats"][1][0]) == 3.0
+
+
+class Params(NamedTuple):
+    w: Any
+    b: Any
+
+
+def test_named_tuples_are_pytree_nodes_as_in_jax() -> None:
+    """jit, grad and vmap take and give named tuples back as themselves."""
+    p = Params(pto.ones((3, 2)), pto.zeros((2,)))
+    x = pto.ones((4, 3))
+    out = pto.jit(lambda p, x: Params(x @ p.w, p.b + 1), backend="interpret")(p, x)
+    assert type(out) is Params and out.w.shape == (4, 2) and out.b.numpy().tolist() == [1, 1]
+    g = pto.grad(lambda p: ((x @ p.w + p.b) ** 2).sum())(p)
+    assert type(g) is Params and g.w.numpy().tolist() == [[24.0, 24.0]] * 3
+    v = pto.vmap(lambda p, x: x @ p.w + p.b, in_axes=(Params(None, None), 0))(p, x)
+    assert v.shape == (4, 2)
+    with pytest.raises(pto.TraceError, match="does not match the structure"):
+        pto.vmap(lambda p, x: x @ p.w, in_axes=((None, None), 0))(p, x)
 
 
 def test_numpy_and_python_scalar_arguments() -> None:

@@ -2278,6 +2278,10 @@ def _trailing(data: Draw, shape: tuple[int, ...]) -> tuple[int, ...]:
     "flatnonzero",
     "argwhere",
     "unique",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
     "compress",
     "extract",
     dtypes=LAYOUT_DTYPES,
@@ -2319,6 +2323,9 @@ def _data_sized(data: Draw, dtype: pto.DType, name: str) -> None:
     outs = list(out) if isinstance(out, tuple) else [out]
     wants = list(want) if isinstance(want, tuple) else [want]
     assert len(outs) == len(wants), f"{name}: {len(outs)} results, JAX {len(wants)}"
+    if isinstance(want, tuple) and hasattr(want, "_fields"):  # the array API's named tuples
+        assert type(out).__name__ == type(want).__name__.lstrip("_"), type(out)
+        assert out._fields == want._fields, out._fields
     for o, w in zip(outs, wants, strict=True):
         assert_matches(o, w, what=f"{name} {params}")
     if sized:
