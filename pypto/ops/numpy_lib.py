@@ -730,6 +730,128 @@ def average(
     return (avg, api.broadcast_to(total, avg.shape)) if returned else avg
 
 
+def _cov_jax(
+    m: Any,
+    y: Any = None,
+    rowvar: bool = True,
+    bias: bool = False,
+    ddof: int | None = None,
+    fweights: Any = None,
+    aweights: Any = None,
+    dtype: Any = None,
+) -> Any:
+    return jnp.cov(m, y, rowvar, bias, ddof, fweights, aweights, dtype=dtype)
+
+
+def _sample_weights(name: str, w: Any, n: int, integer: bool) -> Any:
+    """``fweights`` or ``aweights`` checked (1-d, one per sample; ``integer`` for frequencies),
+    made non-negative as JAX makes them (numpy refuses negative ones)."""
+    v = api.asvalue(w, "cov")
+    if len(v.shape) != 1 or v.shape[0] != n:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"{name} must be 1-d with one weight per sample ({n}), got {api._aval(v)}", op="cov"
+        )
+    if integer and not v.dtype.is_integer:  # type: ignore[attr-defined]
+        raise DTypeError(
+            f"fweights must be integers (frequencies), got {api._aval(v)}",
+            op="cov",
+            hint="pass real-valued weights as aweights",
+        )
+    return api.abs(v)
+
+
+@_composite("cov", "the covariance matrix of variables (rows) over samples", _cov_jax)
+def cov(
+    m: Any,
+    y: Any = None,
+    rowvar: bool = True,
+    bias: bool = False,
+    ddof: int | None = None,
+    fweights: Any = None,
+    aweights: Any = None,
+    dtype: Any = None,
+) -> Any:
+    """The covariance of the variables in the rows of ``m`` (columns with ``rowvar=False``;
+    ``y`` adds more), over the samples along the other axis, as ``jnp.cov``: the centred
+    data times its transpose on the cube, divided by ``n - ddof`` (``ddof`` 1, or 0 with
+    ``bias``); ``fweights`` (integer frequencies) and ``aweights`` weight the samples as
+    numpy's do. One variable gives a 0-d result.
+
+    >>> import pypto as pto
+    >>> pto.cov(pto.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]])).numpy()
+    array([[ 1., -1.],
+           [-1.,  1.]], dtype=float32)
+    """
+    vs = _inexact("cov", m) if y is None else _inexact("cov", m, y)
+    for v, what in zip(vs, ("m", "y"), strict=False):
+        if len(v.shape) > 2:
+            raise ShapeError(f"{what} has more than 2 dimensions: {api._aval(v)}", op="cov")
+    mv = vs[0]
+    if dtype is not None:
+        d = dt.dtype(dtype)
+        if not d.is_floating:
+            raise DTypeError(f"dtype must be a float dtype, got {d}", op="cov")
+    x = atleast_2d(mv)
+    if not rowvar and len(mv.shape) != 1:
+        x = api.transpose(x)
+    if x.shape[0] == 0:
+        return api.asvalue(np.zeros((0, 0), np.float32))
+    if y is not None:
+        yv = atleast_2d(vs[1])
+        if not rowvar and yv.shape[0] != 1:
+            yv = api.transpose(yv)
+        x = api.concat([x, yv], 0)
+    k, n = x.shape
+    if n == 0:
+        return api.asvalue(np.full(() if k == 1 else (k, k), np.nan, x.dtype.np))
+    if ddof is None:
+        ddof = 0 if bias else 1
+    ddof = rules.integer("cov", "ddof", ddof)
+    w = None if fweights is None else _sample_weights("fweights", fweights, n, True)
+    aw = None if aweights is None else _sample_weights("aweights", aweights, n, False)
+    if aw is not None:
+        w = aw if w is None else api.mul(w, aw)
+    if dtype is not None:
+        x = api.cast(x, dt.dtype(dtype))
+        w = None if w is None else api.cast(w, dt.dtype(dtype))
+    avg, w_sum = average(x, 1, w, returned=True)
+    w_sum = api.getitem(w_sum, 0)
+    if w is None:
+        f: Any = n - ddof
+    elif ddof == 0:
+        f = w_sum
+    elif aw is None:
+        f = api.sub(w_sum, ddof)
+    else:
+        f = api.sub(w_sum, api.div(api.mul(api.sum(api.mul(w, aw)), ddof), w_sum))
+    x = api.sub(x, api.reshape(avg, (k, 1)))
+    xt = api.transpose(x if w is None else api.mul(x, w))
+    return composite.squeeze(api.div(api.matmul(x, xt), f))
+
+
+def _corrcoef_jax(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
+    return jnp.corrcoef(x, y, rowvar, dtype=dtype)
+
+
+@_composite("corrcoef", "Pearson correlation coefficients of variables (rows)", _corrcoef_jax)
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
+    """The correlation coefficients of the variables in the rows of ``x`` (see :func:`cov`),
+    as ``jnp.corrcoef``: the covariance divided by both standard deviations, clipped to
+    ``[-1, 1]``. One variable gives ``c / c`` (1, or NaN for a constant one).
+
+    >>> import pypto as pto
+    >>> pto.corrcoef(pto.tensor([[0.0, 1.0, 2.0], [4.0, 2.0, 0.0]])).numpy()
+    array([[ 1., -1.],
+           [-1.,  1.]], dtype=float32)
+    """
+    c = cov(x, y, rowvar, dtype=dtype)
+    if not len(c.shape):
+        return api.div(c, c)
+    s = api.sqrt(diag(c))
+    c = api.div(api.div(c, api.reshape(s, (-1, 1))), api.reshape(s, (1, -1)))
+    return composite.clip(c, -1.0, 1.0)
+
+
 def _nan_reduction(name: str, doc: str, jax_fn: Any, **kw: Any) -> Any:
     def ref(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
         return jax_fn(x, axis=axis, keepdims=keepdims)

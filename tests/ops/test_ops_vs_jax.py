@@ -2109,6 +2109,46 @@ def test_polyadd_of_an_empty_polynomial_is_the_other_one() -> None:
         pto.polysub(pto.tensor([True]), pto.tensor([False]))
 
 
+@case("cov", "corrcoef", dtypes=DTYPES, group="library")
+def _covariances(data: Draw, dtype: pto.DType, name: str) -> None:
+    k = data.draw(st.integers(1, 4), label="variables")
+    n = data.draw(st.integers(1, 7), label="samples")
+    rowvar = data.draw(st.booleans(), label="rowvar")
+    shape = ((k, n) if rowvar else (n, k)) if data.draw(st.booleans(), label="2-d") else (n,)
+    a = values(data, dtype, shape, -5.0, 5.0, ints=(-3, 3))
+    args: list[Any] = [a]
+    if data.draw(st.booleans(), label="y"):
+        args.append(values(data, dtype, (n,), -5.0, 5.0, ints=(-3, 3)))
+    kw: dict[str, Any] = {"rowvar": rowvar}
+    if name == "cov":
+        kw["ddof"] = data.draw(st.sampled_from([None, 0, 2]), label="ddof")
+        kw["bias"] = data.draw(st.booleans(), label="bias")
+        # (weights on one sample leave 0/0, whose rounding decides between NaN and inf)
+        if n > 1 and data.draw(st.booleans(), label="fweights"):
+            kw["fweights"] = values(data, pto.int32, (n,), ints=(1, 3))
+        if n > 1 and data.draw(st.booleans(), label="aweights"):
+            kw["aweights"] = values(data, pto.float32, (n,), 0.1, 2.0)
+    xs = operands(data, args)
+    if not any(isinstance(t, pto.Tensor) for t in xs):
+        xs[0] = pto.tensor(args[0])
+    out = getattr(pto, name)(*xs, **kw)
+    jargs = list(args)
+    if len(args) == 2 and len(shape) == 2 and not rowvar:
+        jargs[1] = args[1][None]  # (JAX fails on a 1-d y here; numpy and pypto take it as this)
+    want = jitted(ref(name), tuple(k for k in ("rowvar", "ddof", "bias") if k in kw))(*jargs, **kw)
+    assert_matches(out, want, 2 * n + 4, what=f"{name} {[x.shape for x in args]} {kw}")
+
+
+def test_cov_refuses_what_numpy_refuses_with_the_fix() -> None:
+    m = pto.ones((2, 5))
+    with pytest.raises(pto.DTypeError, match=r"(?s)fweights must be integers.*hint: pass"):
+        pto.cov(m, fweights=np.ones(5, np.float32))
+    with pytest.raises(pto.ShapeError, match=r"aweights must be 1-d with one weight per sample"):
+        pto.cov(m, aweights=np.ones(4, np.float32))
+    with pytest.raises(pto.ShapeError, match=r"m has more than 2 dimensions"):
+        pto.cov(pto.ones((2, 2, 2)))
+
+
 @case("convolve", "correlate", "interp", "digitize", "bincount", dtypes=DTYPES, group="library")
 def _signals(data: Draw, dtype: pto.DType, name: str) -> None:
     n = data.draw(st.integers(1, 9), label="n")

@@ -118,6 +118,12 @@ CASES: dict[str, Case] = {
     "matvec": (lambda x, y: pto.matvec(x, y), [(X, "n"), (ROW, "n")], F),
     "vecmat": (lambda x, y: pto.vecmat(y[:6], x), [(X, "n"), (ROW, "n")], F),
     "polyval": (lambda x, y: pto.polyval(y[:4], x), [(X, "n"), (ROW, "n")], F),
+    "cov": (
+        lambda x, y: pto.cov(x[:, :8], aweights=pto.abs(y[:8]) + 0.5),
+        [(X, "n"), (ROW, "n")],
+        F,
+    ),
+    "corrcoef": (lambda x: pto.corrcoef(x, rowvar=False), [(X, "n")], F),
     "polyadd": (lambda x, y: pto.polyadd(y, x[0]) * 2, [(X, "n"), (ROW, "n")], F + I),
     "polysub": (lambda x, y: pto.polysub(x[1, :7], y) * 2, [(X, "n"), (ROW, "n")], F + I),
     "polymul": (lambda x, y: pto.polymul(y, x[0, :5]), [(X, "n"), (ROW, "n")], F),
