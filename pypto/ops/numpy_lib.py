@@ -1476,6 +1476,163 @@ def tile(x: Any, reps: int | Sequence[int]) -> Any:
     return api.reshape(wide, tuple(k * s for k, s in zip(r, shape, strict=True)))
 
 
+def _gradient_jax(f: Any, *varargs: Any, axis: Any = None, edge_order: Any = None) -> Any:
+    return jnp.gradient(f, *varargs, axis=axis, edge_order=edge_order)
+
+
+def _along_axis(v: Any, a: int, lo: int | None, hi: int | None) -> Any:
+    return api.getitem(v, (slice(None),) * a + (slice(lo, hi),))
+
+
+def _weighted3(w: Sequence[Any], f: Sequence[Any]) -> Any:
+    return api.add(api.add(api.mul(w[0], f[0]), api.mul(w[1], f[1])), api.mul(w[2], f[2]))
+
+
+def _gradient_axis(v: Any, h: Any, a: int, second: bool) -> Any:
+    """The differences of ``v`` along axis ``a`` with spacing ``h`` (a scalar, or the 1-d
+    coordinates): centred inside, one-sided of first (or, ``second``, second) order at the
+    two ends, numpy's formulas."""
+
+    def s(lo: int | None, hi: int | None) -> Any:
+        return _along_axis(v, a, lo, hi)
+
+    if len(getattr(h, "shape", ())) == 0:
+        inner = api.div(api.mul(api.sub(s(2, None), s(None, -2)), 0.5), h)
+        if second:
+            first = api.div(_weighted3((-1.5, 2.0, -0.5), (s(0, 1), s(1, 2), s(2, 3))), h)
+            last = api.div(_weighted3((0.5, -2.0, 1.5), (s(-3, -2), s(-2, -1), s(-1, None))), h)
+        else:
+            first = api.div(api.sub(s(1, 2), s(0, 1)), h)
+            last = api.div(api.sub(s(-1, None), s(-2, -1)), h)
+        return api.concat([first, inner, last], a)
+    shape = [1] * len(v.shape)
+    shape[a] = h.shape[0]
+    x = api.reshape(h, tuple(shape))
+
+    def c(lo: int | None, hi: int | None) -> Any:
+        return _along_axis(x, a, lo, hi)
+
+    d1, d2 = api.sub(c(1, -1), c(0, -2)), api.sub(c(2, None), c(1, -1))
+    both = api.add(d1, d2)
+    w = (
+        api.div(api.neg(d2), api.mul(d1, both)),
+        api.div(api.sub(d2, d1), api.mul(d1, d2)),
+        api.div(d1, api.mul(d2, both)),
+    )
+    inner = _weighted3(w, (s(0, -2), s(1, -1), s(2, None)))
+    if second:
+        e1, e2 = api.sub(c(1, 2), c(0, 1)), api.sub(c(2, 3), c(1, 2))
+        eb = api.add(e1, e2)
+        w = (
+            api.div(api.neg(api.add(api.mul(e1, 2.0), e2)), api.mul(e1, eb)),
+            api.div(eb, api.mul(e1, e2)),
+            api.div(api.neg(e1), api.mul(e2, eb)),
+        )
+        first = _weighted3(w, (s(0, 1), s(1, 2), s(2, 3)))
+        e1, e2 = api.sub(c(-2, -1), c(-3, -2)), api.sub(c(-1, None), c(-2, -1))
+        eb = api.add(e1, e2)
+        w = (
+            api.div(e2, api.mul(e1, eb)),
+            api.div(api.neg(eb), api.mul(e1, e2)),
+            api.div(api.add(api.mul(e2, 2.0), e1), api.mul(e2, eb)),
+        )
+        last = _weighted3(w, (s(-3, -2), s(-2, -1), s(-1, None)))
+    else:
+        first = api.div(api.sub(s(1, 2), s(0, 1)), api.sub(c(1, 2), c(0, 1)))
+        last = api.div(api.sub(s(-1, None), s(-2, -1)), api.sub(c(-1, None), c(-2, -1)))
+    return api.concat([first, inner, last], a)
+
+
+@_composite("gradient", "numerical derivatives by central differences", _gradient_jax)
+def gradient(
+    f: Any, *varargs: Any, axis: int | Sequence[int] | None = None, edge_order: int | None = None
+) -> Any:
+    """The derivative of the samples ``f`` along each axis (``axis``: all by default), as
+    ``jnp.gradient``: central differences inside and one-sided ones at the ends; spacing 1,
+    or ``varargs`` — one scalar for every axis, or one per axis, each a scalar step or the
+    1-d coordinates. One axis gives a tensor, several a list. ``edge_order=2`` takes the
+    ends to second order, as numpy does (JAX has only the first).
+
+    >>> import pypto as pto
+    >>> pto.gradient(pto.tensor([1.0, 4.0, 9.0, 16.0])).numpy()
+    array([3., 4., 6., 7.], dtype=float32)
+    >>> pto.gradient(pto.tensor([1.0, 4.0, 9.0, 16.0]), edge_order=2).numpy()
+    array([2., 4., 6., 8.], dtype=float32)
+    """
+    v, *hs = _inexact("gradient", f, *varargs)
+    nd = len(v.shape)
+    if edge_order not in (None, 1, 2):
+        raise ShapeError(f"edge_order must be 1 or 2, got {edge_order!r}", op="gradient")
+    axes = (
+        tuple(range(nd))
+        if axis is None
+        else tuple(
+            composite._axis("gradient", v, a)
+            for a in (axis if isinstance(axis, Sequence) else (axis,))
+        )
+    )
+    if not axes:
+        return []
+    need = 3 if edge_order == 2 else 2
+    if min(v.shape[a] for a in axes) < need:
+        raise ShapeError(
+            f"gradient of {api._aval(v)} along axes {axes}: at least {need} samples are needed "
+            f"along each (edge_order={edge_order})",
+            op="gradient",
+        )
+    if not hs:
+        hs = [1.0] * len(axes)
+    elif len(hs) == 1:
+        hs = hs * len(axes)
+    elif len(hs) != len(axes):
+        raise ShapeError(
+            f"{len(hs)} spacings for {len(axes)} axes: give one for all or one per axis",
+            op="gradient",
+        )
+    for h, a in zip(hs, axes, strict=True):
+        hshape: tuple[int, ...] = tuple(getattr(h, "shape", ()))
+        if len(hshape) > 1 or (len(hshape) == 1 and hshape[0] != v.shape[a]):
+            raise ShapeError(
+                f"a spacing must be a scalar or the {v.shape[a]} coordinates of axis {a}, "
+                f"got {api._aval(h)}",
+                op="gradient",
+            )
+    out = [_gradient_axis(v, h, a, edge_order == 2) for h, a in zip(hs, axes, strict=True)]
+    return out[0] if len(out) == 1 else out
+
+
+def _unwrap_jax(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
+    return jnp.unwrap(p, discont, axis, period)
+
+
+@_composite("unwrap", "phases unwrapped: jumps above discont taken modulo period", _unwrap_jax)
+def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * np.pi) -> Any:
+    """``p`` along ``axis`` with each jump larger than ``discont`` (``period / 2`` by
+    default) replaced by its equivalent modulo ``period``, as ``jnp.unwrap``: the corrections
+    are summed along the axis (a scan).
+
+    >>> import pypto as pto
+    >>> pto.unwrap(pto.tensor([0.0, 3.0, 6.5, 0.5]), period=6.0).numpy()
+    array([0. , 3. , 0.5, 0.5], dtype=float32)
+    """
+    v: Any
+    v, per = api.promote("unwrap", (p, period))
+    a = composite._axis("unwrap", v, axis)
+    if not v.shape[a]:
+        return v
+    half = composite.floor_divide(per, 2) if v.dtype.is_integer else api.div(per, 2)
+    if discont is None:
+        discont = api.div(per, 2)
+    dd = diff(v, axis=a)
+    ddmod = api.sub(composite.remainder(api.add(dd, half), per), half)
+    ddmod = api.where(
+        composite.logical_and(api.equal(ddmod, api.neg(half)), api.greater(dd, 0)), half, ddmod
+    )
+    fix = api.where(api.less(api.abs(dd), discont), 0, api.sub(ddmod, dd))
+    rest = api.add(_along_axis(v, a, 1, None), composite.cumsum(fix, a))
+    return api.concat([_along_axis(v, a, 0, 1), rest], a)
+
+
 @_composite("diff", "n-th differences along an axis", jnp.diff)
 def diff(x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
     """The ``n``-th differences along ``axis``, ``x[i+1] - x[i]`` applied ``n`` times, after

@@ -2149,6 +2149,63 @@ def test_cov_refuses_what_numpy_refuses_with_the_fix() -> None:
         pto.cov(pto.ones((2, 2, 2)))
 
 
+@case("gradient", "unwrap", dtypes=DTYPES, group="library")
+def _differences(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=2), label="shape")
+    nd = len(shape)
+    if name == "unwrap":
+        if dtype is BOOL:
+            dtype = pto.int8  # (JAX's unwrap subtracts bools)
+        a = values(data, dtype, shape, -20.0, 20.0, ints=(-20, 20))
+        kw: dict[str, Any] = {"axis": data.draw(st.integers(-nd, nd - 1), label="axis")}
+        if data.draw(st.booleans(), label="discont"):
+            kw["discont"] = data.draw(st.sampled_from([1.0, 4.0]), label="discont value")
+        if data.draw(st.booleans(), label="period"):
+            kw["period"] = data.draw(st.sampled_from([6.0, 10]), label="period value")
+        x = as_input(data, a)
+        out, want = pto.unwrap(x, **kw), ref(name)(a, **kw)
+        assert_matches(out, want, 4 * shape[kw["axis"]], what=f"unwrap {shape} {kw}")
+        return
+    a = values(data, dtype, shape, -10.0, 10.0, ints=(-9, 9))
+    axis = data.draw(st.sampled_from([None, *range(nd), tuple(range(nd))[::-1]]), label="axis")
+    axes = range(nd) if axis is None else (axis,) if isinstance(axis, int) else axis
+    spacing: list[Any] = []
+    kind = data.draw(st.sampled_from(["none", "scalar", "each"]), label="spacing")
+    if kind == "scalar":
+        spacing = [0.5]
+    elif kind == "each":  # a step or the coordinates, per axis
+        for ax in axes:
+            if data.draw(st.booleans(), label="coordinates"):
+                spacing.append(np.cumsum(values(data, pto.float32, (shape[ax],), 0.5, 2.0)))
+            else:
+                spacing.append(2.0)
+    x = as_input(data, a)
+    out = pto.gradient(x, *spacing, axis=axis)
+    want = jitted(ref(name), ("axis",))(a, *spacing, axis=axis)
+    outs, wants = (out, want) if isinstance(want, list) else ([out], [want])
+    assert len(outs) == len(wants)
+    for o, w in zip(outs, wants, strict=True):
+        assert_matches(o, w, 8, what=f"gradient {shape} axis={axis} {kind}")
+
+
+def test_gradient_to_second_order_at_the_ends_is_numpys() -> None:
+    """JAX has no ``edge_order=2``; numpy's is the reference, exact on a parabola."""
+    rng = np.random.default_rng(5)
+    f = rng.normal(size=(4, 6)).astype(np.float32)
+    x = np.cumsum(rng.random(6) + 0.2).astype(np.float32)
+    for spacing in ([], [0.5], [2.0, x]):
+        got = pto.gradient(pto.tensor(f), *spacing, edge_order=2)
+        want = np.gradient(f.astype(np.float64), *spacing, edge_order=2)
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-5)
+    t = np.linspace(-1.0, 2.0, 7, dtype=np.float32)
+    np.testing.assert_allclose(pto.gradient(t * t, t, edge_order=2).numpy(), 2 * t, atol=1e-5)
+    with pytest.raises(pto.ShapeError, match="at least 3 samples"):
+        pto.gradient(pto.ones(2), edge_order=2)
+    with pytest.raises(pto.ShapeError, match="3 spacings for 2 axes"):
+        pto.gradient(pto.ones((3, 3)), 1.0, 2.0, 3.0)
+
+
 @case("convolve", "correlate", "interp", "digitize", "bincount", dtypes=DTYPES, group="library")
 def _signals(data: Draw, dtype: pto.DType, name: str) -> None:
     n = data.draw(st.integers(1, 9), label="n")

@@ -124,6 +124,13 @@ CASES: dict[str, Case] = {
         F,
     ),
     "corrcoef": (lambda x: pto.corrcoef(x, rowvar=False), [(X, "n")], F),
+    # (integer coordinates: a float running sum would round differently from JAX's)
+    "gradient": (
+        lambda x, y: pto.gradient(x, 0.5, pto.cumsum(pto.round(y * 4.0) + 1.0)),
+        [(X, "n"), (ROW, "p")],
+        F,
+    ),
+    "unwrap": (lambda x: pto.unwrap(x * 4.0, axis=0), [(X, "n")], F),
     "polyadd": (lambda x, y: pto.polyadd(y, x[0]) * 2, [(X, "n"), (ROW, "n")], F + I),
     "polysub": (lambda x, y: pto.polysub(x[1, :7], y) * 2, [(X, "n"), (ROW, "n")], F + I),
     "polymul": (lambda x, y: pto.polymul(y, x[0, :5]), [(X, "n"), (ROW, "n")], F),
