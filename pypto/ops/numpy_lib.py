@@ -1678,6 +1678,168 @@ def diff(x: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     return v
 
 
+def _kth(op: str, v: Any, kth: Any, axis: int) -> tuple[Any, int, int]:
+    """``v`` with ``axis`` last, and ``kth`` checked and made non-negative."""
+    a = composite._axis(op, v, axis)
+    n = v.shape[a]
+    k = rules.integer(op, "kth", kth)
+    if not -n <= k < n:
+        raise ShapeError(f"kth={k} is out of range for an axis of {n} ({api._aval(v)})", op=op)
+    return composite.swapaxes(v, a, -1), k % n, a
+
+
+def _partition_jax(a: Any, kth: int, axis: int = -1) -> Any:
+    return jnp.partition(a, kth, axis)
+
+
+@_composite("partition", "the kth element in place, smaller ones before it", _partition_jax)
+def partition(a: Any, kth: int, axis: int = -1) -> Any:
+    """``a`` along ``axis`` rearranged so that its ``kth`` element is the one a sort would
+    put there, with no larger element before it and no smaller one after, as
+    ``jnp.partition``: the ``kth + 1`` smallest ascending, then the rest descending (two
+    :func:`top_k`, JAX's order).
+
+    >>> import pypto as pto
+    >>> pto.partition(pto.tensor([5, 1, 4, 2, 3]), 1).numpy()
+    array([1, 2, 5, 4, 3], dtype=int32)
+    """
+    v, k, ax = _kth("partition", api.asvalue(a, "partition"), kth, axis)
+    bottom = api.neg(composite.top_k(api.neg(v), k + 1)[0])
+    top = composite.top_k(v, v.shape[-1] - k - 1)[0]
+    return composite.swapaxes(api.concat([bottom, top], -1), -1, ax)
+
+
+def _argpartition_jax(a: Any, kth: int, axis: int = -1) -> Any:
+    return jnp.argpartition(a, kth, axis)
+
+
+@_composite(
+    "argpartition",
+    "indices that partition the tensor around its kth element",
+    _argpartition_jax,
+    differentiable=False,
+)
+def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
+    """The indices along ``axis`` that would :func:`partition` ``a``, as
+    ``jnp.argpartition``: those of the ``kth + 1`` smallest (ascending, ties lowest index
+    first), then every other index in increasing order.
+
+    >>> import pypto as pto
+    >>> pto.argpartition(pto.tensor([5, 1, 4, 2, 3]), 1).numpy()
+    array([1, 3, 0, 2, 4], dtype=int32)
+    """
+    v, k, ax = _kth("argpartition", api.asvalue(a, "argpartition"), kth, axis)
+    n = v.shape[-1]
+    bottom = composite.top_k(api.neg(v), k + 1)[1]
+    # the rest in increasing order: a top_k of 0 at the bottom's places and 1 elsewhere
+    # (ties go lowest index first)
+    iota = api.asvalue(np.arange(n, dtype=np.int32).reshape(n, 1))
+    taken = composite.any(api.equal(composite.expand_dims(bottom, -2), iota), -1)
+    top = composite.top_k(api.where(taken, 0.0, 1.0), n - k - 1)[1]
+    return composite.swapaxes(api.concat([bottom, top], -1), -1, ax)
+
+
+def _resize_jax(a: Any, new_shape: Any) -> Any:
+    return jnp.resize(a, new_shape)
+
+
+@_composite("resize", "the elements repeated (or cut) to fill a new shape", _resize_jax)
+def resize(a: Any, new_shape: int | Sequence[int]) -> Any:
+    """A tensor of ``new_shape`` filled with ``a``'s elements in row-major order, repeated
+    as often as needed (zeros when ``a`` is empty), as ``jnp.resize``.
+
+    >>> import pypto as pto
+    >>> pto.resize(pto.tensor([1, 2, 3]), (2, 4)).numpy()
+    array([[1, 2, 3, 1],
+           [2, 3, 1, 2]], dtype=int32)
+    """
+    v = api.reshape(api.asvalue(a, "resize"), (-1,))
+    shape = tuple(
+        rules.integer("resize", "new_shape", s)
+        for s in (new_shape if isinstance(new_shape, Sequence) else (new_shape,))
+    )
+    if shape and min(shape) < 0:
+        raise ShapeError(f"new_shape {shape} has a negative length", op="resize")
+    size, n = math.prod(shape), v.shape[0]
+    if not n or not size:
+        return api.asvalue(np.zeros(shape, v.dtype.np))
+    v = tile(v, -(-size // n))
+    return api.reshape(api.getitem(v, slice(0, size)), shape)
+
+
+def _rollaxis_jax(a: Any, axis: int, start: int = 0) -> Any:
+    return jnp.rollaxis(a, axis, start)
+
+
+@_composite("rollaxis", "one axis moved to before position start", _rollaxis_jax)
+def rollaxis(a: Any, axis: int, start: int = 0) -> Any:
+    """``a`` with ``axis`` moved to just before ``start`` (numpy's older
+    :func:`moveaxis`), as ``jnp.rollaxis``.
+
+    >>> import pypto as pto
+    >>> pto.rollaxis(pto.ones((2, 3, 4)), 2).shape
+    (4, 2, 3)
+    """
+    v = api.asvalue(a, "rollaxis")
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    ax = composite._axis("rollaxis", v, axis)
+    start = rules.integer("rollaxis", "start", start)
+    if not -nd <= start <= nd:
+        raise ShapeError(f"start={start} must be in [{-nd}, {nd}]", op="rollaxis")
+    start = start + nd if start < 0 else start
+    return composite.moveaxis(v, ax, start - 1 if start > ax else start)
+
+
+def _array_equal_jax(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
+    return jnp.array_equal(a1, a2, equal_nan)
+
+
+@_composite(
+    "array_equal",
+    "whether two tensors have one shape and equal elements",
+    _array_equal_jax,
+    differentiable=False,
+)
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
+    """A 0-d bool: the same shape and equal elements (NaNs equal with ``equal_nan``), as
+    ``jnp.array_equal``; different shapes are simply False.
+
+    >>> import pypto as pto
+    >>> bool(pto.array_equal(pto.tensor([1.0, 2.0]), [1, 2]))
+    True
+    """
+    u, v = api.asvalue(a1, "array_equal"), api.asvalue(a2, "array_equal")
+    if tuple(u.shape) != tuple(v.shape):  # type: ignore[attr-defined]
+        return api.asvalue(np.asarray(False))
+    eq = api.equal(u, v)
+    if equal_nan:
+        both = composite.logical_and(composite.isnan(u), composite.isnan(v))
+        eq = composite.logical_or(eq, both)
+    return composite.all(eq)
+
+
+@_composite(
+    "array_equiv",
+    "whether two tensors are equal after broadcasting",
+    jnp.array_equiv,
+    differentiable=False,
+)
+def array_equiv(a1: Any, a2: Any) -> Any:
+    """A 0-d bool: whether the two broadcast to one shape with equal elements, as
+    ``jnp.array_equiv`` (False when they do not broadcast).
+
+    >>> import pypto as pto
+    >>> bool(pto.array_equiv(pto.tensor([[1, 2], [1, 2]]), [1, 2]))
+    True
+    """
+    u, v = api.asvalue(a1, "array_equiv"), api.asvalue(a2, "array_equiv")
+    try:
+        np.broadcast_shapes(tuple(u.shape), tuple(v.shape))  # type: ignore[attr-defined]
+    except ValueError:
+        return api.asvalue(np.asarray(False))
+    return composite.all(api.equal(u, v))
+
+
 @_composite("ravel", "the elements as a 1-d tensor, in row-major order", jnp.ravel)
 def ravel(x: Any) -> Any:
     """The elements as a 1-d tensor, in row-major order (``x.reshape(-1)``).

@@ -2206,6 +2206,55 @@ def test_gradient_to_second_order_at_the_ends_is_numpys() -> None:
         pto.gradient(pto.ones((3, 3)), 1.0, 2.0, 3.0)
 
 
+@case("partition", "argpartition", dtypes=NUMERIC, group="library")
+def _partitions(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1), label="shape")
+    axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
+    n = shape[axis]
+    kth = data.draw(st.integers(-n, n - 1), label="kth")
+    # ties (small integers) and NaN: JAX's order for both, from its two top_k
+    a = values(data, dtype, shape, -3.0, 3.0, ints=(-3, 3), discrete=True, specials=SPECIALS)
+    out = getattr(pto, name)(as_input(data, a), kth, axis)
+    want = jitted(ref(name), ("kth", "axis"))(a, kth=kth, axis=axis)
+    assert_matches(out, want, what=f"{name} {shape} kth={kth} axis={axis}")
+
+
+@case("resize", "rollaxis", "array_equal", "array_equiv", dtypes=DTYPES, group="library")
+def _reshaping(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(max_dims=3), label="shape")
+    a = values(data, dtype, shape, -3.0, 3.0, ints=(-3, 3), discrete=True, specials=SPECIALS)
+    x = as_input(data, a)
+    if name == "resize":
+        new = data.draw(shapes(max_dims=3), label="new shape")
+        out, want = pto.resize(x, new), ref(name)(a, new)
+    elif name == "rollaxis":
+        nd = max(len(shape), 1)
+        if not shape:
+            a = a.reshape(1)
+            x = pto.tensor(a)
+        axis = data.draw(st.integers(-nd, nd - 1), label="axis")
+        start = data.draw(st.integers(-nd, nd), label="start")
+        out, want = pto.rollaxis(x, axis, start), ref(name)(a, axis, start)
+    else:
+        kind = data.draw(st.sampled_from(["same", "changed", "other shape"]), label="other")
+        b = a.copy()
+        if kind == "changed" and b.size:
+            b.reshape(-1)[data.draw(st.integers(0, b.size - 1), label="at")] = 1
+        elif kind == "other shape":
+            b = values(data, dtype, data.draw(shapes(max_dims=3), label="shape 2"), -3.0, 3.0)
+        if name == "array_equal":
+            eq_nan = data.draw(st.booleans(), label="equal_nan")
+            out, want = pto.array_equal(x, b, eq_nan), ref(name)(a, b, eq_nan)
+        else:
+            out = pto.array_equiv(x, b)
+            try:
+                np.broadcast_shapes(a.shape, b.shape)
+                want = ref(name)(a, b)
+            except ValueError:  # (JAX's raises there; numpy's is False)
+                want = np.array_equiv(a, b)
+    assert_matches(out, want, what=f"{name} {shape}")
+
+
 @case("convolve", "correlate", "interp", "digitize", "bincount", dtypes=DTYPES, group="library")
 def _signals(data: Draw, dtype: pto.DType, name: str) -> None:
     n = data.draw(st.integers(1, 9), label="n")
