@@ -95,6 +95,36 @@ def test_eye_linspace_and_full_like_follow_jax(dtype: Any) -> None:
     assert got.dtype.np == want.dtype and np.array_equal(got.numpy(), want)
 
 
+@pytest.mark.parametrize("dtype", [None, pto.float32, pto.float16, pto.bfloat16, pto.int32])
+def test_logspace_geomspace_identity_and_empty_follow_jax(dtype: Any) -> None:
+    jd = None if dtype is None else dtype.np
+    cases = {
+        "logspace": ((0, 3, 4), (-2, 2, 9), (1, 2, 5, False, 2.0), (0.5, 1.5, 3, True, 3.0)),
+        "geomspace": ((1, 1000, 4), (-1, -256, 9), (2, 3, 7, False), (0.1, 10, 5)),
+    }
+    for name, arg_sets in cases.items():
+        for args in arg_sets:
+            got = getattr(pto, name)(*args, dtype=dtype)
+            want = np.asarray(getattr(jnp, name)(*args, dtype=jd))
+            assert got.dtype.np == want.dtype and got.shape == want.shape, (name, args)
+            # rounded once from float64; JAX computes in the dtype, a few ulp off (an
+            # integer dtype then truncates its 99.99 where float64 has 100)
+            eps = float(ml_dtypes.finfo(want.dtype).eps) if got.dtype.is_floating else 0.02
+            np.testing.assert_allclose(
+                got.numpy().astype(np.float64), want.astype(np.float64), 8 * eps, err_msg=name
+            )
+    got = pto.identity(3, dtype)
+    assert got.dtype.np == np.asarray(jnp.identity(3, jd)).dtype
+    assert np.array_equal(got.numpy(), np.asarray(jnp.identity(3, jd)))
+    e = pto.empty((2, 3), dtype)
+    assert e.shape == (2, 3) and e.dtype.np == np.asarray(jnp.empty((2, 3), jd)).dtype
+    x = np.array([1.5, -2.5, 300.0], np.float32)
+    if dtype is not None:
+        assert np.array_equal(pto.astype(x, dtype).numpy(), np.asarray(jnp.astype(x, jd)))
+    with pytest.raises(pto.ShapeError, match="nonzero and of one sign"):
+        pto.geomspace(-1, 10, 3)
+
+
 def test_random_is_deterministic_and_distributed() -> None:
     a = pto.random.normal(3, (1000,))
     b = pto.random.normal(3, (1000,))

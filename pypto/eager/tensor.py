@@ -323,6 +323,95 @@ def linspace(
         raise e.stripped() from None
 
 
+def _spaced(op: str, values: np.ndarray, dtype: Any) -> Tensor:
+    """Float64 ``values`` rounded once to ``dtype`` (float32 by default; an integer dtype
+    truncates, as JAX's cast of its float result does)."""
+    d = _dtype(op, dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _wrap((np.trunc(values) if d.is_integer else values).astype(d.np))
+
+
+def logspace(
+    start: Any,
+    stop: Any,
+    num: int = 50,
+    endpoint: bool = True,
+    base: Any = 10.0,
+    dtype: Any = None,
+) -> Tensor:
+    """``base ** linspace(start, stop, num)``, float32 by default, as ``jnp.logspace``:
+    computed in float64 and rounded once.
+
+    >>> import pypto as pto
+    >>> pto.logspace(0, 3, 4).numpy()
+    array([   1.,   10.,  100., 1000.], dtype=float32)
+    """
+    try:
+        count = _count("logspace", "num", num)
+        _value_dtype("logspace", start, stop, base)
+        if not isinstance(endpoint, bool | np.bool_):
+            raise DTypeError(f"endpoint must be a bool, got {endpoint!r}", op="logspace")
+        exps = np.linspace(float(start), float(stop), count, endpoint=bool(endpoint))
+        return _spaced("logspace", np.power(float(base), exps), dtype)
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
+def geomspace(
+    start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None
+) -> Tensor:
+    """``num`` values from ``start`` to ``stop`` in geometric progression (both of one sign,
+    neither 0), float32 by default, as ``jnp.geomspace``: computed in float64 (the ends
+    exact) and rounded once.
+
+    >>> import pypto as pto
+    >>> pto.geomspace(1, 1000, 4).numpy()
+    array([   1.,   10.,  100., 1000.], dtype=float32)
+    """
+    try:
+        count = _count("geomspace", "num", num)
+        _value_dtype("geomspace", start, stop)
+        if not isinstance(endpoint, bool | np.bool_):
+            raise DTypeError(f"endpoint must be a bool, got {endpoint!r}", op="geomspace")
+        a, b = float(start), float(stop)
+        if a == 0 or b == 0 or (a < 0) != (b < 0):
+            raise ShapeError(
+                f"geomspace from {start!r} to {stop!r}: the ends must be nonzero and of one sign",
+                op="geomspace",
+            )
+        return _spaced("geomspace", np.geomspace(a, b, count, endpoint=bool(endpoint)), dtype)
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
+def identity(n: int, dtype: Any = None) -> Tensor:
+    """The ``[n, n]`` identity matrix (float32 by default), as ``jnp.identity``: :func:`eye`.
+
+    >>> import pypto as pto
+    >>> pto.identity(2, pto.int8).numpy()
+    array([[1, 0],
+           [0, 1]], dtype=int8)
+    """
+    try:
+        return eye(_count("identity", "n", n), dtype=dtype)
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
+def empty(shape: Any, dtype: Any = None) -> Tensor:
+    """A tensor of ``shape`` (float32 by default). Its values are zeros, as JAX's are: a
+    functional array has no uninitialised memory to hand out.
+
+    >>> import pypto as pto
+    >>> pto.empty((2,)).numpy()
+    array([0., 0.], dtype=float32)
+    """
+    try:
+        return _wrap(np.zeros(_shape(shape, "empty"), _dtype("empty", dtype).np))
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
     """Evenly spaced values in [start, stop); int32 for int arguments, else float32.
 

@@ -388,6 +388,21 @@ def cast(x: ArrayLike, dtype: Any, /) -> Any:
         raise e.stripped() from None
 
 
+def astype(x: ArrayLike, dtype: Any, /, *, copy: bool = False, device: Any = None) -> Any:
+    """``x`` converted to ``dtype``, as ``jnp.astype`` (the array API's name for
+    :func:`cast`; ``copy`` and ``device`` are accepted and mean nothing here: tensors are
+    immutable and live in one place).
+
+    >>> import pypto as pto
+    >>> pto.astype(pto.tensor([1.5, -2.5]), pto.int8).numpy()
+    array([ 1, -2], dtype=int8)
+    """
+    try:
+        return cast(x, dtype)
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
 def bitcast_convert_type(x: ArrayLike, dtype: Any, /) -> Any:
     """``x``'s bits read as ``dtype``, which has the same element size, as
     ``jax.lax.bitcast_convert_type`` (numpy's ``x.view(dtype)``): float32 ↔ int32,
