@@ -12,6 +12,7 @@ of the signal's windows (static indices) and one ``matmul``.
 
 from __future__ import annotations
 
+import builtins
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -772,6 +773,118 @@ def histogram(
     return counts, edges
 
 
+def _histogramdd_jax(
+    sample: Any, bins: Any = 10, range: Any = None, weights: Any = None, density: Any = None
+) -> Any:
+    return jnp.histogramdd(sample, bins, range, weights, density)
+
+
+@_composite(
+    "histogramdd",
+    "counts of D-dimensional samples in a grid of bins, and the edges",
+    _histogramdd_jax,
+)
+def histogramdd(
+    sample: Any,
+    bins: Any = 10,
+    range: Sequence[Any] | None = None,
+    weights: Any = None,
+    density: bool | None = None,
+) -> Any:
+    """``(counts, [edges per dimension])`` of the ``[N, D]`` samples, as
+    ``jnp.histogramdd``: ``bins`` an int, or one int or array of edges per dimension;
+    ``range`` one ``(lo, hi)`` or None per dimension; each bin as :func:`histogram`'s (the
+    last holds its right edge; values outside count nowhere). The counts are int32, or in
+    the samples' dtype with ``weights`` or ``density`` (divided by the total and each bin's
+    volume).
+
+    >>> import pypto as pto
+    >>> h, edges = pto.histogramdd(pto.tensor([[0.0, 0.0], [1.0, 1.0], [1.0, 0.2]]), bins=2)
+    >>> h.numpy()
+    array([[1, 0],
+           [1, 1]], dtype=int32)
+    """
+    if weights is None:
+        (v,) = _inexact("histogramdd", sample)
+    else:
+        v, w = _inexact("histogramdd", sample, weights)
+    if len(v.shape) != 2:
+        raise ShapeError(f"sample must be [N, D], got {api._aval(v)}", op="histogramdd")
+    n, d = v.shape
+    if weights is not None and tuple(w.shape) != (n,):
+        raise ShapeError(
+            f"weights {api._aval(w)}: one weight per sample ({n}) is needed", op="histogramdd"
+        )
+    if range is not None and (
+        len(range) != d or builtins.any(r is not None and np.shape(r) != (2,) for r in range)
+    ):
+        raise ShapeError(
+            f"range must be {d} pairs (lo, hi) or Nones, got {range!r}", op="histogramdd"
+        )
+    per = list(bins) if isinstance(bins, Sequence) and not isinstance(bins, str) else [bins] * d
+    if len(per) != d:
+        raise ShapeError(f"{len(per)} bins for {d} dimensions", op="histogramdd")
+    edges, flat = [], None
+    sizes = []
+    for i, b in enumerate(per):
+        col = api.getitem(v, (slice(None), i))
+        e = _edges("histogramdd", col, b, None if range is None else range[i])
+        k = e.shape[0]
+        at = composite.searchsorted(e, col, side="right")  # 0: below, k: above
+        at = api.where(api.equal(col, api.getitem(e, -1)), k - 1, at)
+        flat = at if flat is None else api.add(api.mul(flat, k + 1), at)
+        edges.append(e)
+        sizes.append(k + 1)
+    assert flat is not None
+    hist = bincount(flat, weights, length=math.prod(sizes))
+    hist = api.getitem(api.reshape(hist, tuple(sizes)), (slice(1, -1),) * d)
+    if density:
+        hist = api.cast(hist, v.dtype)
+        hist = api.div(hist, api.sum(hist))
+        for i, e in enumerate(edges):
+            shape = [1] * d
+            shape[i] = e.shape[0] - 1
+            width = api.sub(api.getitem(e, slice(1, None)), api.getitem(e, slice(0, -1)))
+            hist = api.div(hist, api.reshape(width, tuple(shape)))
+    return hist, edges
+
+
+def _histogram2d_jax(
+    x: Any, y: Any, bins: Any = 10, range: Any = None, weights: Any = None, density: Any = None
+) -> Any:
+    return jnp.histogram2d(x, y, bins, range, weights, density)
+
+
+@_composite(
+    "histogram2d", "counts of (x, y) pairs in a grid of bins, and the edges", _histogram2d_jax
+)
+def histogram2d(
+    x: Any,
+    y: Any,
+    bins: Any = 10,
+    range: Sequence[Any] | None = None,
+    weights: Any = None,
+    density: bool | None = None,
+) -> Any:
+    """``(counts, x_edges, y_edges)`` of the pairs ``(x[i], y[i])``, as
+    ``jnp.histogram2d``: :func:`histogramdd` of the two columns (``bins`` an int, a pair, or
+    one array of edges for both).
+
+    >>> import pypto as pto
+    >>> h, xe, ye = pto.histogram2d(pto.tensor([0.0, 1.0, 1.0]), pto.tensor([0.0, 1.0, 0.2]), 2)
+    >>> h.numpy().tolist(), xe.numpy().tolist()
+    ([[1, 0], [1, 1]], [0.0, 0.5, 1.0])
+    """
+    u, w = api.promote("histogram2d", (x, y))
+    shape = tuple(getattr(bins, "shape", ()))
+    count = len(bins) if isinstance(bins, Sequence) else shape[0] if shape else 1
+    if count not in (1, 2):  # one array of edges for both
+        bins = [bins, bins]
+    sample = composite.stack([u, w], 1)
+    hist, edges = histogramdd(sample, bins, range, weights, density)
+    return hist, edges[0], edges[1]
+
+
 __all__: Sequence[str] = [
     "bincount",
     "cbrt",
@@ -781,11 +894,20 @@ __all__: Sequence[str] = [
     "divmod",
     "fabs",
     "histogram",
+    "histogram2d",
     "histogram_bin_edges",
+    "histogramdd",
     "interp",
     "matrix_transpose",
     "matvec",
     "modf",
+    "poly",
+    "polyadd",
+    "polyder",
+    "polydiv",
+    "polyint",
+    "polymul",
+    "polysub",
     "polyval",
     "sinc",
     "trapezoid",

@@ -659,6 +659,9 @@ def setxor1d(
 
 
 __all__: Sequence[str] = [
+    "UniqueAllResult",
+    "UniqueCountsResult",
+    "UniqueInverseResult",
     "argwhere",
     "compress",
     "extract",
@@ -669,4 +672,8 @@ __all__: Sequence[str] = [
     "setxor1d",
     "union1d",
     "unique",
+    "unique_all",
+    "unique_counts",
+    "unique_inverse",
+    "unique_values",
 ]

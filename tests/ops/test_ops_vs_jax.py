@@ -2514,6 +2514,41 @@ def _histograms(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(o, w, n + 2, what=f"{name} {params}")
 
 
+@case("histogram2d", "histogramdd", dtypes=(pto.float32, pto.bfloat16, pto.int32), group="library")
+def _histograms_nd(data: Draw, dtype: pto.DType, name: str) -> None:
+    n = data.draw(st.integers(1, 12), label="n")
+    d = 2 if name == "histogram2d" else data.draw(st.integers(1, 3), label="d")
+    a = values(data, dtype, (n, d), -3.0, 3.0, ints=(-3, 3), specials=(np.nan,))
+    per: list[Any] = []
+    ranges: list[Any] = []
+    for _ in range(d):
+        kind = data.draw(st.sampled_from(["count", "range", "edges"]), label="bins")
+        if kind == "edges":
+            k = data.draw(st.integers(2, 5), label="edges")
+            per.append(np.sort(values(data, pto.float32, (k,), -3.0, 3.0)))
+        else:
+            per.append(data.draw(st.integers(1, 4), label="count"))
+        ranges.append((-1.0, 2.0) if kind == "range" else None)
+    params: dict[str, Any] = {"bins": per}
+    if all(isinstance(b, int) for b in per) and data.draw(st.booleans(), label="one count"):
+        params["bins"] = per[0]
+    if any(r is not None for r in ranges):
+        params["range"] = ranges
+    if data.draw(st.booleans(), label="weights"):
+        params["weights"] = values(data, pto.float32, (n,), 0.0, 2.0)
+    params["density"] = data.draw(st.booleans(), label="density")
+    if name == "histogramdd":
+        out = pto.histogramdd(as_input(data, a), **params)
+        want = ref(name)(a, **params)
+        outs, wants = [out[0], *out[1]], [want[0], *want[1]]
+    else:
+        x, y = operands(data, [a[:, 0].copy(), a[:, 1].copy()])
+        outs = list(pto.histogram2d(x, y, **params))
+        wants = list(ref(name)(a[:, 0], a[:, 1], **params))
+    for o, w in zip(outs, wants, strict=True):
+        assert_matches(o, w, n + 2, what=f"{name} {params}")
+
+
 @case(
     "unravel_index",
     "ravel_multi_index",

@@ -51,6 +51,12 @@ _dense.defvjp(
     lambda r, g: ((g * (1 - r[2] * r[2])) @ r[1].T, r[0].T @ (g * (1 - r[2] * r[2]))),
 )
 
+
+def _flat(out: tuple[Any, list[Any]]) -> tuple[Any, ...]:
+    """histogramdd's ``(counts, [edges...])`` as one tuple."""
+    return (out[0], *out[1])
+
+
 CASES: dict[str, Case] = {
     "exp": (pto.exp, [(X, "n")], F),
     "log": (pto.log, [(X, "p")], F),
@@ -218,6 +224,12 @@ CASES: dict[str, Case] = {
     "compress": (lambda x: pto.compress(x[:, 0] > 0, x, axis=0, size=3) * 2, [(X, "n")], F),
     "extract": (lambda x: pto.extract(x > 1, x, size=12, fill_value=-9), [(X, "i")], F + I),
     "histogram": (lambda x: pto.histogram(x, bins=8, range=(-2.0, 2.0)), [(X, "n")], F),
+    "histogramdd": (lambda x: _flat(pto.histogramdd(x[:, :3], bins=(2, 3, 2))), [(X, "n")], F),
+    "histogram2d": (
+        lambda x, y: pto.histogram2d(x[0], y[:40], bins=3, weights=pto.abs(y)),
+        [(X, "n"), (ROW, "n")],
+        F,
+    ),
     "histogram_bin_edges": (lambda x: pto.histogram_bin_edges(x, bins=5), [(X, "n")], F),
     "unravel_index": (
         lambda x: pto.unravel_index(x[0].astype(pto.int32), (5, 8)),
