@@ -37,6 +37,12 @@ def current_trace() -> Trace:
     return _stack[-1]
 
 
+def eager_trace() -> Trace:
+    """The bottom of the stack: push it to compute something eagerly inside a trace (a value
+    that depends on static arguments alone)."""
+    return _stack[0]
+
+
 def is_eager() -> bool:
     return len(_stack) == 1
 

@@ -412,6 +412,28 @@ def empty(shape: Any, dtype: Any = None) -> Tensor:
         raise e.stripped() from None
 
 
+def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0) -> Tensor:
+    """A 1-d tensor of the bytes of ``buffer`` read as ``dtype``, as ``jnp.frombuffer``:
+    ``count`` items (-1: all) from byte ``offset`` on, copied. Python's ``float`` and ``int``
+    read 8-byte items, as numpy's do, converted to float32 and int32 as JAX converts them.
+
+    >>> import numpy as np, pypto as pto
+    >>> pto.frombuffer(np.array([1.5, 2.0], np.float32).tobytes(), pto.float32).numpy()
+    array([1.5, 2. ], dtype=float32)
+    """
+    try:
+        d = _dtype("frombuffer", dtype)
+        # (numpy's reading of float and int: float64 and int64 items)
+        item = np.dtype(dtype) if dtype in (float, int) else d.np
+        try:
+            a = np.frombuffer(buffer, item, int(count), int(offset)).astype(d.np)
+        except (TypeError, ValueError) as e:
+            raise ShapeError(f"{e} (reading {d} from a buffer)", op="frombuffer") from None
+        return _wrap(a)
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
     """Evenly spaced values in [start, stop); int32 for int arguments, else float32.
 

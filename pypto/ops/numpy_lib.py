@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax.numpy as jnp
@@ -20,9 +20,10 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core import dispatch
-from pypto.core.errors import DTypeError, ShapeError
+from pypto.core.errors import DTypeError, ShapeError, TraceError
 from pypto.ops import api, composite, rules
 from pypto.ops.composite import _composite
+from pypto.ops.indexing import _concrete
 from pypto.ops.table import OPS
 
 _LN2 = math.log(2.0)
@@ -1838,6 +1839,73 @@ def array_equiv(a1: Any, a2: Any) -> Any:
     except ValueError:
         return api.asvalue(np.asarray(False))
     return composite.all(api.equal(u, v))
+
+
+def trim_zeros(filt: Any, trim: str = "fb", axis: int | Sequence[int] | None = None) -> Any:
+    """``filt`` without its leading (``"f"`` in ``trim``) and trailing (``"b"``) zeros, as
+    ``jnp.trim_zeros``: along each of ``axis`` (all axes by default), the slices that are
+    zero throughout. The length depends on the values, so it needs them: eagerly, not under
+    ``jit`` (as in JAX).
+
+    >>> import pypto as pto
+    >>> pto.trim_zeros(pto.tensor([0, 0, 1, 0, 2, 0])).numpy()
+    array([1, 0, 2], dtype=int32)
+    """
+    v = api.asvalue(filt, "trim_zeros")
+    if not isinstance(trim, str) or not set(trim.lower()) <= {"f", "b"}:
+        raise ShapeError(
+            f"trim must be a string of 'f' and 'b', got {trim!r}",
+            op="trim_zeros",
+            hint="'f' trims the front, 'b' the back, 'fb' both",
+        )
+    c = _concrete(v)
+    if c is None:
+        raise TraceError(
+            f"the shape of trim_zeros' result depends on the values of {api._aval(v)}, and "
+            "shapes are static when tracing",
+            op="trim_zeros",
+            hint="trim eagerly, or slice with positions you know",
+        )
+    nd = c.ndim
+    if nd == 0:
+        raise ShapeError("trim_zeros of a 0-d tensor: it trims along axes", op="trim_zeros")
+    given = range(nd) if axis is None else axis if isinstance(axis, Sequence) else (axis,)
+    axes = {rules.normalize_axis("trim_zeros", a, nd) for a in given}
+    nonzero_at = c != 0
+    key: list[slice] = []
+    for a in range(nd):
+        if a not in axes:
+            key.append(slice(None))
+            continue
+        hit = np.flatnonzero(nonzero_at.any(axis=tuple(i for i in range(nd) if i != a)))
+        if not hit.size:  # all zeros: nothing is left along this axis
+            key.append(slice(0, 0))
+            continue
+        lo = int(hit[0]) if "f" in trim.lower() else 0
+        hi = int(hit[-1]) + 1 if "b" in trim.lower() else c.shape[a]
+        key.append(slice(lo, hi))
+    return api.getitem(v, tuple(key))
+
+
+def mask_indices(
+    n: int, mask_func: Callable[[Any, int], Any], k: int = 0, *, size: int | None = None
+) -> tuple[Any, Any]:
+    """The row and column indices where ``mask_func(ones((n, n)), k)`` is nonzero (say
+    :func:`triu` or :func:`tril`), as ``jnp.mask_indices``: known from ``n`` and ``k``
+    alone, so computed eagerly, inside ``jit`` too; ``size`` pads as :func:`nonzero`'s.
+
+    >>> import pypto as pto
+    >>> rows, cols = pto.mask_indices(3, pto.triu, 1)
+    >>> rows.numpy(), cols.numpy()
+    (array([0, 0, 1], dtype=int32), array([1, 2, 2], dtype=int32))
+    """
+    from pypto.ops.setops import nonzero
+
+    n = rules.integer("mask_indices", "n", n)
+    with dispatch.pushed(dispatch.eager_trace()):  # a function of n and k alone
+        mask = mask_func(api.asvalue(np.ones((n, n), np.int32)), k)
+        out = nonzero(api.asvalue(np.asarray(mask)), size=size)
+    return out[0], out[1]
 
 
 @_composite("ravel", "the elements as a 1-d tensor, in row-major order", jnp.ravel)

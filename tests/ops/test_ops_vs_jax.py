@@ -2884,3 +2884,37 @@ def test_library_matches_jax(name: str, dtype: pto.DType, data: Draw) -> None:
 @given(data=st.data())
 def test_composite_and_matmul_match_jax(name: str, dtype: pto.DType, data: Draw) -> None:
     _run(name, dtype, data)
+
+
+@settings(max_examples=_examples(20))
+@given(data=st.data())
+def test_trim_zeros_matches_jax(data: Draw) -> None:
+    """Eager only: the result's shape depends on the values (a TraceError under jit)."""
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1), label="shape")
+    dtype = data.draw(st.sampled_from(DTYPES), label="dtype")
+    a = values(data, dtype, shape, -1.0, 1.0, ints=(0, 1), discrete=True)
+    trim = data.draw(st.sampled_from(["fb", "f", "b", "FB"]), label="trim")
+    axis = data.draw(st.sampled_from([None, 0, -1]), label="axis")
+    out = pto.trim_zeros(as_input(data, a), trim, axis)
+    assert_matches(out, jnp.trim_zeros(a, trim.lower(), axis), what=f"{shape} {trim} {axis}")
+    with pytest.raises(pto.TraceError, match="depends on the values"):
+        pto.jit(pto.trim_zeros, backend="interpret")(pto.tensor(a))
+
+
+def test_mask_indices_and_frombuffer_match_jax() -> None:
+    for n, k in ((3, 0), (4, 1), (4, -2), (0, 0)):
+        for pf, jf in ((pto.triu, jnp.triu), (pto.tril, jnp.tril)):
+            for size in (None, 5):
+                got = pto.mask_indices(n, pf, k, size=size)
+                want = jnp.mask_indices(n, jf, k, size=size)
+                for g, w in zip(got, want, strict=True):
+                    assert_matches(g, w, what=f"mask_indices {n} {k} {size}")
+    # inside jit the indices are constants
+    f = pto.jit(lambda x: x[pto.mask_indices(3, pto.tril, -1)], backend="interpret")
+    assert f(pto.tensor(np.arange(9.0).reshape(3, 3))).numpy().tolist() == [3.0, 6.0, 7.0]
+    raw = np.arange(6, dtype=np.float32).tobytes()
+    for args in ((), (int,), (pto.float32,), (pto.int8, 5, 3), (pto.float32, 2, 8)):
+        jargs = tuple(a.np if isinstance(a, pto.DType) else a for a in args)
+        assert_matches(pto.frombuffer(raw, *args), jnp.frombuffer(raw, *jargs), what=str(args))
+    with pytest.raises(pto.ShapeError, match="frombuffer"):
+        pto.frombuffer(raw, pto.float32, 10)
