@@ -26,6 +26,7 @@ __all__ = [
     "DType",
     "bfloat16",
     "bool_",
+    "can_cast",
     "canonical_dtype",
     "dtype",
     "float16",
@@ -33,6 +34,8 @@ __all__ = [
     "from_numpy",
     "int8",
     "int32",
+    "isdtype",
+    "issubdtype",
     "promote_types",
     "result_type",
 ]
@@ -224,3 +227,79 @@ def finfo(d: DType) -> Any:
 
 def iinfo(d: DType) -> Any:
     return np.iinfo(d.np)
+
+
+# numpy's abstract scalar types each dtype belongs to (numpy does not count ml_dtypes'
+# bfloat16 as np.floating; JAX does, and so does pypto)
+_ABSTRACT = {
+    _BOOL: (np.bool_, np.generic),
+    _INT: (np.signedinteger, np.integer, np.number, np.generic),
+    _FLOAT: (np.floating, np.inexact, np.number, np.generic),
+}
+_ALL_ABSTRACT = {
+    *(t for ts in _ABSTRACT.values() for t in ts),
+    np.unsignedinteger,
+    np.complexfloating,
+}
+
+
+def issubdtype(arg1: Any, arg2: Any) -> bool:
+    """Whether ``arg1`` is ``arg2`` or one of its kinds, as ``jnp.issubdtype``: ``arg2`` a
+    dtype or numpy's abstract types (``np.floating``, ``np.integer``, ``np.number``, ...).
+
+    >>> import numpy as np, pypto as pto
+    >>> pto.issubdtype(pto.bfloat16, np.floating), pto.issubdtype(pto.int8, np.floating)
+    (True, False)
+    """
+    d = dtype(arg1, op="issubdtype")
+    if arg2 in _ALL_ABSTRACT:
+        return arg2 in _ABSTRACT[d._kind]
+    return dtype(arg2, op="issubdtype") is d
+
+
+_KINDS = {
+    "bool": (_BOOL,),
+    "signed integer": (_INT,),
+    "unsigned integer": (),
+    "integral": (_INT,),
+    "real floating": (_FLOAT,),
+    "complex floating": (),
+    "numeric": (_INT, _FLOAT),
+}
+
+
+def isdtype(d: Any, kind: Any) -> bool:
+    """Whether ``d`` is of ``kind``, as the array API's ``isdtype``: a dtype, one of
+    ``"bool"``, ``"signed integer"``, ``"unsigned integer"``, ``"integral"``,
+    ``"real floating"``, ``"complex floating"``, ``"numeric"``, or a tuple of these.
+
+    >>> import pypto as pto
+    >>> pto.isdtype(pto.float16, ("integral", "real floating"))
+    True
+    """
+    dd = dtype(d, op="isdtype")
+    if isinstance(kind, tuple):
+        return any(isdtype(dd, k) for k in kind)
+    if isinstance(kind, str):
+        if kind not in _KINDS:
+            raise DTypeError(
+                f"unknown kind {kind!r}",
+                op="isdtype",
+                hint="one of " + ", ".join(repr(k) for k in _KINDS),
+            )
+        return dd._kind in _KINDS[kind]
+    return dtype(kind, op="isdtype") is dd
+
+
+def can_cast(from_: Any, to: Any, casting: str = "safe") -> bool:
+    """Whether ``from_`` (a dtype) converts to ``to`` under numpy's ``casting`` rule, as
+    ``jnp.can_cast``.
+
+    >>> import pypto as pto
+    >>> pto.can_cast(pto.int8, pto.float16), pto.can_cast(pto.float32, pto.float16)
+    (True, False)
+    """
+    a, b = dtype(from_, op="can_cast"), dtype(to, op="can_cast")
+    if casting not in ("no", "equiv", "safe", "same_kind", "unsafe"):
+        raise DTypeError(f"casting={casting!r} is not one of numpy's rules", op="can_cast")
+    return bool(np.can_cast(a.np, b.np, casting))  # type: ignore[arg-type]

@@ -434,6 +434,95 @@ def frombuffer(buffer: Any, dtype: Any = float, count: int = -1, offset: int = 0
         raise e.stripped() from None
 
 
+def array(object: Any, dtype: Any = None, copy: bool = True, order: str | None = None) -> Tensor:
+    """A tensor of ``object``'s values, as ``jnp.array``: :func:`tensor` (always a copy;
+    pypto's tensors are immutable, so ``copy`` and ``order`` change nothing).
+
+    >>> import pypto as pto
+    >>> pto.array([[1, 2]], pto.int8).numpy()
+    array([[1, 2]], dtype=int8)
+    """
+    return tensor(object, dtype)
+
+
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *, copy: Any = None) -> Tensor:
+    """``a`` as a tensor, as ``jnp.asarray``: a Tensor of the dtype asked is returned as it
+    is; anything else is converted (:func:`tensor`).
+
+    >>> import pypto as pto
+    >>> x = pto.ones(2)
+    >>> pto.asarray(x) is x
+    True
+    """
+    if isinstance(a, Tensor) and (dtype is None or dt.dtype(dtype, op="asarray") is a.dtype):
+        return a
+    return tensor(a, dtype)
+
+
+def copy(a: Any) -> Tensor:
+    """A tensor with ``a``'s values, as ``jnp.copy``.
+
+    >>> import pypto as pto
+    >>> pto.copy(pto.tensor([1.0])).numpy()
+    array([1.], dtype=float32)
+    """
+    return tensor(a)
+
+
+def empty_like(prototype: Any, dtype: Any = None, shape: Any = None) -> Tensor:
+    """Zeros of ``prototype``'s shape and dtype (``shape`` and ``dtype`` override them), as
+    ``jnp.empty_like``: a functional array has no uninitialised memory to hand out.
+
+    >>> import pypto as pto
+    >>> pto.empty_like(pto.ones((2,), pto.int8)).numpy()
+    array([0, 0], dtype=int8)
+    """
+    try:
+        v = api.asvalue(prototype, "empty_like")
+        d = _dtype("empty_like", dtype, v.dtype)  # type: ignore[attr-defined]
+        s = tuple(v.shape) if shape is None else _shape(shape, "empty_like")  # type: ignore[attr-defined]
+        return _wrap(np.zeros(s, d.np))
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
+def fromiter(iterable: Any, dtype: Any, count: int = -1) -> Tensor:
+    """A 1-d tensor of the first ``count`` (-1: all) items of ``iterable``, as
+    ``jnp.fromiter``.
+
+    >>> import pypto as pto
+    >>> pto.fromiter((i * i for i in range(4)), pto.int32).numpy()
+    array([0, 1, 4, 9], dtype=int32)
+    """
+    try:
+        d = _dtype("fromiter", dtype)
+        try:
+            a = np.fromiter(iterable, d.np, int(count))
+        except ValueError as e:
+            raise ShapeError(f"{e} (count={count})", op="fromiter") from None
+        return _wrap(a)
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
+def fromfunction(function: Any, shape: Any, *, dtype: Any = float, **kwargs: Any) -> Any:
+    """``function`` called once with one index tensor per axis (each of ``shape``, of
+    ``dtype``: float32 by default), as ``jnp.fromfunction``; its result is returned.
+
+    >>> import pypto as pto
+    >>> pto.fromfunction(lambda i, j: i * 10 + j, (2, 3), dtype=pto.int32).numpy()
+    array([[ 0,  1,  2],
+           [10, 11, 12]], dtype=int32)
+    """
+    try:
+        s = _shape(shape, "fromfunction")
+        d = _dtype("fromfunction", dtype)
+        grids: Any = np.indices(s, dtype=d.np) if s else []
+        return function(*(_wrap(g) for g in grids), **kwargs)
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
 def arange(start: Any, stop: Any = None, step: Any = 1, dtype: Any = None) -> Tensor:
     """Evenly spaced values in [start, stop); int32 for int arguments, else float32.
 

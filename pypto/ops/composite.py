@@ -2136,6 +2136,30 @@ def isinf(x: Any) -> Any:
     return api.equal(api.abs(v), math.inf) if floating else api.not_equal(v, v)
 
 
+@_composite("isposinf", "x is +inf, elementwise", jnp.isposinf, differentiable=False)
+def isposinf(x: Any) -> Any:
+    """Where ``x`` is ``+inf`` (never, for integers and bools), as ``jnp.isposinf``.
+
+    >>> import pypto as pto
+    >>> pto.isposinf(pto.tensor([1.0, float("inf"), -float("inf")])).numpy()
+    array([False,  True, False])
+    """
+    v, floating = _is_float("isposinf", x)
+    return api.equal(v, math.inf) if floating else api.not_equal(v, v)
+
+
+@_composite("isneginf", "x is -inf, elementwise", jnp.isneginf, differentiable=False)
+def isneginf(x: Any) -> Any:
+    """Where ``x`` is ``-inf`` (never, for integers and bools), as ``jnp.isneginf``.
+
+    >>> import pypto as pto
+    >>> pto.isneginf(pto.tensor([1.0, float("inf"), -float("inf")])).numpy()
+    array([False, False,  True])
+    """
+    v, floating = _is_float("isneginf", x)
+    return api.equal(v, -math.inf) if floating else api.not_equal(v, v)
+
+
 @_composite("isfinite", "x is neither infinite nor NaN", jnp.isfinite, differentiable=False)
 def isfinite(x: Any) -> Any:
     """Where ``x`` is neither ±inf nor NaN (always, for integers and bools).

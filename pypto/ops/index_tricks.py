@@ -512,6 +512,51 @@ def triu_indices(n: int, k: int = 0, m: int | None = None) -> tuple[Any, Any]:
     return api.asvalue(r.astype(np.int32)), api.asvalue(c.astype(np.int32))
 
 
+def _square_like(op: str, arr: Any, nd: int | None = None) -> tuple[int, ...]:
+    s = tuple(api.asvalue(arr, op).shape)  # type: ignore[attr-defined]
+    if nd is not None and len(s) != nd:
+        raise ShapeError(f"needs a {nd}-d tensor, got shape {s}", op=op)
+    return s
+
+
+def diag_indices_from(arr: Any) -> tuple[Any, ...]:
+    """:func:`diag_indices` of ``arr``'s size and number of axes (all of one length, at
+    least 2), as ``jnp.diag_indices_from``.
+
+    >>> import pypto as pto
+    >>> [i.numpy() for i in pto.diag_indices_from(pto.ones((2, 2)))]
+    [array([0, 1], dtype=int32), array([0, 1], dtype=int32)]
+    """
+    s = _square_like("diag_indices_from", arr)
+    if len(s) < 2 or len(set(s)) != 1:
+        raise ShapeError(
+            f"needs at least 2 axes, all of one length, got shape {s}", op="diag_indices_from"
+        )
+    return diag_indices(s[0], len(s))
+
+
+def tril_indices_from(arr: Any, k: int = 0) -> tuple[Any, Any]:
+    """:func:`tril_indices` of the 2-d ``arr``'s shape, as ``jnp.tril_indices_from``.
+
+    >>> import pypto as pto
+    >>> [i.numpy() for i in pto.tril_indices_from(pto.ones((2, 3)))]
+    [array([0, 1, 1], dtype=int32), array([0, 0, 1], dtype=int32)]
+    """
+    n, m = _square_like("tril_indices_from", arr, 2)
+    return tril_indices(n, k, m)
+
+
+def triu_indices_from(arr: Any, k: int = 0) -> tuple[Any, Any]:
+    """:func:`triu_indices` of the 2-d ``arr``'s shape, as ``jnp.triu_indices_from``.
+
+    >>> import pypto as pto
+    >>> [i.numpy() for i in pto.triu_indices_from(pto.ones((2, 2)), 1)]
+    [array([0], dtype=int32), array([1], dtype=int32)]
+    """
+    n, m = _square_like("triu_indices_from", arr, 2)
+    return triu_indices(n, k, m)
+
+
 def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = dt.float32) -> Any:
     """Ones on and below diagonal ``k`` of an ``N``-by-``M`` matrix, zeros above, as ``jnp.tri``.
 
@@ -527,6 +572,7 @@ __all__: Sequence[str] = [
     "choose",
     "delete",
     "diag_indices",
+    "diag_indices_from",
     "ediff1d",
     "fill_diagonal",
     "gcd",
@@ -538,7 +584,9 @@ __all__: Sequence[str] = [
     "ravel_multi_index",
     "tri",
     "tril_indices",
+    "tril_indices_from",
     "triu_indices",
+    "triu_indices_from",
     "unravel_index",
     "vander",
 ]

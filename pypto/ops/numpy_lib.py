@@ -583,6 +583,172 @@ def i0(x: Any) -> Any:
     return _narrow(api.where(composite.isinf(a), math.inf, r), d)
 
 
+# Complex numbers' parts, for the real dtypes pypto has (numpy's and JAX's answers for them)
+
+
+@_composite("positive", "+x, elementwise (a copy)", jnp.positive)
+def positive(x: Any) -> Any:
+    """``+x``: the values themselves, as ``jnp.positive``.
+
+    >>> import pypto as pto
+    >>> pto.positive(pto.tensor([1.0, -2.0])).numpy()
+    array([ 1., -2.], dtype=float32)
+    """
+    return api.asvalue(x, "positive")
+
+
+@_composite("real", "the real part: x itself for real dtypes", jnp.real)
+def real(x: Any) -> Any:
+    """The real part of ``x``: ``x`` itself, as ``jnp.real`` gives for real dtypes (pypto
+    has no complex dtype).
+
+    >>> import pypto as pto
+    >>> pto.real(pto.tensor([1.5, -2.0])).numpy()
+    array([ 1.5, -2. ], dtype=float32)
+    """
+    return api.asvalue(x, "real")
+
+
+@_composite("imag", "the imaginary part: zeros for real dtypes", jnp.imag)
+def imag(x: Any) -> Any:
+    """The imaginary part of ``x``: zeros of its shape and dtype, as ``jnp.imag`` gives for
+    real dtypes.
+
+    >>> import pypto as pto
+    >>> pto.imag(pto.tensor([1.5, -2.0])).numpy()
+    array([0., 0.], dtype=float32)
+    """
+    v = api.asvalue(x, "imag")
+    return api.broadcast_to(api.asvalue(np.zeros((), v.dtype.np)), tuple(v.shape))  # type: ignore[attr-defined]
+
+
+@_composite("conj", "the complex conjugate: x itself for real dtypes", jnp.conj)
+def conj(x: Any) -> Any:
+    """The complex conjugate of ``x``: ``x`` itself for real dtypes, as ``jnp.conj``
+    (``conjugate`` is the same function).
+
+    >>> import pypto as pto
+    >>> pto.conj(pto.tensor([1.5, -2.0])).numpy()
+    array([ 1.5, -2. ], dtype=float32)
+    """
+    return api.asvalue(x, "conj")
+
+
+conjugate = conj
+
+
+@_composite(
+    "iscomplex",
+    "whether each element has a nonzero imaginary part",
+    jnp.iscomplex,
+    differentiable=False,
+)
+def iscomplex(x: Any) -> Any:
+    """False everywhere for real dtypes, as ``jnp.iscomplex``.
+
+    >>> import pypto as pto
+    >>> pto.iscomplex(pto.tensor([1.0])).numpy()
+    array([False])
+    """
+    v = api.asvalue(x, "iscomplex")
+    return api.broadcast_to(api.asvalue(np.zeros((), bool)), tuple(v.shape))  # type: ignore[attr-defined]
+
+
+@_composite(
+    "isreal", "whether each element's imaginary part is zero", jnp.isreal, differentiable=False
+)
+def isreal(x: Any) -> Any:
+    """True everywhere for real dtypes, as ``jnp.isreal``.
+
+    >>> import pypto as pto
+    >>> pto.isreal(pto.tensor([1.0])).numpy()
+    array([ True])
+    """
+    v = api.asvalue(x, "isreal")
+    return api.broadcast_to(api.asvalue(np.ones((), bool)), tuple(v.shape))  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------------------
+# Windows: known from their length, so computed in float64 and rounded once to float32
+
+
+def _window(op: str, m: Any, f: Callable[[np.ndarray, int], np.ndarray]) -> Any:
+    n = rules.integer(op, "M", m)
+    if n < 1:
+        return api.asvalue(np.zeros(0, np.float32))
+    if n == 1:
+        return api.asvalue(np.ones(1, np.float32))
+    return api.asvalue(f(np.arange(n, dtype=np.float64), n).astype(np.float32))
+
+
+def bartlett(M: int) -> Any:
+    """The triangular window of ``M`` points, as ``jnp.bartlett``.
+
+    >>> import pypto as pto
+    >>> pto.bartlett(5).numpy()
+    array([0. , 0.5, 1. , 0.5, 0. ], dtype=float32)
+    """
+    return _window("bartlett", M, lambda k, n: 1 - np.abs(2 * k / (n - 1) - 1))
+
+
+def hanning(M: int) -> Any:
+    """The Hann window of ``M`` points, as ``jnp.hanning``.
+
+    >>> import pypto as pto
+    >>> pto.hanning(3).numpy()
+    array([0., 1., 0.], dtype=float32)
+    """
+    return _window("hanning", M, lambda k, n: 0.5 - 0.5 * np.cos(2 * np.pi * k / (n - 1)))
+
+
+def hamming(M: int) -> Any:
+    """The Hamming window of ``M`` points, as ``jnp.hamming``.
+
+    >>> import pypto as pto
+    >>> pto.hamming(3).numpy()
+    array([0.08, 1.  , 0.08], dtype=float32)
+    """
+    return _window("hamming", M, lambda k, n: 0.54 - 0.46 * np.cos(2 * np.pi * k / (n - 1)))
+
+
+def blackman(M: int) -> Any:
+    """The Blackman window of ``M`` points, as ``jnp.blackman``.
+
+    >>> import pypto as pto
+    >>> pto.blackman(5).numpy()[1:4]
+    array([0.34, 1.  , 0.34], dtype=float32)
+    """
+
+    def f(k: np.ndarray, n: int) -> np.ndarray:
+        t = 2 * np.pi * k / (n - 1)
+        return 0.42 - 0.5 * np.cos(t) + 0.08 * np.cos(2 * t)
+
+    return _window("blackman", M, f)
+
+
+def kaiser(M: int, beta: Any) -> Any:
+    """The Kaiser window of ``M`` points with shape ``beta``, as ``jnp.kaiser``:
+    ``i0(beta·√(1 - (2k/(M-1) - 1)²)) / i0(beta)``. A number ``beta`` is computed in float64
+    and rounded once; a tensor (traced, say) goes through :func:`i0`.
+
+    >>> import pypto as pto
+    >>> pto.kaiser(3, 5.0).numpy()
+    array([0.03671089, 1.        , 0.03671089], dtype=float32)
+    """
+    if isinstance(beta, int | float | np.number) and not isinstance(beta, bool):
+        b = float(beta)
+        return _window(
+            "kaiser", M, lambda k, n: np.i0(b * np.sqrt(1 - (2 * k / (n - 1) - 1) ** 2)) / np.i0(b)
+        )
+    n = rules.integer("kaiser", "M", M)
+    (bv,) = _inexact("kaiser", beta)
+    if n <= 1:
+        return api.cast(api.asvalue(np.ones(max(n, 0), np.float32)), bv.dtype)
+    t = 1 - (2 * np.arange(n, dtype=np.float64) / (n - 1) - 1) ** 2
+    r = api.mul(bv, api.asvalue(np.sqrt(np.maximum(t, 0)).astype(bv.dtype.np)))
+    return api.div(i0(r), i0(bv))
+
+
 @_composite("heaviside", "step function: 0 below 0, 1 above, h2 at 0", jnp.heaviside)
 def heaviside(x1: Any, x2: Any) -> Any:
     """The Heaviside step: 0 where ``x1 < 0``, 1 where ``x1 > 0``, ``x2`` where ``x1 == 0`` (NaN
@@ -1906,6 +2072,97 @@ def mask_indices(
         mask = mask_func(api.asvalue(np.ones((n, n), np.int32)), k)
         out = nonzero(api.asvalue(np.asarray(mask)), size=size)
     return out[0], out[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# numpy's questions about arrays, answered from their static shape and dtype
+
+
+def ndim(a: Any) -> int:
+    """The number of axes of ``a`` (a tensor, a numpy array or a Python number), as
+    ``jnp.ndim``.
+
+    >>> import pypto as pto
+    >>> pto.ndim(pto.ones((2, 3))), pto.ndim(1.5)
+    (2, 0)
+    """
+    return len(shape(a))
+
+
+def shape(a: Any) -> tuple[int, ...]:
+    """The shape of ``a`` (a tensor, a numpy array or a Python number), as ``jnp.shape``.
+
+    >>> import pypto as pto
+    >>> pto.shape(pto.ones((2, 3)))
+    (2, 3)
+    """
+    s = getattr(a, "shape", None)
+    return tuple(s) if s is not None else tuple(np.shape(a))
+
+
+def size(a: Any, axis: int | None = None) -> int:
+    """The number of elements of ``a`` (along ``axis`` when given), as ``jnp.size``.
+
+    >>> import pypto as pto
+    >>> pto.size(pto.ones((2, 3))), pto.size(pto.ones((2, 3)), 1)
+    (6, 3)
+    """
+    s = shape(a)
+    if axis is None:
+        return math.prod(s)
+    return s[rules.normalize_axis("size", axis, len(s))]
+
+
+def isscalar(element: Any) -> bool:
+    """Whether ``element`` is a scalar: a Python or numpy number, or a 0-d tensor, as
+    ``jnp.isscalar`` (which counts 0-d arrays as scalars, where numpy does not).
+
+    >>> import pypto as pto
+    >>> pto.isscalar(2.0), pto.isscalar(pto.tensor(2.0)), pto.isscalar(pto.ones(2))
+    (True, True, False)
+    """
+    if isinstance(element, bool | int | float | np.generic):
+        return not isinstance(element, np.str_ | np.bytes_)
+    s = getattr(element, "shape", None)
+    return s is not None and hasattr(element, "dtype") and len(s) == 0
+
+
+def iscomplexobj(x: Any) -> bool:
+    """False: pypto has no complex dtype (``jnp.iscomplexobj`` of a real array).
+
+    >>> import pypto as pto
+    >>> pto.iscomplexobj(pto.ones(2))
+    False
+    """
+    return bool(np.iscomplexobj(x)) if isinstance(x, np.ndarray | complex) else False
+
+
+def isrealobj(x: Any) -> bool:
+    """True for every tensor: pypto has no complex dtype (``jnp.isrealobj``).
+
+    >>> import pypto as pto
+    >>> pto.isrealobj(pto.ones(2))
+    True
+    """
+    return not iscomplexobj(x)
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """The shape that ``shapes`` broadcast to, as ``jnp.broadcast_shapes``; a
+    ``ShapeError`` names them when they do not.
+
+    >>> import pypto as pto
+    >>> pto.broadcast_shapes((2, 1), (3,))
+    (2, 3)
+    """
+    try:
+        return tuple(np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    except ValueError:
+        raise ShapeError(
+            "shapes " + ", ".join(str(tuple(s)) for s in shapes) + " do not broadcast",
+            op="broadcast_shapes",
+            hint="each axis, aligned from the right, must be equal or 1",
+        ) from None
 
 
 @_composite("ravel", "the elements as a 1-d tensor, in row-major order", jnp.ravel)

@@ -1565,6 +1565,71 @@ def test_nextafter_steps_from_subnormals_as_ieee_does() -> None:
     np.testing.assert_array_equal(_bits(f(pto.tensor(x[1:3])).numpy()), _bits(np.spacing(x[1:3])))
 
 
+@case(
+    "isposinf",
+    "isneginf",
+    "positive",
+    "real",
+    "imag",
+    "conj",
+    "iscomplex",
+    "isreal",
+    dtypes=DTYPES,
+    group="library",
+)
+def _real_parts(data: Draw, dtype: pto.DType, name: str) -> None:
+    """The parts of a complex number, for real dtypes, and the signed infinity tests."""
+    a = values(data, dtype, data.draw(shapes(), label="shape"), specials=SPECIALS)
+    (x,) = operands(data, [a])
+    out = getattr(pto, name)(x)
+    assert_matches(out, jax_elementwise(ref(name), a), what=name)
+
+
+def test_array_helpers_match_jax() -> None:
+    x = pto.ones((2, 3), pto.int8)
+    for f in ("ndim", "shape", "size", "isscalar", "iscomplexobj", "isrealobj"):
+        for v in (x, pto.tensor(2.0), 3, 2.5, np.ones((4, 1))):
+            jv = jnp.asarray(np.asarray(v)) if isinstance(v, pto.Tensor) else v
+            assert getattr(pto, f)(v) == getattr(jnp, f)(jv), (f, v)
+    assert pto.size(x, -1) == 3 and pto.conjugate is pto.conj
+    assert pto.broadcast_shapes((2, 1), (3,), ()) == jnp.broadcast_shapes((2, 1), (3,), ())
+    with pytest.raises(pto.ShapeError, match=r"shapes \(2,\), \(3,\) do not broadcast"):
+        pto.broadcast_shapes((2,), (3,))
+    for d1 in DTYPES:
+        for d2 in DTYPES:
+            assert pto.can_cast(d1, d2) == jnp.can_cast(d1.np, d2.np), (d1, d2)
+        for kind in (np.floating, np.integer, np.number, np.inexact, np.signedinteger, np.bool_):
+            assert pto.issubdtype(d1, kind) == jnp.issubdtype(d1.np, kind), (d1, kind)
+        for k in ("bool", "integral", "real floating", "numeric", "complex floating"):
+            assert pto.isdtype(d1, k) == jnp.isdtype(d1.np, k), (d1, k)
+    for n, k in ((3, 0), (3, 1), (4, -1)):
+        a = np.ones((n, n + 1))
+        for f in ("tril_indices_from", "triu_indices_from"):
+            for g, w in zip(getattr(pto, f)(a, k), getattr(jnp, f)(a, k), strict=True):
+                assert_matches(g, w, what=f)
+    for g, w in zip(
+        pto.diag_indices_from(np.ones((3, 3, 3))),
+        jnp.diag_indices_from(np.ones((3, 3, 3))),
+        strict=True,
+    ):
+        assert_matches(g, w, what="diag_indices_from")
+    assert_matches(pto.array([[1, 2]], pto.int8), jnp.array([[1, 2]], jnp.int8))
+    assert pto.asarray(x) is x and pto.asarray(x, pto.float32).dtype is pto.float32
+    assert_matches(pto.copy(x), jnp.copy(np.asarray(x)))
+    assert_matches(pto.empty_like(x, shape=(4,)), jnp.empty_like(np.asarray(x), shape=(4,)))
+    # (JAX refuses fromiter: an iterator is not pure; numpy is the reference)
+    assert_matches(pto.fromiter(range(5), pto.float16, 3), np.fromiter(range(5), np.float16, 3))
+    got = pto.fromfunction(lambda i, j: i * 3 + j, (2, 3))
+    assert_matches(got, jnp.fromfunction(lambda i, j: i * 3 + j, (2, 3)))
+    for m in (0, 1, 2, 7):
+        for f in ("bartlett", "blackman", "hamming", "hanning"):
+            assert_matches(getattr(pto, f)(m), getattr(jnp, f)(m), 4, what=f"{f}({m})")
+        for beta in (0.0, 5.0):
+            assert_matches(pto.kaiser(m, beta), jnp.kaiser(m, beta), 8, what=f"kaiser({m})")
+            staged = pto.jit(lambda b, m=m: pto.kaiser(m, b), backend="interpret")
+            assert_matches(staged(pto.tensor(beta)), jnp.kaiser(m, beta), 8, what="traced beta")
+
+
 @case("signbit", "copysign", dtypes=DTYPES, group="library")
 def _signs(data: Draw, dtype: pto.DType, name: str) -> None:
     neg_nan = float(np.copysign(np.nan, -1.0))

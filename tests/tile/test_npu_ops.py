@@ -280,6 +280,14 @@ CASES: dict[str, Case] = {
     ),
     "cumulative_prod": (lambda x: pto.cumulative_prod(x[0] * 0.1 + 1), [(X, "n")], F),
     "signbit": (lambda x: (pto.signbit(x * 0.0), pto.signbit(x - 1)), [(X, "n")], F + I),
+    "isposinf": (lambda x: pto.isposinf(1 / (x * 0.0)), [(X, "n")], F),
+    "isneginf": (lambda x: pto.isneginf(-1 / (x * 0.0)), [(X, "n")], F),
+    "positive": (lambda x: pto.positive(x) * 2, [(X, "n")], F + I),
+    "real": (lambda x: pto.real(x) + 1, [(X, "n")], F + I),
+    "imag": (lambda x: pto.imag(x) + x, [(X, "n")], F + I),
+    "conj": (lambda x: pto.conj(x) * 3, [(X, "n")], F + I),
+    "iscomplex": (lambda x: pto.iscomplex(x) | (x > 0), [(X, "n")], F + I),
+    "isreal": (lambda x: pto.isreal(x) & (x > 0), [(X, "n")], F + I),
     # (steps of one unit in the last place, measured in units: ±1, or 1/2 below a power of 2)
     "nextafter": (
         lambda x, y: (pto.nextafter(x, y) - x) / pto.spacing(x),
