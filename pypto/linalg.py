@@ -6,9 +6,10 @@
 """
 
 from pypto.ops import diagonal, matmul, norm, outer, tensordot, trace
-from pypto.ops.solvers import cholesky, det, inv, matrix_power, slogdet, solve
+from pypto.ops.solvers import QRResult, cholesky, det, inv, matrix_power, qr, slogdet, solve
 
 __all__ = [
+    "QRResult",
     "cholesky",
     "det",
     "diagonal",
@@ -17,6 +18,7 @@ __all__ = [
     "matrix_power",
     "norm",
     "outer",
+    "qr",
     "slogdet",
     "solve",
     "tensordot",

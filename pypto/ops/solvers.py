@@ -1,6 +1,6 @@
-"""Dense linear algebra by elimination, as composites: ``solve``, ``inv``, ``det``, ``slogdet``,
-``cholesky`` and ``matrix_power`` of ``jax.numpy.linalg``, on the last two axes, batched over
-the others.
+"""Dense linear algebra by elimination, as composites: ``solve``, ``inv``, ``det``,
+``slogdet``, ``cholesky``, ``qr`` and ``matrix_power`` of ``jax.numpy.linalg``, on the last two
+axes, batched over the others.
 
 The matrix size ``n`` is static, so each elimination is unrolled into ``n`` steps of ordinary
 ops on the shrinking trailing block (a pivot chosen by ``argmax``, a row swap by ``where``, a
@@ -14,7 +14,7 @@ and rounded once (JAX refuses them for LU-based functions); integers give float3
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -288,6 +288,104 @@ def cholesky(a: Any, upper: bool = False, symmetrize_input: bool = True) -> Any:
     bad = composite.any(composite.isnan(lower), (-2, -1), True)
     r = api.where(composite.logical_and(bad, np.tri(n, dtype=bool)), math.nan, lower)
     return _narrow(composite.swapaxes(r, -1, -2) if upper else r, d)
+
+
+class QRResult(NamedTuple):
+    """What :func:`qr` returns (JAX's named tuple)."""
+
+    Q: Any
+    R: Any
+
+
+def _qr_jax(a: Any, mode: str = "reduced") -> Any:
+    return jnp.linalg.qr(a, mode=mode)
+
+
+@_composite("qr", "the QR factorization of matrices (Householder reflections)", _qr_jax)
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """``Q`` with orthonormal columns and upper-triangular ``R`` with ``Q @ R == a``, as
+    ``jnp.linalg.qr``: ``mode`` ``"reduced"`` (``Q`` ``[..., m, k]``, ``R`` ``[..., k, n]``,
+    ``k = min(m, n)``), ``"complete"`` (``Q`` square) or ``"r"`` (``R`` alone). Householder
+    reflections as LAPACK's ``geqrf`` makes them (each ``R[j, j]`` has the opposite sign of
+    the column's leading element), so the signs agree with JAX's.
+
+    >>> import pypto as pto
+    >>> q, r = pto.linalg.qr(pto.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    >>> r.numpy()
+    array([[-5. , -2.2],
+           [ 0. ,  0.4]], dtype=float32)
+    """
+    if mode not in ("reduced", "complete", "r"):
+        raise ShapeError(
+            f"mode={mode!r} is not one of 'reduced', 'complete', 'r'",
+            op="qr",
+            hint="'raw' (LAPACK's packed reflectors) is not provided",
+        )
+    v0 = api.asvalue(a, "qr")
+    if len(v0.shape) < 2:  # type: ignore[attr-defined]
+        raise ShapeError(f"needs matrices in the last two axes, got {api._aval(v0)}", op="qr")
+    d = v0.dtype if v0.dtype.is_floating else dt.float32  # type: ignore[attr-defined]
+    s: Any = v0 if v0.dtype is dt.float32 else api.cast(v0, dt.float32)  # type: ignore[attr-defined]
+    *batch, m, n = s.shape
+    batch = tuple(batch)
+    k = min(m, n)
+    rows: list[Any] = []  # R's rows, each from its diagonal on
+    reflectors: list[tuple[Any, Any]] = []  # (v with v[0] = 1, tau)
+    for j in range(k):
+        x = _at(s, slice(None), 0)  # [..., m - j]
+        alpha = _at(x, 0)
+        rest = _at(x, slice(1, None))
+        xnorm = api.sqrt(api.sum(api.mul(rest, rest), -1))
+        # LAPACK's dlarfg: beta = -sign(alpha)·‖x‖; no reflection where x[1:] is zero
+        plain = api.equal(xnorm, 0.0)
+        norm = api.sqrt(api.add(api.mul(alpha, alpha), api.mul(xnorm, xnorm)))
+        beta = api.where(plain, alpha, api.where(api.less(alpha, 0.0), norm, api.neg(norm)))
+        safe = api.where(plain, 1.0, api.sub(alpha, beta))
+        tau = api.where(plain, 0.0, api.div(api.sub(beta, alpha), api.where(plain, 1.0, beta)))
+        v = api.concat(
+            [
+                api.broadcast_to(api.asvalue(np.ones(1, np.float32)), (*batch, 1)),
+                api.where(_col(plain), 0.0, api.div(rest, _col(safe))),
+            ],
+            -1,
+        )
+        reflectors.append((v, tau))
+        trail = _at(s, slice(None), slice(1, None))  # [..., m - j, n - j - 1]
+        if n - j - 1:
+            # H·trail = trail - tau·v·(vᵀ·trail)
+            w = api.sum(api.mul(_col(v), trail), (trail.ndim - 2,))  # [..., n - j - 1]
+            trail = api.sub(trail, api.mul(_col(api.mul(v, _col(tau))), _row(w)))
+            rows.append(api.concat([_col(beta), _at(trail, 0, slice(None))], -1))
+        else:
+            rows.append(_col(beta))
+        s = _at(trail, slice(1, None), slice(None))
+    ks = m if mode == "complete" else k
+
+    def padded(row: Any, j: int) -> Any:
+        return api.concat(
+            [api.broadcast_to(api.asvalue(np.zeros(j, np.float32)), (*batch, j)), row], -1
+        )
+
+    r_rows = [padded(rows[j], j) for j in range(k)]
+    r_rows += [api.broadcast_to(api.asvalue(np.zeros(n, np.float32)), (*batch, n))] * (
+        (m - k) if mode == "complete" else 0
+    )
+    r = (
+        composite.stack(r_rows, -2)
+        if r_rows
+        else api.broadcast_to(api.asvalue(np.zeros((0, n), np.float32)), (*batch, 0, n))
+    )
+    if mode == "r":
+        return _narrow(r, d)
+    # Q = H_0 ··· H_{k-1} applied to the first ks columns of the identity, back to front
+    q = api.broadcast_to(api.asvalue(np.eye(m, ks, dtype=np.float32)), (*batch, m, ks))
+    for j in reversed(range(k)):
+        v, tau = reflectors[j]
+        head, tail = _at(q, slice(0, j), slice(None)), _at(q, slice(j, None), slice(None))
+        w = api.sum(api.mul(_col(v), tail), (tail.ndim - 2,))
+        tail = api.sub(tail, api.mul(_col(api.mul(v, _col(tau))), _row(w)))
+        q = api.concat([head, tail], -2) if j else tail
+    return QRResult(_narrow(q, d), _narrow(r, d))
 
 
 def _matrix_power_jax(a: Any, n: int) -> Any:

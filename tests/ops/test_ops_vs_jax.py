@@ -1955,6 +1955,26 @@ def _conditioned(data: Draw, dtype: pto.DType, batch: tuple[int, ...], n: int) -
     return a.astype(dtype.np)
 
 
+@case("qr", dtypes=(pto.float32, pto.bfloat16, pto.int32), group="library")
+def _qr(data: Draw, dtype: pto.DType, name: str) -> None:
+    """Rectangular matrices of full rank (a dominant diagonal), so that every reflection, and
+    so the signs of Q's columns, are determined; float16 and bfloat16 against JAX's float32
+    result rounded (its LAPACK refuses them)."""
+    batch = data.draw(shapes(max_dims=1, min_side=1), label="batch")
+    m, n = data.draw(st.integers(1, 5), label="m"), data.draw(st.integers(1, 5), label="n")
+    a = values(data, dtype, (*batch, m, n), -1.0, 1.0, ints=(-1, 1)).astype(np.float64)
+    a = (a + 3.0 * np.eye(m, n)).astype(dtype.np)
+    mode = data.draw(st.sampled_from(["reduced", "complete", "r"]), label="mode")
+    jref = _rounded(ref(name)) if dtype is pto.bfloat16 else ref(name)
+    (x,) = operands(data, [a])
+    out, want = pto.linalg.qr(x, mode), jitted(jref, ("mode",))(a, mode=mode)
+    outs, wants = (out, want) if mode != "r" else ((out,), (want,))
+    if mode != "r":
+        assert type(out).__name__ == "QRResult" and out._fields == ("Q", "R")
+    for o, w in zip(outs, wants, strict=True):
+        assert_matches(o, w, 8 * (m + n) + 4, what=f"qr {batch} {m}x{n} {mode}")
+
+
 @case(
     "solve",
     "inv",

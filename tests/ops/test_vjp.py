@@ -757,3 +757,17 @@ def test_i0_gradient_is_i1_through_its_series() -> None:
     got = pto.grad(lambda t: pto.i0(t).sum())(pto.tensor(x)).numpy()
     want = np.asarray(jax.grad(lambda t: jnp.i0(t).sum())(x))
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-6)
+
+
+def test_qr_gradient_matches_jax() -> None:
+    """Through the Householder reflections (JAX differentiates its own QR rule)."""
+    a = normal((5, 3), 221) + 2 * np.eye(5, 3, dtype=np.float32)
+    w = normal((5, 3), 222)
+
+    def loss(x: Any, lib: Any) -> Any:
+        q, r = lib.linalg.qr(x)
+        return (q * w).sum() + (r * r).sum()
+
+    got = pto.grad(lambda x: loss(x, pto))(pto.tensor(a)).numpy()
+    want = np.asarray(jax.grad(lambda x: loss(x, jnp))(a))
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5)
