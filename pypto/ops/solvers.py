@@ -311,9 +311,11 @@ def qr(a: Any, mode: str = "reduced") -> Any:
 
     >>> import pypto as pto
     >>> q, r = pto.linalg.qr(pto.tensor([[3.0, 1.0], [4.0, 2.0]]))
-    >>> r.numpy()
+    >>> r.numpy().round(4)
     array([[-5. , -2.2],
            [ 0. ,  0.4]], dtype=float32)
+    >>> float(abs((q @ r).numpy() - [[3.0, 1.0], [4.0, 2.0]]).max()) < 1e-6
+    True
     """
     if mode not in ("reduced", "complete", "r"):
         raise ShapeError(
