@@ -336,7 +336,7 @@ from pypto.ops.setops import (
     unique_inverse,
     unique_values,
 )
-from pypto.ops.solvers import cholesky, det, inv, matrix_power, qr, slogdet, solve
+from pypto.ops.solvers import cholesky, det, inv, matrix_power, polyfit, qr, slogdet, solve
 from pypto.ops.table import OPS, AVal, Op
 from pypto.ops.trig import arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh
 
@@ -611,6 +611,7 @@ __all__ = [
     "polyadd",
     "polyder",
     "polydiv",
+    "polyfit",
     "polyint",
     "polymul",
     "polysub",

@@ -1975,6 +1975,32 @@ def _qr(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(o, w, 8 * (m + n) + 4, what=f"qr {batch} {m}x{n} {mode}")
 
 
+@case("polyfit", dtypes=(pto.float32, pto.int32), group="library")
+def _polyfit(data: Draw, dtype: pto.DType, name: str) -> None:
+    """Distinct abscissae (a full-rank Vandermonde matrix: JAX's SVD and pypto's QR then
+    solve the same problem), one fit or several, weights and covariances."""
+    deg = data.draw(st.integers(0, 3), label="deg")
+    m = data.draw(st.integers(deg + 1, 8), label="points")
+    if dtype is pto.int32:  # distinct integers
+        x = (np.arange(m) - m // 2).astype(np.int32)
+    else:
+        x = (np.linspace(-2.0, 2.0, m) + values(data, dtype, (m,), -0.1, 0.1)).astype(np.float32)
+    k = data.draw(st.sampled_from([None, 2]), label="fits")
+    y = values(data, dtype, (m,) if k is None else (m, k), -5.0, 5.0, ints=(-5, 5))
+    kw: dict[str, Any] = {}
+    if data.draw(st.booleans(), label="w"):
+        kw["w"] = values(data, pto.float32, (m,), 0.5, 2.0)
+    cov = data.draw(st.sampled_from([False, True, "unscaled"]), label="cov")
+    if cov and (cov == "unscaled" or m > deg + 1):
+        kw["cov"] = cov
+    out = pto.polyfit(as_input(data, x), as_input(data, y), deg, **kw)
+    # (JAX's polyfit of integers fails taking finfo of int32; pypto fits in float32)
+    want = ref(name)(x.astype(np.float32), y.astype(np.float32), deg, **kw)
+    outs, wants = (out, want) if "cov" in kw else ((out,), (want,))
+    for o, w in zip(outs, wants, strict=True):
+        assert_matches(o, w, 64 * m, what=f"polyfit deg={deg} m={m} {kw}")
+
+
 @case(
     "solve",
     "inv",
