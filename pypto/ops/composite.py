@@ -2136,6 +2136,11 @@ def isinf(x: Any) -> Any:
     return api.equal(api.abs(v), math.inf) if floating else api.not_equal(v, v)
 
 
+def _is_inf_of_sign(op: str, x: Any, inf: float) -> Any:
+    v, floating = _is_float(op, x)
+    return api.equal(v, inf) if floating else api.not_equal(v, v)  # (never, for integers)
+
+
 @_composite("isposinf", "x is +inf, elementwise", jnp.isposinf, differentiable=False)
 def isposinf(x: Any) -> Any:
     """Where ``x`` is ``+inf`` (never, for integers and bools), as ``jnp.isposinf``.
@@ -2144,8 +2149,7 @@ def isposinf(x: Any) -> Any:
     >>> pto.isposinf(pto.tensor([1.0, float("inf"), -float("inf")])).numpy()
     array([False,  True, False])
     """
-    v, floating = _is_float("isposinf", x)
-    return api.equal(v, math.inf) if floating else api.not_equal(v, v)
+    return _is_inf_of_sign("isposinf", x, math.inf)
 
 
 @_composite("isneginf", "x is -inf, elementwise", jnp.isneginf, differentiable=False)
@@ -2156,8 +2160,7 @@ def isneginf(x: Any) -> Any:
     >>> pto.isneginf(pto.tensor([1.0, float("inf"), -float("inf")])).numpy()
     array([False, False,  True])
     """
-    v, floating = _is_float("isneginf", x)
-    return api.equal(v, -math.inf) if floating else api.not_equal(v, v)
+    return _is_inf_of_sign("isneginf", x, -math.inf)
 
 
 @_composite("isfinite", "x is neither infinite nor NaN", jnp.isfinite, differentiable=False)
