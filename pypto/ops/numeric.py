@@ -706,6 +706,14 @@ def _edges(op: str, v: Any, bins: Any, range: Any) -> Any:
     return api.concat([inner, api.reshape(hi, (1,))], 0)
 
 
+def _bin_of(edges: Any, v: Any) -> Any:
+    """Each value's bin, 1-based: ``i`` for ``edges[i-1] <= v < edges[i]``, the last bin
+    holding its right edge too; 0 below the edges, ``len(edges)`` above them and for NaN."""
+    k = edges.shape[0]
+    at = composite.searchsorted(edges, v, side="right")
+    return api.where(api.equal(v, api.getitem(edges, -1)), k - 1, at)
+
+
 def _histogram_bin_edges_jax(a: Any, bins: Any = 10, range: Any = None, weights: Any = None) -> Any:
     return jnp.histogram_bin_edges(a, bins, range, weights)
 
@@ -763,8 +771,7 @@ def histogram(
     edges = _edges("histogram", v, bins, range)
     k = edges.shape[0]
     flat = api.reshape(v, (-1,))
-    at = composite.searchsorted(edges, flat, side="right")
-    at = api.where(api.equal(flat, api.getitem(edges, -1)), k - 1, at)
+    at = _bin_of(edges, flat)
     zeros = api.asvalue(np.zeros(k, w.dtype.np))
     counts = api.getitem(IndexUpdateRef(zeros, at).add(api.reshape(w, (-1,))), slice(1, None))
     if density:
@@ -830,8 +837,7 @@ def histogramdd(
         col = api.getitem(v, (slice(None), i))
         e = _edges("histogramdd", col, b, None if range is None else range[i])
         k = e.shape[0]
-        at = composite.searchsorted(e, col, side="right")  # 0: below, k: above
-        at = api.where(api.equal(col, api.getitem(e, -1)), k - 1, at)
+        at = _bin_of(e, col)
         flat = at if flat is None else api.add(api.mul(flat, k + 1), at)
         edges.append(e)
         sizes.append(k + 1)
