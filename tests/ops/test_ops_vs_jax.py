@@ -1137,7 +1137,11 @@ def _quantile(data: Draw, dtype: pto.DType, name: str) -> None:
         want = jitted(ref(name), ("axis", "method", "keepdims"))(
             a, q, axis=axis, method=method, keepdims=keep
         )
-    assert_matches(out, want, what=f"{name} axis={axis} keepdims={keep}")
+    # integers reach ±50: a linear interpolation between two of them cancels to a small result
+    # whose rounding (XLA may fuse the multiply-add) is an ulp of 50, not of the result, so the
+    # absolute floor scales with the data (k = 50² makes ATOL's √k factor 50)
+    k = 2500 if dtype in INTS and not name.endswith("median") else 1
+    assert_matches(out, want, k, what=f"{name} axis={axis} keepdims={keep}")
 
 
 @case("lexsort", dtypes=DTYPES, group="heavy")
