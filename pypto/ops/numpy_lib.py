@@ -292,6 +292,12 @@ def _frexp32(w: Any) -> tuple[Any, Any]:
     e = api.add(e0, api.sub(api.bitwise_and(api.right_shift(bits, 23), 255), 126))
     bits = api.bitwise_or(api.bitwise_and(bits, ~(255 << 23)), 126 << 23)
     m = api.bitcast_convert_type(bits, dt.float32)
+    # bits carry no derivative, and m = w·2^-e does: add a term that is exactly zero and has it
+    # (2^-e in two factors: it exceeds float32's range for subnormal w)
+    zero = api.sub(w, api.stop_gradient(w))
+    for f in (api.minimum(api.neg(e), 127), api.maximum(api.sub(api.neg(e), 127), 0)):
+        zero = api.mul(zero, api.stop_gradient(_pow2(f)))
+    m = api.add(m, zero)
     special = composite.logical_or(composite.logical_not(composite.isfinite(w)), api.equal(w, 0.0))
     return api.where(special, w, m), api.where(special, 0, e)
 
@@ -304,7 +310,6 @@ def _frexp_jax(x: Any) -> Any:
     "frexp",
     "mantissa in [0.5, 1) and int32 exponent: x = m * 2**e",
     _frexp_jax,
-    differentiable=False,
 )
 def frexp(x: Any) -> Any:
     """``(m, e)`` with ``x = m · 2**e``, ``|m|`` in [0.5, 1) and ``e`` int32, as

@@ -771,3 +771,17 @@ def test_qr_gradient_matches_jax() -> None:
     got = pto.grad(lambda x: loss(x, pto))(pto.tensor(a)).numpy()
     want = np.asarray(jax.grad(lambda x: loss(x, jnp))(a))
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5)
+
+
+def test_frexp_and_ldexp_gradients_are_the_powers_of_two() -> None:
+    """Built from the float's bits, they still have JAX's derivatives: 2^-e for frexp's
+    mantissa, 2^n for ldexp (exactly, also where 2^-e leaves float32's range: a subnormal's
+    ldexp by 100; JAX's own derivative overflows there)."""
+    x = np.array([3.0, -0.375, 5e30, 0.0, 1e-40], f32)
+    n = np.array([3, -2, -100, 4, 100], np.int32)
+    got = pto.grad(lambda a: pto.frexp(a)[0].sum())(pto.tensor(x)).numpy()
+    np.testing.assert_array_equal(got, [0.25, 2.0, 2.0**-102, 1.0, np.inf])
+    got = pto.grad(lambda a: pto.ldexp(a, n).sum())(pto.tensor(x)).numpy()
+    np.testing.assert_array_equal(got, [8.0, 0.25, 2.0**-100, 1.0, 2.0**100])
+    want = jax.grad(lambda a: jnp.ldexp(a, n).sum())(x)  # (its 2^-100 is a few ulps off)
+    np.testing.assert_allclose(got[:4], np.asarray(want)[:4], rtol=1e-5)
