@@ -19,6 +19,7 @@ from pypto.ops import (  # noqa: F401  (registration)
     setops,
     solvers,
     sorting,
+    spectral,
     trig,
     vjp,
 )
@@ -337,6 +338,7 @@ from pypto.ops.setops import (
     unique_values,
 )
 from pypto.ops.solvers import cholesky, det, inv, matrix_power, polyfit, qr, slogdet, solve
+from pypto.ops.spectral import eigh, eigvalsh, lstsq, matrix_rank, svd, svdvals
 from pypto.ops.table import OPS, AVal, Op
 from pypto.ops.trig import arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh
 
@@ -471,6 +473,8 @@ __all__ = [
     "dsplit",
     "dstack",
     "ediff1d",
+    "eigh",
+    "eigvalsh",
     "einsum",
     "elu",
     "equal",
@@ -560,9 +564,11 @@ __all__ = [
     "logical_or",
     "logical_xor",
     "logsumexp",
+    "lstsq",
     "mask_indices",
     "matmul",
     "matrix_power",
+    "matrix_rank",
     "matrix_transpose",
     "matvec",
     "max",
@@ -678,6 +684,8 @@ __all__ = [
     "sub",
     "subtract",
     "sum",
+    "svd",
+    "svdvals",
     "swapaxes",
     "take",
     "take_along_axis",

@@ -2417,8 +2417,8 @@ def norm(
     ``sum(|x|^p)^(1/p)``), over two a matrix norm (None or ``"fro"``: Frobenius; 1 and -1: the
     largest and smallest column sum of magnitudes; ±inf: of row sums). ``axis=None`` takes
     every axis with ``ord=None`` (the Frobenius norm of any shape), else the one or two axes
-    of a 1-d or 2-d ``x``. Matrix 2-norms and the nuclear norm need singular values, which
-    pypto does not compute: they are refused.
+    of a 1-d or 2-d ``x``. The matrix norms ``2``, ``-2`` (the largest and smallest singular
+    value) and ``"nuc"`` (their sum) come from :func:`pto.linalg.svdvals`.
 
     >>> import pypto as pto
     >>> float(pto.linalg.norm(pto.tensor([3.0, 4.0])))
@@ -2461,12 +2461,15 @@ def norm(
     r, c = axes
     if ord is None or ord == "fro":
         return api.sqrt(api.sum(api.mul(v, v), axes, keepdims))
-    if ord in _SVD_ORDS:
-        raise ShapeError(
-            f"the matrix norm ord={ord!r} needs singular values, which pypto does not compute",
-            op="norm",
-            hint="ord='fro', 1, -1, inf or -inf are sums and maxima",
-        )
+    if ord in _SVD_ORDS:  # from the singular values of the two axes moved last
+        from pypto.ops.spectral import svd  # (spectral builds on this module)
+
+        rest = [i for i in range(nd) if i not in axes]
+        s = svd(api.transpose(v, (*rest, r, c)), compute_uv=False)
+        ext = api.sum(s, -1) if ord == "nuc" else api.getitem(s, (Ellipsis, 0 if ord == 2 else -1))
+        if keepdims:
+            return api.reshape(ext, tuple(1 if i in axes else n for i, n in enumerate(v.shape)))
+        return ext
     if ord in (1, -1):  # column sums: over the row axis, then the extreme over columns
         sums, over = api.sum(a, (r,), True), (c,)
     elif ord in (math.inf, -math.inf):

@@ -46,6 +46,7 @@ from jaxref import (
 
 import pypto as pto
 from pypto.core import dispatch
+from pypto.core.tolerance import tolerance
 from pypto.ops.scan import MONOIDS
 from pypto.ops.table import OPS
 from pypto.tile.examples import rms_norm_matmul
@@ -1977,6 +1978,158 @@ def _qr(data: Draw, dtype: pto.DType, name: str) -> None:
         assert type(out).__name__ == "QRResult" and out._fields == ("Q", "R")
     for o, w in zip(outs, wants, strict=True):
         assert_matches(o, w, 8 * (m + n) + 4, what=f"qr {batch} {m}x{n} {mode}")
+
+
+def _orthogonal(data: Draw, n: int) -> np.ndarray:
+    """An orthogonal ``[n, n]`` float64 matrix: the Q of a drawn matrix."""
+    g = values(data, pto.float32, (n, n), -1.0, 1.0).astype(np.float64)
+    return np.linalg.qr(g + 3.0 * np.eye(n))[0]
+
+
+def _spaced(data: Draw, k: int, lo: float) -> np.ndarray:
+    """``k`` values from ``lo`` up, at least 0.5 apart, in a drawn order: eigen- and singular
+    values far enough apart that each vector is determined up to its sign."""
+    gaps = np.array([data.draw(st.floats(0.5, 1.5), label="gap") for _ in range(k)])
+    return lo + np.cumsum(gaps)
+
+
+def _aligned(ours: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """``ours`` with each column's sign flipped to agree with ``want``'s."""
+    sign = np.sign(
+        np.sum(ours.astype(np.float64) * np.asarray(want, np.float64), -2, keepdims=True)
+    )
+    return ours * np.where(sign == 0, 1, sign)
+
+
+def _close(name: str, ours: Any, want: Any, dtype: pto.DType, k: int) -> None:
+    rtol, atol = tolerance(dtype if dtype.is_floating else pto.float32, k)
+    np.testing.assert_allclose(
+        np.asarray(ours, np.float32), np.asarray(want, np.float32), rtol, atol, err_msg=name
+    )
+
+
+@case("eigh", "eigvalsh", dtypes=(pto.float32, pto.bfloat16, pto.int32), group="library")
+def _eigh(data: Draw, dtype: pto.DType, name: str) -> None:
+    """Symmetric matrices with eigenvalues 0.5 or more apart (integers: any symmetric matrix,
+    eigenvalues alone), so each eigenvector is determined up to its sign; with
+    ``symmetrize_input=False`` the upper or lower triangle alone is read."""
+    batch = data.draw(shapes(max_dims=1, min_side=1), label="batch")
+    n = data.draw(st.integers(1, 5), label="n")
+    if dtype is pto.int32:
+        a = values(data, dtype, (*batch, n, n), ints=(-4, 4))
+        a = a + np.swapaxes(a, -1, -2)
+    else:
+        q = _orthogonal(data, n)
+        w = _spaced(data, n, data.draw(st.floats(-3.0, 1.0), label="lo"))
+        a = np.broadcast_to((q * w) @ q.T, (*batch, n, n)).astype(dtype.np)
+    sym = data.draw(st.booleans(), label="symmetrize_input")
+    uplo = data.draw(st.sampled_from([None, "L", "U"]), label="UPLO")
+    if not sym:  # the other triangle is not read: garbage there
+        junk = np.triu if uplo in (None, "L") else np.tril
+        a = (a + junk(np.full((n, n), 7.0), 1 if uplo in (None, "L") else -1)).astype(a.dtype)
+    (x,) = operands(data, [a])
+    jref = _rounded(ref(name)) if dtype is pto.bfloat16 else ref(name)
+    want = jitted(jref, ("UPLO", "symmetrize_input"))(a, UPLO=uplo, symmetrize_input=sym)
+    out = getattr(pto.linalg, name)(x, uplo, symmetrize_input=sym)
+    what = f"{name} {batch} n={n} UPLO={uplo} symmetrize={sym}"
+    if name == "eigvalsh":
+        assert_matches(out, want, 8 * n + 4, what=what)
+        return
+    assert type(out).__name__ == "EighResult" and out._fields == ("eigenvalues", "eigenvectors")
+    assert_matches(out.eigenvalues, want[0], 8 * n + 4, what=what)
+    assert out.eigenvectors.dtype == out.eigenvalues.dtype
+    if dtype is not pto.int32:
+        v = out.eigenvectors.numpy()
+        _close(what, _aligned(v, want[1]), want[1], dtype, 8 * n + 4)
+
+
+@case("svd", "svdvals", dtypes=(pto.float32, pto.bfloat16, pto.int32), group="library")
+def _svd(data: Draw, dtype: pto.DType, name: str) -> None:
+    """``U·diag(s)·Vᵀ`` with singular values 0.5 or more apart (integers: any matrix, values
+    alone), tall, square and wide; the completion of a full ``U`` or ``Vh`` (any orthonormal
+    basis of its space) is checked for orthonormality, the rest against JAX up to signs."""
+    batch = data.draw(shapes(max_dims=1, min_side=1), label="batch")
+    m, n = data.draw(st.integers(1, 5), label="m"), data.draw(st.integers(1, 5), label="n")
+    k = min(m, n)
+    if dtype is pto.int32:
+        a = values(data, dtype, (*batch, m, n), ints=(-4, 4))
+    else:
+        s = _spaced(data, k, 0.0)[::-1]
+        a = _orthogonal(data, m)[:, :k] * s @ _orthogonal(data, n)[:k]
+        a = np.broadcast_to(a, (*batch, m, n)).astype(dtype.np)
+    (x,) = operands(data, [a])
+    jref = _rounded(ref(name)) if dtype is pto.bfloat16 else ref(name)
+    what = f"{name} {batch} {m}x{n}"
+    if name == "svdvals":
+        assert_matches(pto.linalg.svdvals(x), jitted(jref, ())(a), 8 * (m + n) + 4, what=what)
+        return
+    full = data.draw(st.booleans(), label="full_matrices")
+    uv = data.draw(st.booleans(), label="compute_uv") or dtype is not pto.int32
+    want = jitted(jref, ("full_matrices", "compute_uv"))(a, full_matrices=full, compute_uv=uv)
+    out = pto.linalg.svd(x, full, uv)
+    tol = 8 * (m + n) + 4
+    if not uv:
+        assert_matches(out, want, tol, what=what)
+        return
+    assert type(out).__name__ == "SVDResult" and out._fields == ("U", "S", "Vh")
+    assert_matches(out.S, want[1], tol, what=what)
+    u, vh = out.U.numpy(), out.Vh.numpy()
+    assert u.shape == want[0].shape and vh.shape == want[2].shape, what
+    ua = _aligned(u[..., :k], want[0][..., :k])
+    sign = np.sign(np.sum(ua * u[..., :k], -2))[..., :, None]  # the flips, as rows of Vh
+    _close(what + " U", ua, want[0][..., :k], dtype, tol)
+    _close(what + " Vh", vh[..., :k, :] * sign, want[2][..., :k, :], dtype, tol)
+    for q in (u, np.swapaxes(vh, -1, -2)):
+        gram = np.swapaxes(q, -1, -2).astype(np.float32) @ q.astype(np.float32)
+        _close(
+            what + " orthonormal",
+            gram,
+            np.broadcast_to(np.eye(q.shape[-1]), gram.shape),
+            dtype,
+            tol,
+        )
+
+
+@case("lstsq", dtypes=(pto.float32, pto.int32), group="library")
+def _lstsq(data: Draw, dtype: pto.DType, name: str) -> None:
+    """Tall, square and wide systems of full rank, or with a zero column (rank deficient: the
+    least-norm solution), one right-hand side or several."""
+    m, n = data.draw(st.integers(1, 5), label="m"), data.draw(st.integers(1, 5), label="n")
+    k = min(m, n)
+    if dtype is pto.int32:
+        a = values(data, dtype, (m, n), ints=(-4, 4))
+        a = a + (3 * np.eye(m, n)).astype(np.int32) * np.sign(a + 0.5).astype(np.int32)
+    else:
+        s = _spaced(data, k, 0.5)[::-1]
+        a = (_orthogonal(data, m)[:, :k] * s @ _orthogonal(data, n)[:k]).astype(np.float32)
+    if n > 1 and data.draw(st.booleans(), label="zero column"):
+        a[:, data.draw(st.integers(0, n - 1), label="column")] = 0
+    cols = data.draw(st.sampled_from([None, 1, 3]), label="columns")
+    b = values(data, dtype, (m,) if cols is None else (m, cols), -2.0, 2.0, ints=(-3, 3))
+    x, y = operands(data, [a, b])
+    out = pto.linalg.lstsq(x, y)
+    want = jitted(ref(name), ())(a, b)
+    what = f"lstsq {m}x{n} b {b.shape}"
+    assert isinstance(out, tuple) and len(out) == 4
+    for o, w, part in zip(out, want, ("x", "residuals", "rank", "s"), strict=True):
+        assert_matches(o, w, 16 * (m + n), what=f"{what} {part}")
+
+
+@case("matrix_rank", dtypes=(pto.float32, pto.int32), group="library")
+def _matrix_rank(data: Draw, dtype: pto.DType, name: str) -> None:
+    """Products of ``[m, r]`` and ``[r, n]`` integer matrices (rank ``r`` or less, exactly
+    representable), default and given tolerances, 1-d inputs."""
+    batch = data.draw(shapes(max_dims=1, min_side=1), label="batch")
+    m, n, r = (data.draw(st.integers(1, 5), label=w) for w in "mnr")
+    if data.draw(st.booleans(), label="vector"):
+        a = values(data, dtype, (n,), ints=(0, 1), discrete=True)
+    else:
+        left = values(data, pto.int32, (*batch, m, r), ints=(-2, 2))
+        a = (left @ values(data, pto.int32, (r, n), ints=(-2, 2))).astype(dtype.np)
+    rtol = data.draw(st.sampled_from([None, 0.5]), label="rtol")
+    (x,) = operands(data, [a])
+    want = jitted(ref(name), ())(a, rtol)
+    assert_matches(pto.linalg.matrix_rank(x, rtol), want, what=f"matrix_rank {a.shape} {rtol}")
 
 
 @case("polyfit", dtypes=(pto.float32, pto.int32), group="library")

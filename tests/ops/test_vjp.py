@@ -785,3 +785,72 @@ def test_frexp_and_ldexp_gradients_are_the_powers_of_two() -> None:
     np.testing.assert_array_equal(got, [8.0, 0.25, 2.0**-100, 1.0, 2.0**100])
     want = jax.grad(lambda a: jnp.ldexp(a, n).sum())(x)  # (its 2^-100 is a few ulps off)
     np.testing.assert_allclose(got[:4], np.asarray(want)[:4], rtol=1e-5)
+
+
+def test_eigh_and_svd_gradients_match_jax() -> None:
+    """Through the Jacobi rotations, on inputs whose eigen- and singular values are distinct
+    (where JAX's rules are defined); the losses use the squares of the vectors, whose signs
+    are arbitrary."""
+    a = normal((4, 4), 231)
+    c = normal((4, 4), 232)
+
+    def eig_loss(x: Any, lib: Any) -> Any:
+        w, v = lib.linalg.eigh(x)
+        return (w * c[0]).sum() + (v * v * c).sum()  # the vectors' signs are arbitrary
+
+    got = pto.grad(lambda x: eig_loss(x, pto))(pto.tensor(a)).numpy()
+    want = np.asarray(jax.grad(lambda x: eig_loss(x, jnp))(a))
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5)
+    for shape, seed in (((5, 3), 233), ((3, 5), 234), ((3, 3), 235)):
+        b = normal(shape, seed)
+        k = min(shape)
+        cu, cv = normal((shape[0], k), seed + 10), normal((k, shape[1]), seed + 20)
+
+        def svd_loss(x: Any, lib: Any, cu: Any = cu, cv: Any = cv) -> Any:
+            u, s, vh = lib.linalg.svd(x, full_matrices=False)
+            return (s * cv[0, : s.shape[-1]]).sum() + (u * u * cu).sum() + (vh * vh * cv).sum()
+
+        got = pto.grad(lambda x, f=svd_loss: f(x, pto))(pto.tensor(b)).numpy()
+        want = np.asarray(jax.grad(lambda x, f=svd_loss: f(x, jnp))(b))
+        np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-5, err_msg=str(shape))
+
+
+def test_pinv_gradient_is_the_pseudo_inverses_own() -> None:
+    """Also where singular values repeat (the identity, an orthogonal matrix, a repeated
+    diagonal): there the SVD's derivative is undefined and the pseudo-inverse's is not. As
+    JAX's, eagerly, under jit and on the NPU; a rank-deficient matrix too."""
+    q = np.linalg.qr(normal((3, 3), 241).astype(np.float64))[0].astype(f32)
+    c = normal((3, 3), 242)
+    cases = [
+        np.eye(3, dtype=f32),
+        q,
+        np.diag([2.0, 2.0, 1.0]).astype(f32),
+        normal((3, 3), 243),
+        np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [1.0, 0.0, 1.0]], f32),
+    ]
+
+    def loss(x: Any, lib: Any) -> Any:
+        return (lib.linalg.pinv(x) * c).sum()
+
+    jitted = pto.jit(pto.grad(lambda x: loss(x, pto)), backend="interpret")
+    for a in cases:
+        want = np.asarray(jax.grad(lambda x: loss(x, jnp))(a))
+        for got in (pto.grad(lambda x: loss(x, pto))(pto.tensor(a)), jitted(pto.tensor(a))):
+            np.testing.assert_allclose(got.numpy(), want, rtol=2e-4, atol=2e-5, err_msg=str(a))
+    rect, c2 = normal((4, 2), 244), normal((2, 4), 245)
+    npu = pto.jit(pto.grad(lambda x: (pto.linalg.pinv(x) * c2).sum()), machine="tiny")
+    want = np.asarray(jax.grad(lambda x: (jnp.linalg.pinv(x) * c2).sum())(rect))
+    np.testing.assert_allclose(npu(pto.tensor(rect)).numpy(), want, rtol=2e-4, atol=2e-5)
+
+
+def test_lstsq_gradient_matches_jax() -> None:
+    a, b = normal((5, 3), 251), normal((5, 2), 252)
+
+    def loss(x: Any, y: Any, lib: Any) -> Any:
+        sol, res, _, s = lib.linalg.lstsq(x, y)
+        return (sol * sol).sum() + res.sum() + s.sum()
+
+    got = pto.grad(lambda x, y: loss(x, y, pto), (0, 1))(pto.tensor(a), pto.tensor(b))
+    want = jax.grad(lambda x, y: loss(x, y, jnp), (0, 1))(a, b)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g.numpy(), np.asarray(w), rtol=2e-4, atol=2e-5)

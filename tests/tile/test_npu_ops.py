@@ -52,6 +52,12 @@ _dense.defvjp(
 )
 
 
+def _spread(a: Any, m: int = 3, n: int = 3) -> Any:
+    """The leading ``[m, n]`` block of ``a`` ``[..., 4, 4]`` plus a diagonal 0, 3, 6, …: its
+    eigen- or singular values stay apart, so every rotation is well determined."""
+    return a[..., :m, :n] + np.eye(m, n, dtype=np.float32) * np.arange(0.0, 3 * n, 3, np.float32)
+
+
 def _flat(out: tuple[Any, list[Any]]) -> tuple[Any, ...]:
     """histogramdd's ``(counts, [edges...])`` as one tuple."""
     return (out[0], *out[1])
@@ -613,6 +619,25 @@ CASES: dict[str, Case] = {
     "slogdet": (lambda a: pto.linalg.slogdet(_conditioned(a)), [(SQ, "n")], F),
     "polyfit": (lambda x, y: pto.polyfit(y[:6], x[0, :6], 1), [(X, "n"), (ROW, "n")], F),
     "qr": (lambda x: pto.linalg.qr(x[:, :4] + 3 * np.eye(6, 4, dtype=np.float32)), [(X, "n")], F),
+    # Jacobi rotations: float32 alone (float16 and bfloat16 are rounded float32 results)
+    "eigh": (lambda a: pto.linalg.eigh(_spread(a[0])), [(SQ, "n")], (pto.float32,)),
+    "eigvalsh": (
+        lambda a: pto.linalg.eigvalsh(_spread(a, 2, 2), "U", False),
+        [(SQ, "n")],
+        (pto.float32,),
+    ),
+    "svd": (lambda a: pto.linalg.svd(_spread(a[0], 3, 2)), [(SQ, "n")], (pto.float32,)),
+    "svdvals": (lambda a: pto.linalg.svdvals(_spread(a, 2, 3)), [(SQ, "n")], (pto.float32,)),
+    "lstsq": (
+        lambda a, b: pto.linalg.lstsq(_spread(a[0], 3, 2), b[:, 0]),
+        [(SQ, "n"), ((3, 3), "n")],
+        (pto.float32,),
+    ),
+    "matrix_rank": (
+        lambda a: pto.linalg.matrix_rank(_spread(a, 2, 2)),
+        [(SQ, "n")],
+        (pto.float32,),
+    ),
     "cholesky": (
         lambda a: pto.linalg.cholesky(a @ pto.swapaxes(a, -1, -2) + 0.5),
         [(SQ, "n")],
