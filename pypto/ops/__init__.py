@@ -337,8 +337,8 @@ from pypto.ops.setops import (
     unique_inverse,
     unique_values,
 )
-from pypto.ops.solvers import cholesky, det, inv, matrix_power, polyfit, qr, slogdet, solve
-from pypto.ops.spectral import eigh, eigvalsh, lstsq, matrix_rank, svd, svdvals
+from pypto.ops.solvers import cholesky, det, inv, matrix_power, qr, slogdet, solve
+from pypto.ops.spectral import eigh, eigvalsh, lstsq, matrix_rank, polyfit, svd, svdvals
 from pypto.ops.table import OPS, AVal, Op
 from pypto.ops.trig import arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh
 

@@ -526,7 +526,8 @@ def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> Any:
 def poly(seq_of_zeros: Any) -> Any:
     """The coefficients of ``(x - z₀)(x - z₁)…``, highest degree first and leading 1, as
     ``jnp.poly`` for a 1-d sequence of roots (a float dtype; no roots: the 0-d 1). A square
-    matrix's characteristic polynomial needs its eigenvalues, which pypto has no op for.
+    matrix's characteristic polynomial needs a general matrix's (complex) eigenvalues, which
+    pypto does not compute (:func:`pto.linalg.eigh` is for symmetric matrices).
 
     >>> import pypto as pto
     >>> pto.poly(pto.tensor([1.0, 2.0])).numpy()
@@ -539,7 +540,11 @@ def poly(seq_of_zeros: Any) -> Any:
         square = len(z.shape) == 2 and z.shape[0] == z.shape[1]
         raise ShapeError(
             f"the roots must be 1-d, got {api._aval(z)}"
-            + (": a matrix's characteristic polynomial needs eigvals, not built" if square else ""),
+            + (
+                ": a matrix's characteristic polynomial needs eigvals (complex), not built"
+                if square
+                else ""
+            ),
             op="poly",
             hint="pass the roots as a 1-d tensor",
         )

@@ -2466,7 +2466,15 @@ def norm(
 
         rest = [i for i in range(nd) if i not in axes]
         s = svd(api.transpose(v, (*rest, r, c)), compute_uv=False)
-        ext = api.sum(s, -1) if ord == "nuc" else api.getitem(s, (Ellipsis, 0 if ord == 2 else -1))
+        if s.shape[-1] == 0 and ord == -2:
+            raise ShapeError(
+                f"ord=-2 of empty matrices {api._aval(v)}: the smallest of no singular values",
+                op="norm",
+            )
+        if ord == "nuc" or s.shape[-1] == 0:  # (ord=2 of an empty matrix is 0, as in JAX)
+            ext = api.sum(s, -1)
+        else:
+            ext = api.getitem(s, (Ellipsis, 0 if ord == 2 else -1))
         if keepdims:
             return api.reshape(ext, tuple(1 if i in axes else n for i, n in enumerate(v.shape)))
         return ext

@@ -23,7 +23,6 @@ from pypto import dtypes as dt
 from pypto.core.errors import ShapeError
 from pypto.ops import api, composite, rules
 from pypto.ops.composite import _composite
-from pypto.ops.index_tricks import vander
 from pypto.ops.numpy_lib import _narrow
 
 
@@ -389,95 +388,6 @@ def qr(a: Any, mode: str = "reduced") -> Any:
         tail = api.sub(tail, api.mul(_col(api.mul(v, _col(tau))), _row(w)))
         q = api.concat([head, tail], -2) if j else tail
     return QRResult(_narrow(q, d), _narrow(r, d))
-
-
-def _polyfit_jax(
-    x: Any, y: Any, deg: int, rcond: Any = None, full: bool = False, w: Any = None, cov: Any = False
-) -> Any:
-    return jnp.polyfit(x, y, deg, rcond, full, w, cov)
-
-
-@_composite(
-    "polyfit", "least-squares polynomial coefficients (QR of the scaled Vandermonde)", _polyfit_jax
-)
-def polyfit(
-    x: Any, y: Any, deg: int, rcond: Any = None, full: bool = False, w: Any = None, cov: Any = False
-) -> Any:
-    """The coefficients (highest degree first) of the degree-``deg`` polynomial closest to
-    the points ``(x, y)`` in least squares (``y`` one column of values per fit), as
-    ``jnp.polyfit``: the Vandermonde matrix, weighted by ``w`` and with its columns scaled
-    to unit norm as numpy does, solved by :func:`qr`. ``cov=True`` (or ``"unscaled"``) also
-    returns the coefficients' covariance. pypto needs at least ``deg + 1`` points and a
-    Vandermonde matrix of full rank (distinct ``x``), where JAX's SVD also returns the
-    minimum-norm fit of a rank-deficient one; ``rcond`` only matters there, and ``full=True``
-    (the singular values) is not provided.
-
-    >>> import pypto as pto
-    >>> c = pto.polyfit(pto.tensor([0.0, 1.0, 2.0, 3.0]), pto.tensor([1.0, 3.0, 5.0, 7.0]), 1)
-    >>> c.numpy().round(5)
-    array([2., 1.], dtype=float32)
-    """
-    if full:
-        raise ShapeError(
-            "full=True returns lstsq's rank and singular values, which pypto does not compute",
-            op="polyfit",
-            hint="use full=False (the coefficients), or cov=True for their covariance",
-        )
-    deg = rules.integer("polyfit", "deg", deg)
-    if deg < 0:
-        raise ShapeError(f"deg must be >= 0, got {deg}", op="polyfit")
-    xv, yv = api.promote("polyfit", (x, y), inexact=True)
-    if len(xv.shape) != 1 or not xv.shape[0]:  # type: ignore[attr-defined]
-        raise ShapeError(f"x must be a non-empty 1-d tensor, got {api._aval(xv)}", op="polyfit")
-    m, order = xv.shape[0], deg + 1  # type: ignore[attr-defined]
-    if len(yv.shape) not in (1, 2) or yv.shape[0] != m:  # type: ignore[attr-defined]
-        raise ShapeError(
-            f"y must be [{m}] or [{m}, k] to match x {api._aval(xv)}, got {api._aval(yv)}",
-            op="polyfit",
-        )
-    if m < order:
-        raise ShapeError(
-            f"{m} points cannot determine a degree-{deg} polynomial: its least-squares problem "
-            "is rank-deficient",
-            op="polyfit",
-            hint=f"pass at least {order} points, or a lower deg",
-        )
-    d = xv.dtype  # type: ignore[attr-defined]
-    lhs = vander(api.cast(xv, dt.float32), order)
-    rhs = api.cast(yv, dt.float32)
-    if w is not None:
-        (wv,) = api.promote("polyfit", (w,), inexact=True)
-        if tuple(wv.shape) != (m,):  # type: ignore[attr-defined]
-            raise ShapeError(f"w must be [{m}], got {api._aval(wv)}", op="polyfit")
-        wv = _col(api.cast(wv, dt.float32))
-        lhs = api.mul(lhs, wv)
-        rhs = api.mul(rhs, wv if len(rhs.shape) == 2 else composite.squeeze(wv, -1))
-    scale = api.sqrt(api.sum(api.mul(lhs, lhs), 0))
-    lhs = api.div(lhs, _row(scale))
-    q, r = qr(lhs)
-    vector = len(rhs.shape) == 1
-    qty = api.matmul(composite.swapaxes(q, 0, 1), _col(rhs) if vector else rhs)
-    c = solve(r, qty)  # (R is upper triangular: elimination does not pivot)
-    c = api.div(c, _col(scale))
-    coef = composite.squeeze(c, -1) if vector else c
-    if not cov:
-        return _narrow(coef, d)
-    base = api.div(
-        inv(api.matmul(composite.swapaxes(lhs, 0, 1), lhs)), api.mul(_col(scale), _row(scale))
-    )
-    if cov == "unscaled":
-        fac: Any = api.asvalue(np.ones(1, np.float32))  # (2-d y: [order, order, 1], as JAX)
-    else:
-        if m <= order:
-            raise ShapeError(
-                "the number of data points must exceed order to scale the covariance matrix",
-                op="polyfit",
-                hint='pass more points, or cov="unscaled"',
-            )
-        resid = api.sub(api.matmul(lhs, api.mul(c, _col(scale))), _col(rhs) if vector else rhs)
-        fac = api.div(api.sum(api.mul(resid, resid), 0), m - order)
-    covm = api.mul(base, fac) if vector else api.mul(_col(base), _row(_row(fac)))
-    return _narrow(coef, d), _narrow(covm, d)
 
 
 def _matrix_power_jax(a: Any, n: int) -> Any:

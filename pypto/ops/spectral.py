@@ -31,11 +31,12 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core.errors import ShapeError, TraceError
-from pypto.ops import api, composite, numpy_lib
+from pypto.ops import api, composite, numpy_lib, rules
 from pypto.ops.composite import _composite
+from pypto.ops.index_tricks import vander
 from pypto.ops.indexing import _concrete
 from pypto.ops.numpy_lib import _narrow
-from pypto.ops.solvers import _at, _col, _row, qr
+from pypto.ops.solvers import _at, _col, _row, inv, qr
 
 _EPS32 = float(np.finfo(np.float32).eps)
 
@@ -315,6 +316,10 @@ def svd(
     s, v = _sort(norms, v, descending=True)
     _, g = _sort(norms, g, descending=True)
     s_out = numpy_lib.ldexp(s, api.reshape(e, e.shape[:-1]))
+    # an infinity or NaN anywhere makes every result NaN, as LAPACK's (a column of one entry
+    # would otherwise keep its inf)
+    bad = composite.logical_not(composite.all(composite.isfinite(v0), (-2, -1), True))
+    s_out = api.where(api.reshape(bad, (*batch, 1)), math.nan, s_out)
     if not compute_uv:
         return _narrow(s_out, d)
     u = api.div(g, _row(api.where(api.equal(s, 0.0), 1.0, s)))  # zero columns stay zero
@@ -323,6 +328,7 @@ def svd(
     # the roles swap
     t = functools.partial(composite.swapaxes, axis1=-1, axis2=-2)
     left, right = (v, t(u)) if wide else (u, t(v))
+    left, right = (api.where(bad, math.nan, x) for x in (left, right))
     return SVDResult(_narrow(left, d), _narrow(s_out, d), _narrow(right, d))
 
 
@@ -415,7 +421,7 @@ def lstsq(a: Any, b: Any, rcond: float | None = None, numpy_resid: bool = False)
         b32 = _col(b32)
     k = min(m, n)
     if k == 0:
-        x = api.broadcast_to(api.asvalue(np.zeros((), np.float32)), (n, b32.shape[-1]))
+        x = api.broadcast_to(api.asvalue(np.zeros((), np.float32)), (n, b32.shape[-1]))  # type: ignore[union-attr]
         s = api.broadcast_to(api.asvalue(np.zeros((), np.float32)), (0,))
         rank = api.asvalue(np.int32(0))
     else:
@@ -445,3 +451,86 @@ def lstsq(a: Any, b: Any, rcond: float | None = None, numpy_resid: bool = False)
     if vec:
         x = api.reshape(x, (n,))
     return _narrow(x, d), _narrow(resid, d), rank, _narrow(s, d)
+
+
+def _polyfit_jax(
+    x: Any, y: Any, deg: int, rcond: Any = None, full: bool = False, w: Any = None, cov: Any = False
+) -> Any:
+    return jnp.polyfit(x, y, deg, rcond, full, w, cov)
+
+
+@_composite(
+    "polyfit",
+    "least-squares polynomial coefficients (lstsq of the scaled Vandermonde)",
+    _polyfit_jax,
+)
+def polyfit(
+    x: Any, y: Any, deg: int, rcond: Any = None, full: bool = False, w: Any = None, cov: Any = False
+) -> Any:
+    """The coefficients (highest degree first) of the degree-``deg`` polynomial closest to
+    the points ``(x, y)`` in least squares (``y`` one column of values per fit), as
+    ``jnp.polyfit``: the Vandermonde matrix, weighted by ``w`` and with its columns scaled
+    to unit norm as numpy does, solved by :func:`lstsq` (the least-norm fit when the points
+    do not determine the polynomial; singular values below ``rcond`` times the largest, by
+    default ``len(x)·eps``, count as zero). ``full=True`` returns ``(coefficients,
+    residuals, rank, singular values, rcond)``; ``cov=True`` (or ``"unscaled"``) returns the
+    coefficients and their covariance.
+
+    >>> import pypto as pto
+    >>> c = pto.polyfit(pto.tensor([0.0, 1.0, 2.0, 3.0]), pto.tensor([1.0, 3.0, 5.0, 7.0]), 1)
+    >>> c.numpy().round(5)
+    array([2., 1.], dtype=float32)
+    """
+    deg = rules.integer("polyfit", "deg", deg)
+    if deg < 0:
+        raise ShapeError(f"deg must be >= 0, got {deg}", op="polyfit")
+    xv, yv = api.promote("polyfit", (x, y), inexact=True)
+    if len(xv.shape) != 1 or not xv.shape[0]:  # type: ignore[attr-defined]
+        raise ShapeError(f"x must be a non-empty 1-d tensor, got {api._aval(xv)}", op="polyfit")
+    m, order = xv.shape[0], deg + 1  # type: ignore[attr-defined]
+    if len(yv.shape) not in (1, 2) or yv.shape[0] != m:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"y must be [{m}] or [{m}, k] to match x {api._aval(xv)}, got {api._aval(yv)}",
+            op="polyfit",
+        )
+    d = xv.dtype  # type: ignore[attr-defined]
+    cut = m * _eps(d) if rcond is None else float(rcond)
+    lhs = vander(api.cast(xv, dt.float32), order)
+    rhs = api.cast(yv, dt.float32)
+    if w is not None:
+        (wv,) = api.promote("polyfit", (w,), inexact=True)
+        if tuple(wv.shape) != (m,):  # type: ignore[attr-defined]
+            raise ShapeError(f"w must be [{m}], got {api._aval(wv)}", op="polyfit")
+        wv = _col(api.cast(wv, dt.float32))
+        lhs = api.mul(lhs, wv)
+        rhs = api.mul(rhs, wv if len(rhs.shape) == 2 else composite.squeeze(wv, -1))
+    scale = api.sqrt(api.sum(api.mul(lhs, lhs), 0))
+    lhs = api.div(lhs, _row(scale))
+    c, resids, rank, s = lstsq(lhs, rhs, cut)
+    vector = len(rhs.shape) == 1
+    c = api.div(c, scale if vector else _col(scale))
+    if full:
+        return (
+            _narrow(c, d),
+            _narrow(resids, d),
+            rank,
+            _narrow(s, d),
+            api.asvalue(np.float32(cut)),
+        )
+    if not cov:
+        return _narrow(c, d)
+    base = api.div(
+        inv(api.matmul(composite.swapaxes(lhs, 0, 1), lhs)), api.mul(_col(scale), _row(scale))
+    )
+    if cov == "unscaled":
+        fac: Any = api.asvalue(np.ones(1, np.float32))  # (2-d y: [order, order, 1], as JAX)
+    else:
+        if m <= order:
+            raise ShapeError(
+                "the number of data points must exceed order to scale the covariance matrix",
+                op="polyfit",
+                hint='pass more points, or cov="unscaled"',
+            )
+        fac = api.div(resids, m - order)
+    covm = api.mul(base, fac) if vector else api.mul(_col(base), _row(_row(fac)))
+    return _narrow(c, d), _narrow(covm, d)
