@@ -6,6 +6,8 @@
 float32
 """
 
+import numpy as _np
+
 from pypto import block, dtypes, isa, lax, linalg, npu, tile
 from pypto.compiler import jit, make_graph
 from pypto.core.errors import (
@@ -24,8 +26,11 @@ from pypto.dtypes import (
     bfloat16,
     bool_,
     can_cast,
+    dtype,
+    finfo,
     float16,
     float32,
+    iinfo,
     int8,
     int32,
     isdtype,
@@ -81,6 +86,7 @@ from pypto.ops import (
     allclose,
     amax,
     amin,
+    angle,
     any,
     append,
     arccos,
@@ -418,6 +424,7 @@ from pypto.ops import (
     vstack,
     where,
 )
+from pypto.ops.index_tricks import c_, mgrid, ogrid, r_
 from pypto.reference import check, to_jax
 from pypto.tile.config import (
     hint,
@@ -447,6 +454,16 @@ def __getattr__(name: str) -> object:
     raise AttributeError(f"module 'pypto' has no attribute {name!r}")
 
 
+# numpy's constants, index-expression helpers and abstract scalar types, as jax.numpy has them
+pi, e, inf, nan, euler_gamma = _np.pi, _np.e, _np.inf, _np.nan, _np.euler_gamma
+newaxis = None
+s_, index_exp = _np.s_, _np.index_exp
+generic, number, inexact, floating = _np.generic, _np.number, _np.inexact, _np.floating
+integer, signedinteger, unsignedinteger = _np.integer, _np.signedinteger, _np.unsignedinteger
+complexfloating = _np.complexfloating
+bool = bool_  # jnp.bool: the dtype (the module uses no builtin bool below)
+ndarray = Tensor  # (jnp.ndarray is its array type)
+
 __all__ = [
     "BoundsError",
     "ConversionError",
@@ -469,6 +486,7 @@ __all__ = [
     "allclose",
     "amax",
     "amin",
+    "angle",
     "any",
     "append",
     "apply_along_axis",
@@ -515,10 +533,12 @@ __all__ = [
     "bitwise_xor",
     "blackman",
     "block",
+    "bool",
     "bool_",
     "broadcast_arrays",
     "broadcast_shapes",
     "broadcast_to",
+    "c_",
     "can_cast",
     "cast",
     "cbrt",
@@ -529,6 +549,7 @@ __all__ = [
     "choose",
     "clip",
     "column_stack",
+    "complexfloating",
     "compress",
     "concat",
     "concatenate",
@@ -568,7 +589,9 @@ __all__ = [
     "dot",
     "dsplit",
     "dstack",
+    "dtype",
     "dtypes",
+    "e",
     "ediff1d",
     "eigh",
     "eigvalsh",
@@ -579,6 +602,7 @@ __all__ = [
     "equal",
     "erf",
     "erfc",
+    "euler_gamma",
     "exp",
     "exp2",
     "expand_dims",
@@ -587,6 +611,7 @@ __all__ = [
     "eye",
     "fabs",
     "fill_diagonal",
+    "finfo",
     "flatnonzero",
     "flip",
     "fliplr",
@@ -594,6 +619,7 @@ __all__ = [
     "float16",
     "float32",
     "float_power",
+    "floating",
     "floor",
     "floor_divide",
     "fmax",
@@ -607,6 +633,7 @@ __all__ = [
     "full_like",
     "gcd",
     "gelu",
+    "generic",
     "geomspace",
     "glu",
     "grad",
@@ -631,12 +658,17 @@ __all__ = [
     "hypot",
     "i0",
     "identity",
+    "iinfo",
     "imag",
+    "index_exp",
     "indices",
+    "inexact",
+    "inf",
     "inner",
     "insert",
     "int8",
     "int32",
+    "integer",
     "interp",
     "intersect1d",
     "inv",
@@ -703,6 +735,7 @@ __all__ = [
     "mean",
     "median",
     "meshgrid",
+    "mgrid",
     "min",
     "minimum",
     "mish",
@@ -711,6 +744,7 @@ __all__ = [
     "moveaxis",
     "mul",
     "multiply",
+    "nan",
     "nan_to_num",
     "nanargmax",
     "nanargmin",
@@ -726,14 +760,18 @@ __all__ = [
     "nanstd",
     "nansum",
     "nanvar",
+    "ndarray",
     "ndim",
     "neg",
     "negative",
+    "newaxis",
     "nextafter",
     "nonzero",
     "norm",
     "not_equal",
     "npu",
+    "number",
+    "ogrid",
     "one_hot",
     "ones",
     "ones_like",
@@ -742,6 +780,7 @@ __all__ = [
     "partition",
     "percentile",
     "permute_dims",
+    "pi",
     "piecewise",
     "place",
     "poly",
@@ -763,6 +802,7 @@ __all__ = [
     "put_along_axis",
     "qr",
     "quantile",
+    "r_",
     "rad2deg",
     "radians",
     "random",
@@ -786,6 +826,7 @@ __all__ = [
     "rot90",
     "round",
     "rsqrt",
+    "s_",
     "scaled_dot_product_attention",
     "searchsorted",
     "select",
@@ -798,6 +839,7 @@ __all__ = [
     "sigmoid",
     "sign",
     "signbit",
+    "signedinteger",
     "silu",
     "sin",
     "sinc",
@@ -853,6 +895,7 @@ __all__ = [
     "unique_inverse",
     "unique_values",
     "unravel_index",
+    "unsignedinteger",
     "unstack",
     "unwrap",
     "value_and_grad",

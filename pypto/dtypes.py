@@ -29,9 +29,11 @@ __all__ = [
     "can_cast",
     "canonical_dtype",
     "dtype",
+    "finfo",
     "float16",
     "float32",
     "from_numpy",
+    "iinfo",
     "int8",
     "int32",
     "isdtype",
@@ -220,12 +222,34 @@ def _dtype_of(a: Any) -> DType:
     return dtype(a)
 
 
-def finfo(d: DType) -> Any:
-    """numpy/ml_dtypes finfo of a float dtype."""
+def _of(x: Any, op: str) -> DType:
+    """The dtype of ``x``: a dtype (or its name) or anything with a ``.dtype``."""
+    d = getattr(x, "dtype", None)
+    return dtype(x if d is None or isinstance(x, type) else d, op=op)
+
+
+def finfo(x: Any) -> Any:
+    """The machine limits of a float dtype (numpy's ``finfo``; ml_dtypes' for bfloat16), as
+    ``jnp.finfo``: ``x`` is a dtype, its name, or a tensor or array of it.
+
+    >>> finfo("bfloat16").eps, float(finfo(float16).max)
+    (0.0078125, 65504.0)
+    """
+    d = _of(x, "finfo")
+    if not d.is_floating:
+        raise DTypeError(f"finfo needs a float dtype, got {d}", op="finfo", hint="use iinfo")
     return ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
 
 
-def iinfo(d: DType) -> Any:
+def iinfo(x: Any) -> Any:
+    """The limits of an integer dtype (numpy's ``iinfo``), as ``jnp.iinfo``.
+
+    >>> int(iinfo(int8).min), int(iinfo("int32").max)
+    (-128, 2147483647)
+    """
+    d = _of(x, "iinfo")
+    if not d.is_integer:
+        raise DTypeError(f"iinfo needs an integer dtype, got {d}", op="iinfo", hint="use finfo")
     return np.iinfo(d.np)
 
 

@@ -214,6 +214,7 @@ from pypto.ops.numeric import (
 )
 from pypto.ops.numpy_lib import (
     allclose,
+    angle,
     append,
     argpartition,
     array_equal,
@@ -384,6 +385,7 @@ __all__ = [
     "allclose",
     "amax",
     "amin",
+    "angle",
     "any",
     "append",
     "arccos",

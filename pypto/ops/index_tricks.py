@@ -569,6 +569,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = dt.float32) -> An
 
 
 __all__: Sequence[str] = [
+    "c_",
     "choose",
     "delete",
     "diag_indices",
@@ -580,7 +581,10 @@ __all__: Sequence[str] = [
     "insert",
     "ix_",
     "lcm",
+    "mgrid",
+    "ogrid",
     "place",
+    "r_",
     "ravel_multi_index",
     "tri",
     "tril_indices",
@@ -590,3 +594,154 @@ __all__: Sequence[str] = [
     "unravel_index",
     "vander",
 ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Index-expression objects: grids and concatenation by slice syntax (not ops: they build
+# constants or call concat)
+
+
+def _grid_1d(s: slice, op: str) -> np.ndarray:
+    """The values a slice names: ``arange(start, stop, step)``, or with an imaginary step
+    ``linspace(start, stop, |step|)`` (numpy's convention)."""
+    start, stop, step = (
+        (0 if s.start is None else s.start),
+        s.stop,
+        (1 if s.step is None else s.step),
+    )
+    if stop is None:
+        raise ShapeError(f"{op}[{s!r}]: a slice needs a stop", op=op, hint="write start:stop")
+    if isinstance(step, complex):
+        return np.linspace(start, stop, int(abs(step)))
+    return np.arange(start, stop, step)
+
+
+class _Grid:
+    """``mgrid`` (``sparse=False``) and ``ogrid``, as ``jnp.mgrid`` and ``jnp.ogrid``."""
+
+    def __init__(self, name: str, sparse: bool) -> None:
+        self.name, self.sparse = name, sparse
+
+    def __getitem__(self, key: slice | tuple[slice, ...]) -> Any:
+        keys = key if isinstance(key, tuple) else (key,)
+        if not all(isinstance(k, slice) for k in keys):
+            raise ShapeError(
+                f"{self.name}[...] takes slices, got {key!r:.60}",
+                op=self.name,
+                hint="write e.g. pto.mgrid[0:3, 0:4] or pto.mgrid[0:1:5j]",
+            )
+        axes = [_grid_1d(k, self.name) for k in keys]
+        dtype = np.result_type(*axes)
+        if not isinstance(key, tuple):
+            return api.asvalue(axes[0].astype(dtype))
+        grids = np.meshgrid(*axes, indexing="ij", sparse=self.sparse)
+        if self.sparse:
+            return [api.asvalue(g.astype(dtype)) for g in grids]
+        return api.asvalue(np.stack(grids).astype(dtype))
+
+    def __repr__(self) -> str:
+        return f"pto.{self.name}"
+
+
+mgrid = _Grid("mgrid", sparse=False)
+mgrid.__doc__ = """Dense coordinate grids from slices, as ``jnp.mgrid``: ``mgrid[0:2, 0:3]``
+is ``[2, 2, 3]`` (an imaginary step is a count of points, ends included).
+
+>>> import pypto as pto
+>>> pto.mgrid[0:2, 0:3].shape, pto.mgrid[0:1:3j].numpy()
+((2, 2, 3), array([0. , 0.5, 1. ], dtype=float32))
+"""
+ogrid = _Grid("ogrid", sparse=True)
+ogrid.__doc__ = """Open (broadcastable) coordinate grids from slices, as ``jnp.ogrid``: a list
+of one array per slice, each along its own axis.
+
+>>> import pypto as pto
+>>> [g.shape for g in pto.ogrid[0:2, 0:3]]
+[(2, 1), (1, 3)]
+"""
+
+
+class _Concat:
+    """``r_`` and ``c_``: concatenation written as indexing, as ``jnp.r_`` and ``jnp.c_``."""
+
+    def __init__(self, name: str, axis: int, ndmin: int, trans1d: int) -> None:
+        self.name, self.defaults = name, (axis, ndmin, trans1d)
+
+    def __getitem__(self, key: Any) -> Any:
+        items = key if isinstance(key, tuple) else (key,)
+        (axis, ndmin, trans1d), matrix = self.defaults, None
+        if items and isinstance(items[0], str):  # "axis[,ndmin[,trans1d]]", or "r" / "c"
+            directive, items = items[0], items[1:]
+            if directive in ("r", "c"):
+                matrix = 0 if directive == "r" else 1
+            else:
+                try:
+                    given = [int(p) for p in directive.split(",")[:3]]
+                except ValueError:
+                    raise ShapeError(
+                        f"{self.name}: could not understand the directive {directive!r}",
+                        op=self.name,
+                        hint="'axis', 'axis,ndmin' or 'axis,ndmin,trans1d' (integers), 'r' or 'c'",
+                    ) from None
+                axis, ndmin, trans1d = (*given, *self.defaults[len(given) :])
+        if not items:
+            raise ShapeError(f"{self.name}[] needs something to concatenate", op=self.name)
+        parts: list[Any] = []
+        made = []
+        for item in items:
+            if isinstance(item, str):
+                raise ShapeError(
+                    f"{self.name}: a string directive must come first, got {item!r}",
+                    op=self.name,
+                )
+            is_slice = isinstance(item, slice)
+            parts.append(api.asvalue(_grid_1d(item, self.name) if is_slice else item, self.name))
+            made.append((is_slice, item))
+        # Python numbers are weak, as in a binary op; a slice's values are an array
+        target = dt.result_type(
+            *(
+                p if s or not isinstance(i, int | float | bool) else i
+                for p, (s, i) in zip(parts, made, strict=True)
+            )
+        )
+        out = []
+        for part, (is_slice, _) in zip(parts, made, strict=True):
+            v = part if part.dtype is target else api.cast(part, target)
+            nd = 0 if is_slice else len(v.shape)
+            shape = tuple(v.shape)
+            if len(shape) < ndmin:
+                v = api.reshape(v, (1,) * (ndmin - len(shape)) + shape)
+            if trans1d != -1 and ndmin - nd > 0:  # the item's own axes move to trans1d
+                shift = ndmin - abs(ndmin + trans1d + 1) % ndmin
+                order = tuple(range(ndmin))
+                v = api.transpose(v, order[shift:] + order[:shift])
+            out.append(v)
+        res = api.concat(out, axis)
+        if matrix is not None and len(res.shape) == 1:
+            res = composite.expand_dims(res, matrix)
+        return res
+
+    def __len__(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        return f"pto.{self.name}"
+
+
+r_ = _Concat("r_", 0, 1, -1)
+r_.__doc__ = """Concatenation along the first axis written as indexing, as ``jnp.r_``: slices
+become ranges (an imaginary step: a count of points), numbers and tensors are joined; a
+leading string ``"axis,ndmin,trans1d"`` (or ``"r"``/``"c"``: a 2-d row or column) sets how.
+
+>>> import pypto as pto
+>>> pto.r_[0:3, 7, pto.tensor([8, 9])].numpy()
+array([0, 1, 2, 7, 8, 9], dtype=int32)
+"""
+c_ = _Concat("c_", -1, 2, 0)
+c_.__doc__ = """Concatenation along the last axis, 1-d pieces as columns, as ``jnp.c_``.
+
+>>> import pypto as pto
+>>> pto.c_[pto.tensor([1, 2]), pto.tensor([3, 4])].numpy()
+array([[1, 3],
+       [2, 4]], dtype=int32)
+"""

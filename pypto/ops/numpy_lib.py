@@ -627,6 +627,28 @@ def imag(x: Any) -> Any:
     return api.broadcast_to(api.asvalue(np.zeros((), v.dtype.np)), tuple(v.shape))  # type: ignore[attr-defined]
 
 
+def _angle_jax(z: Any, deg: bool = False) -> Any:
+    return jnp.angle(z, deg)
+
+
+@_composite("angle", "the complex argument: π for negative reals, 0 otherwise", _angle_jax)
+def angle(z: Any, deg: bool = False) -> Any:
+    """The argument of ``z`` in radians (degrees with ``deg``), as ``jnp.angle``: for real
+    dtypes ``arctan2(0, z)``: π for negative numbers and -0.0, 0 otherwise, NaN for NaN;
+    integers and bools give float32.
+
+    >>> import pypto as pto
+    >>> pto.angle(pto.tensor([-2.0, 0.0, 3.0]), deg=True).numpy()
+    array([180.,   0.,   0.], dtype=float32)
+    """
+    from pypto.ops.trig import arctan2  # (trig builds on this module)
+
+    (v,) = api.promote("angle", (z,), inexact=True)
+    zero = api.broadcast_to(api.asvalue(np.zeros((), v.dtype.np)), tuple(v.shape))  # type: ignore[attr-defined]
+    a = arctan2(zero, v)
+    return rad2deg(a) if rules.flag("angle", "deg", deg) else a
+
+
 @_composite("conj", "the complex conjugate: x itself for real dtypes", jnp.conj)
 def conj(x: Any) -> Any:
     """The complex conjugate of ``x``: ``x`` itself for real dtypes, as ``jnp.conj``

@@ -38,6 +38,7 @@ from jaxref import (
     jax_elementwise,
     jax_layout,
     jitted,
+    name_of,
     operands,
     rng,
     shapes,
@@ -1579,6 +1580,7 @@ def test_nextafter_steps_from_subnormals_as_ieee_does() -> None:
     "conj",
     "iscomplex",
     "isreal",
+    "angle",
     dtypes=DTYPES,
     group="library",
 )
@@ -1588,6 +1590,98 @@ def _real_parts(data: Draw, dtype: pto.DType, name: str) -> None:
     (x,) = operands(data, [a])
     out = getattr(pto, name)(x)
     assert_matches(out, jax_elementwise(ref(name), a), what=name)
+    if name == "angle":
+        # (through 1-d buffers: JAX's angle of a 0-d float16 is float32, of any other rank not)
+        want = jax_elementwise(ref(name), a, deg=True)
+        assert_matches(pto.angle(x, deg=True), want, what="angle deg")
+
+
+def test_constants_types_and_machine_limits_are_jaxs() -> None:
+    for name in ("pi", "e", "inf", "euler_gamma", "newaxis", "s_", "index_exp", "floating"):
+        assert getattr(pto, name) is getattr(jnp, name) or getattr(pto, name) == getattr(jnp, name)
+    assert np.isnan(pto.nan) and pto.bool is pto.bool_ and isinstance(pto.ones(2), pto.ndarray)
+    assert pto.issubdtype(pto.bfloat16, pto.floating) and pto.issubdtype(pto.int8, pto.integer)
+    assert pto.ones(3)[:, pto.newaxis].shape == (3, 1)
+    for d in FLOATS:
+        for x in (d, d.name, pto.ones(2, d), np.ones(2, d.np)):
+            got, want = pto.finfo(x), jnp.finfo(d.np)
+            assert (got.eps, got.max, got.tiny, got.bits) == (
+                want.eps,
+                want.max,
+                want.tiny,
+                want.bits,
+            )
+    for d in INTS:
+        assert (pto.iinfo(d).min, pto.iinfo(d.name).max) == (
+            jnp.iinfo(d.np).min,
+            jnp.iinfo(d.np).max,
+        )
+    with pytest.raises(pto.DTypeError, match="finfo needs a float dtype, got int32"):
+        pto.finfo(pto.int32)
+    with pytest.raises(pto.DTypeError, match="iinfo needs an integer dtype"):
+        pto.iinfo("float16")
+
+
+def test_grids_and_slice_concatenation_match_jax() -> None:
+    """``mgrid``, ``ogrid``, ``r_`` and ``c_``: shapes, dtypes and values as JAX's, also on
+    tensors traced by jit."""
+
+    def same(got: Any, want: Any, what: str) -> None:
+        assert got.shape == want.shape and got.dtype.name == name_of(want), (what, got, want)
+        np.testing.assert_array_equal(
+            np.asarray(got.numpy(), np.float32), np.asarray(want, np.float32), what
+        )
+
+    for key in (
+        (slice(0, 2), slice(0, 3)),
+        (slice(0, 1, 5j),),
+        (slice(-1, 1, 0.5), slice(3)),
+        slice(4),
+    ):
+        same(pto.mgrid[key], jnp.mgrid[key], f"mgrid {key}")
+        for g, w in zip(
+            pto.ogrid[key] if isinstance(key, tuple) else [pto.ogrid[key]],
+            jnp.ogrid[key] if isinstance(key, tuple) else [jnp.ogrid[key]],
+            strict=True,
+        ):
+            same(g, w, f"ogrid {key}")
+    h = np.array([1.0, 2.0], np.float16)
+    keys = [
+        (slice(0, 3), h),
+        (h, 5.0),
+        (1, 2, 3),
+        (slice(0, 1, 4j),),
+        ("0,2", [1, 2, 3], [4, 5, 6]),
+        ("-1,2,0", [1, 2, 3], [4, 5, 6]),
+        ("1,3,0", np.ones((2, 2)), np.ones((2, 2))),
+        ("r", 1, 2),
+        ("c", 1, 2),
+        ("0,2,1", [1, 2, 3], [4, 5, 6]),
+        ("0,3,-1", [1, 2], [4, 5]),
+        (slice(1, 4, 2), 0.5),
+        (True, False),
+    ]
+    for key in keys:
+        ours = tuple(pto.tensor(k) if isinstance(k, np.ndarray) else k for k in key)
+        same(pto.r_[ours], jnp.r_[key], f"r_ {key}")
+    for key in (
+        (np.arange(3), np.arange(3, 6)),
+        (slice(1, 3), slice(4, 6)),
+        (np.ones((2, 2)), slice(1, 3)),
+    ):
+        same(pto.c_[key], jnp.c_[key], f"c_ {key}")
+    f = pto.jit(lambda a, b: pto.r_["0,2", a, b] * 2, backend="interpret")
+    same(
+        f(pto.arange(3.0), pto.ones(3)),
+        jnp.r_["0,2", np.arange(3.0, dtype=np.float32), np.ones(3, np.float32)] * 2,
+        "jit r_",
+    )
+    with pytest.raises(pto.ShapeError, match="could not understand the directive 'x'"):
+        pto.r_["x", 1]
+    with pytest.raises(pto.ShapeError, match="a string directive must come first"):
+        pto.r_[1, "0"]
+    with pytest.raises(pto.ShapeError, match=r"mgrid\[...\] takes slices"):
+        pto.mgrid[3]
 
 
 def test_array_helpers_match_jax() -> None:

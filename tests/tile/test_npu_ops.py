@@ -294,6 +294,7 @@ CASES: dict[str, Case] = {
     "conj": (lambda x: pto.conj(x) * 3, [(X, "n")], F + I),
     "iscomplex": (lambda x: pto.iscomplex(x) | (x > 0), [(X, "n")], F + I),
     "isreal": (lambda x: pto.isreal(x) & (x > 0), [(X, "n")], F + I),
+    "angle": (lambda x: (pto.angle(x), pto.angle(x, True)), [(X, "n")], F + I),
     # (steps of one unit in the last place, measured in units: ±1, or 1/2 below a power of 2)
     "nextafter": (
         lambda x, y: (pto.nextafter(x, y) - x) / pto.spacing(x),
