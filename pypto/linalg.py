@@ -47,6 +47,7 @@ from pypto.ops.solvers import QRResult, cholesky, det, inv, matrix_power, qr, sl
 from pypto.ops.spectral import (
     EighResult,
     SVDResult,
+    _jacobi_svd,
     eigh,
     eigvalsh,
     lstsq,
@@ -96,12 +97,14 @@ def _t(x: Any) -> Any:
 
 
 def _pinv_values(a: Any, rtol: Any) -> Any:
-    """The pseudo-inverse of float32 ``a`` ``[..., m, n]``: singular values at or below
-    ``rtol`` ``[...]`` times the largest count as zero."""
-    u, s, vh = svd(a, full_matrices=False)
+    """The pseudo-inverse of float32 ``a`` ``[..., m, n]`` (``m, n > 0``): singular values at
+    or below ``rtol`` ``[...]`` times the largest count as zero."""
+    # (the thin SVD as the rotations leave it: U's columns for zero singular values are zero
+    # instead of completed, and the pseudo-inverse multiplies them by 0 anyway)
+    u, s, vh, bad = _jacobi_svd(a)
     cut = api.mul(expand_dims(rtol, -1), api.getitem(s, (Ellipsis, slice(0, 1))))
     s = api.where(api.greater(s, cut), s, math.inf)
-    return matmul(_t(vh), api.div(_t(u), expand_dims(s, -1)))
+    return api.where(bad, math.nan, matmul(_t(vh), api.div(_t(u), expand_dims(s, -1))))
 
 
 # The SVD's own derivative is undefined where singular values repeat (an orthogonal matrix),

@@ -38,8 +38,6 @@ from pypto.ops.indexing import _concrete
 from pypto.ops.numpy_lib import _narrow
 from pypto.ops.solvers import _at, _col, _row, inv, qr
 
-_EPS32 = float(np.finfo(np.float32).eps)
-
 
 class EighResult(NamedTuple):
     """What :func:`eigh` returns (JAX's named tuple)."""
@@ -154,14 +152,14 @@ def _scaled(a: Any) -> tuple[Any, Any]:
     return numpy_lib.ldexp(a, api.neg(e)), e
 
 
-def _sort(values: Any, vectors: Any, descending: bool) -> tuple[Any, Any]:
-    """``values`` ``[..., k]`` sorted, and the columns of ``vectors`` ``[..., m, k]`` in the
-    same order."""
+def _sort(values: Any, *vectors: Any, descending: bool) -> list[Any]:
+    """``values`` ``[..., k]`` sorted, and the columns of each of ``vectors`` ``[..., m, k]``
+    in the same order."""
     order = composite.argsort(api.neg(values) if descending else values, -1, stable=True)
-    return (
+    return [
         composite.take_along_axis(values, order, -1),
-        composite.take_along_axis(vectors, _row(order), -1),
-    )
+        *(composite.take_along_axis(x, _row(order), -1) for x in vectors),
+    ]
 
 
 def _eigh_jax(a: Any, UPLO: str | None = None, symmetrize_input: bool = True) -> Any:
@@ -289,11 +287,10 @@ def svd(
     k = min(m, n)
     if hermitian:
         w, vec = eigh(v0)
-        s, vec_s = _sort(api.abs(w), vec, descending=True)
+        flip = api.where(api.less(w, 0.0), -1.0, 1.0)
+        s, vec_s, signed = _sort(api.abs(w), vec, api.mul(vec, _row(flip)), descending=True)
         if not compute_uv:
             return _narrow(s, d)
-        flip = api.where(api.less(w, 0.0), -1.0, 1.0)
-        _, signed = _sort(api.abs(w), api.mul(vec, _row(flip)), descending=True)
         return SVDResult(
             _narrow(vec_s, d), _narrow(s, d), _narrow(composite.swapaxes(signed, -1, -2), d)
         )
@@ -307,29 +304,42 @@ def svd(
         u = api.broadcast_to(api.asvalue(np.eye(m, ud, dtype=np.float32)), (*batch, m, ud))
         vh = api.broadcast_to(api.asvalue(np.eye(vd, n, dtype=np.float32)), (*batch, vd, n))
         return SVDResult(_narrow(u, d), _narrow(s, d), _narrow(vh, d))
+    u, s_out, vh, bad = _jacobi_svd(v0)
+    if not compute_uv:
+        return _narrow(s_out, d)
+    # the columns of U made orthonormal (zero singular values give zero columns) and completed;
+    # for a wide matrix those are the rows of Vh
+    wide = m < n
+    t = functools.partial(composite.swapaxes, axis1=-1, axis2=-2)
+    if wide:
+        vh = t(_orthonormal(t(vh), full_matrices))
+    else:
+        u = _orthonormal(u, full_matrices)
+    u, vh = (api.where(bad, math.nan, x) for x in (u, vh))
+    return SVDResult(_narrow(u, d), _narrow(s_out, d), _narrow(vh, d))
+
+
+def _jacobi_svd(v0: Any) -> tuple[Any, Any, Any, Any]:
+    """The thin SVD of float32 ``v0`` ``[..., m, n]`` (``k = min(m, n) > 0``) by one-sided
+    Jacobi: ``(U [..., m, k], s [..., k], Vh [..., k, n], bad [..., 1, 1])``, where the side
+    that came from the columns (``U``, or ``Vh``'s rows for a wide matrix) is ``G / s``: zero
+    for a zero singular value, not yet completed to an orthonormal basis (a pseudo-inverse
+    multiplies those by 0 anyway); ``bad`` marks matrices with an infinity or NaN, whose
+    singular values are NaN, as LAPACK's."""
+    *batch, m, n = v0.shape
     wide = m < n  # decompose aᵀ = V·S·Uᵀ: the rotations act on the fewer columns
-    g, e = _scaled(composite.swapaxes(v0, -1, -2) if wide else v0)
+    t = functools.partial(composite.swapaxes, axis1=-1, axis2=-2)
+    g, e = _scaled(t(v0) if wide else v0)
     g, v = _jacobi(g, one_sided=True)
     ss = api.sum(api.mul(g, g), -2)  # [..., k]: each column's squared norm
     zero = api.equal(ss, 0.0)
     norms = api.where(zero, 0.0, api.sqrt(api.where(zero, 1.0, ss)))
-    s, v = _sort(norms, v, descending=True)
-    _, g = _sort(norms, g, descending=True)
-    s_out = numpy_lib.ldexp(s, api.reshape(e, e.shape[:-1]))
-    # an infinity or NaN anywhere makes every result NaN, as LAPACK's (a column of one entry
-    # would otherwise keep its inf)
+    s, v, g = _sort(norms, v, g, descending=True)
+    cols = api.div(g, _row(api.where(api.equal(s, 0.0), 1.0, s)))
+    s = numpy_lib.ldexp(s, api.reshape(e, e.shape[:-1]))
     bad = composite.logical_not(composite.all(composite.isfinite(v0), (-2, -1), True))
-    s_out = api.where(api.reshape(bad, (*batch, 1)), math.nan, s_out)
-    if not compute_uv:
-        return _narrow(s_out, d)
-    u = api.div(g, _row(api.where(api.equal(s, 0.0), 1.0, s)))  # zero columns stay zero
-    u = _orthonormal(u, full_matrices)
-    # not wide: U is the orthonormalised columns, Vh the rotations' product transposed; wide:
-    # the roles swap
-    t = functools.partial(composite.swapaxes, axis1=-1, axis2=-2)
-    left, right = (v, t(u)) if wide else (u, t(v))
-    left, right = (api.where(bad, math.nan, x) for x in (left, right))
-    return SVDResult(_narrow(left, d), _narrow(s_out, d), _narrow(right, d))
+    s = api.where(api.reshape(bad, (*batch, 1)), math.nan, s)
+    return (v, s, t(cols), bad) if wide else (cols, s, t(v), bad)
 
 
 def _svdvals_jax(x: Any) -> Any:
@@ -394,10 +404,10 @@ def lstsq(a: Any, b: Any, rcond: float | None = None, numpy_resid: bool = False)
     """The ``x`` that minimises ``‖b - a·x‖₂`` for ``a`` ``[m, n]`` and ``b`` ``[m]`` or
     ``[m, k]``, the one of least norm when several do, as ``jnp.linalg.lstsq``: the tuple
     ``(x, residuals, rank, s)`` — the squared residual norms per column of ``b``, the rank
-    (int32: singular values above ``rcond·s_max``, ``rcond`` ``eps·max(m, n)`` by default)
-    and the singular values of ``a``. With ``numpy_resid`` the residuals are empty when the
-    rank is below ``n`` or ``m ≤ n``, as numpy's; that shape depends on the values, so it is
-    eager only.
+    (int32: the count of nonzero singular values of at least ``rcond·s_max``; ``rcond`` is a
+    number, ``eps·max(m, n)`` by default) and the singular values of ``a``. With
+    ``numpy_resid`` the residuals are empty when the rank is below ``n`` or ``m ≤ n``, as
+    numpy's; that shape depends on the values, so it is eager only.
 
     >>> import pypto as pto
     >>> a = pto.tensor([[1.0, 0.0], [1.0, 1.0], [1.0, 2.0]])
@@ -427,7 +437,7 @@ def lstsq(a: Any, b: Any, rcond: float | None = None, numpy_resid: bool = False)
     else:
         eps = _eps(d)
         cut = eps * max(m, n) if rcond is None else (eps if rcond < 0 else float(rcond))
-        u, s, vh = svd(a32, full_matrices=False)
+        u, s, vh, _ = _jacobi_svd(a32)  # (U's columns for zero values are never used)
         keep = composite.logical_and(
             api.greater(s, 0.0), api.greater_equal(s, api.mul(_at(s, slice(0, 1)), cut))
         )
