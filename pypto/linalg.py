@@ -43,7 +43,17 @@ from pypto.ops.composite import (
     moveaxis,
     swapaxes,
 )
-from pypto.ops.solvers import QRResult, cholesky, det, inv, matrix_power, qr, slogdet, solve
+from pypto.ops.solvers import (
+    QRResult,
+    _matrices,
+    cholesky,
+    det,
+    inv,
+    matrix_power,
+    qr,
+    slogdet,
+    solve,
+)
 from pypto.ops.spectral import (
     EighResult,
     SVDResult,
@@ -149,16 +159,8 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None
         if rtol is not None:
             raise ShapeError("only one of rtol and rcond may be given", op="pinv")
         rtol = rcond
-    v = api.asvalue(a, "pinv")
-    if len(v.shape) < 2:  # type: ignore[attr-defined]
-        raise ShapeError(
-            f"needs matrices in the last two axes, got {api._aval(v)}",
-            op="pinv",
-            hint="pass an array of shape [..., m, n]",
-        )
-    d = v.dtype if v.dtype.is_floating else dt.float32  # type: ignore[attr-defined]
-    *batch, m, n = v.shape  # type: ignore[attr-defined]
-    w = v if v.dtype is dt.float32 else api.cast(v, dt.float32)  # type: ignore[attr-defined]
+    w, d = _matrices("pinv", a)
+    *batch, m, n = w.shape
     if m == 0 or n == 0:
         return api.cast(api.broadcast_to(api.asvalue(np.float32(0)), (*batch, n, m)), d)
     if hermitian:

@@ -26,19 +26,25 @@ from pypto.ops.composite import _composite
 from pypto.ops.numpy_lib import _narrow
 
 
-def _square(op: str, a: Any) -> tuple[Any, dt.DType]:
-    """``a`` as a float32 value of shape ``[..., n, n]``, and the dtype of the result."""
+def _matrices(op: str, a: Any, square: bool = False) -> tuple[Any, dt.DType]:
+    """``a`` as a float32 value of shape ``[..., m, n]`` (``m = n`` when ``square``), and the
+    dtype of the result (``a``'s float dtype; float32 for integers)."""
     v = api.asvalue(a, op)
     shape = tuple(v.shape)  # type: ignore[attr-defined]
-    if len(shape) < 2 or shape[-1] != shape[-2]:
+    if len(shape) < 2 or (square and shape[-1] != shape[-2]):
+        what, want = ("square matrices", "n, n") if square else ("matrices", "m, n")
         raise ShapeError(
-            f"needs square matrices in the last two axes, got {api._aval(v)}",
+            f"needs {what} in the last two axes, got {api._aval(v)}",
             op=op,
-            hint="pass an array of shape [..., n, n]",
+            hint=f"pass an array of shape [..., {want}]",
         )
     d = v.dtype  # type: ignore[attr-defined]
     out = d if d.is_floating else dt.float32
     return (v if d is dt.float32 else api.cast(v, dt.float32)), out
+
+
+def _square(op: str, a: Any) -> tuple[Any, dt.DType]:
+    return _matrices(op, a, square=True)
 
 
 def _at(x: Any, *key: Any) -> Any:

@@ -36,7 +36,7 @@ from pypto.ops.composite import _composite
 from pypto.ops.index_tricks import vander
 from pypto.ops.indexing import _concrete
 from pypto.ops.numpy_lib import _narrow
-from pypto.ops.solvers import _at, _col, _row, inv, qr
+from pypto.ops.solvers import _at, _col, _matrices, _row, _square, inv, qr
 
 
 class EighResult(NamedTuple):
@@ -129,20 +129,6 @@ def _jacobi(a: Any, one_sided: bool) -> tuple[Any, Any]:
     return a, v
 
 
-def _matrices(op: str, a: Any) -> tuple[Any, dt.DType]:
-    """``a`` as float32 ``[..., m, n]``, and the dtype of the results."""
-    v = api.asvalue(a, op)
-    if len(v.shape) < 2:  # type: ignore[attr-defined]
-        raise ShapeError(
-            f"needs matrices in the last two axes, got {api._aval(v)}",
-            op=op,
-            hint="pass an array of shape [..., m, n]",
-        )
-    d = v.dtype  # type: ignore[attr-defined]
-    out = d if d.is_floating else dt.float32
-    return (v if d is dt.float32 else api.cast(v, dt.float32)), out
-
-
 def _scaled(a: Any) -> tuple[Any, Any]:
     """``a`` divided by the power of two nearest its largest magnitude (exactly), and that
     exponent ``[..., 1, 1]``: the rotations square the entries, which must neither overflow
@@ -169,13 +155,7 @@ def _eigh_jax(a: Any, UPLO: str | None = None, symmetrize_input: bool = True) ->
 def _symmetric(op: str, a: Any, UPLO: str | None, symmetrize_input: bool) -> tuple[Any, dt.DType]:
     if UPLO not in (None, "L", "U"):
         raise ShapeError(f"UPLO must be None, 'L' or 'U', got {UPLO!r}", op=op)
-    v, d = _matrices(op, a)
-    if v.shape[-1] != v.shape[-2]:
-        raise ShapeError(
-            f"needs square matrices in the last two axes, got {api._aval(v)}",
-            op=op,
-            hint="pass an array of shape [..., n, n]",
-        )
+    v, d = _square(op, a)
     t = composite.swapaxes(v, -1, -2)
     if symmetrize_input:
         return api.mul(api.add(v, t), 0.5), d

@@ -364,7 +364,7 @@ def gradients(
     return eager, npu, ref, precisions(func)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(programs())
 def test_random_programs_gradients_agree_with_jax(prog: Any) -> None:
     """``grad`` of a weighted sum of a random program's outputs, eagerly and compiled for the

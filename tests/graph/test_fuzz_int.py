@@ -131,7 +131,7 @@ def test_integer_programs_agree_bit_for_bit(prog: Any) -> None:
         _same(f"jax out[{i}]", e, r, steps)
 
 
-@settings(max_examples=20)
+@settings(max_examples=12)
 @given(programs([1, 3, 16, 48, 100, 130]))
 def test_integer_programs_on_ascend910b(prog: Any) -> None:
     inputs, steps = prog

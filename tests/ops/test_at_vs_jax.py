@@ -91,7 +91,7 @@ def _pto_update(kind: str, x: Any, key: tuple[Any, ...], y: Any, **kw: Any) -> A
     return getattr(ref, kind)(y, **kw)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=90, deadline=None)
 @given(data=st.data())
 def test_at_updates_match_jax(data: Draw) -> None:
     """Every kind of update, each key form, eagerly and staged with the index arrays traced;
