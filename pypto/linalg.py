@@ -146,9 +146,9 @@ def pinv(a: Any, rtol: Any = None, hermitian: bool = False, *, rcond: Any = None
     """The Moore-Penrose pseudo-inverse of ``a`` ``[..., m, n]`` (``[..., n, m]``), as
     ``jnp.linalg.pinv``: from :func:`svd`, singular values at or below ``rtol`` times the
     largest taken as zero; ``rtol`` (or its alias ``rcond``; a number or one per matrix)
-    defaults to ``10·max(m, n)·eps``, JAX's choice. ``hermitian`` takes the singular values
-    from :func:`eigh` of ``(a + aᵀ) / 2``. The gradient is the pseudo-inverse's own (Golub and
-    Pereyra), defined also where singular values repeat.
+    defaults to ``10·max(m, n)·eps``, JAX's choice. ``hermitian`` uses ``(a + aᵀ) / 2`` (JAX
+    reads its singular values off :func:`eigh`; the values are the same). The gradient is the
+    pseudo-inverse's own (Golub and Pereyra), defined also where singular values repeat.
 
     >>> import pypto as pto
     >>> pto.linalg.pinv(pto.tensor([[1.0, 2.0], [2.0, 4.0]])).numpy().round(4)
