@@ -10,6 +10,18 @@ from hypothesis import HealthCheck, settings
 os.environ["PYPTO_VERIFY"] = "1"
 # ... and every program run on the simulated NPU is checked for the machine-model invariants.
 os.environ.setdefault("PYPTO_CHECK_SIM", "1")
+# The JAX references are thousands of tiny programs, each compiled once: XLA's CPU compiler
+# without LLVM optimisation and with its classic emitters compiles them about twice as fast.
+# Neither is fast math; a transcendental may come out 1-2 ulp apart, as XLA's vectorised and
+# scalar loops already do between two lengths, well inside the tolerance table. XLA reads the
+# flags when the first JAX computation starts its backend, after this file is loaded.
+os.environ["XLA_FLAGS"] = " ".join(
+    [
+        os.environ.get("XLA_FLAGS", ""),
+        "--xla_backend_optimization_level=0",
+        "--xla_cpu_use_fusion_emitters=false",
+    ]
+).strip()
 
 settings.register_profile(
     "ci",
