@@ -5,9 +5,10 @@ fit of Numerical Recipes (``erfcc``: a relative error below 1.2e-7 everywhere) t
 ``exp(-x²)``: float32-accurate, and built from ops the vector unit has. The exact GELU
 (``pto.gelu(x, approximate=False)``, PyTorch's default) is ``x · erfc(-x / √2) / 2``.
 
-Where JAX's activation has a custom derivative at a kink (``relu6`` at 0 and 6, ``hard_tanh``
-at ±1), pypto's comes from ``maximum``/``minimum`` and gives half the cotangent there, as
-``relu`` does (docs/autodiff.md).
+At a kink the gradient is JAX's: ``relu6`` passes none of the cotangent at 0 and 6 (JAX's
+custom derivative), ``hard_tanh`` all of it at ±1 and ``celu`` all of it at 0 (JAX's formulas).
+So these are written with ``where`` on the side of the kink JAX's derivative takes, not with
+``maximum``/``minimum``, whose ties pass half.
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ def relu6(x: Any) -> Any:
     array([0., 3., 6.], dtype=float32)
     """
     (v,) = api.promote("relu6", (x,), inexact=True)
-    return api.minimum(api.maximum(v, 0.0), 6.0)
+    # the flat sides include 0 and 6 (no cotangent there); a NaN takes the middle
+    return api.where(api.less_equal(v, 0.0), 0.0, api.where(api.greater_equal(v, 6.0), 6.0, v))
 
 
 @_composite("hard_sigmoid", "relu6(x + 3) / 6", jax.nn.hard_sigmoid)
@@ -148,7 +150,8 @@ def hard_tanh(x: Any) -> Any:
     v = api.asvalue(x, "hard_tanh")
     if v.dtype is dt.bool_:  # type: ignore[attr-defined]
         v = api.cast(v, dt.int32)
-    return api.minimum(api.maximum(v, -1), 1)
+    # ±1 belong to the middle (the whole cotangent there), as in JAX's nested where
+    return api.where(api.greater(v, 1), 1, api.where(api.less(v, -1), -1, v))
 
 
 @_composite("log_sigmoid", "log(sigmoid(x)) = -softplus(-x)", jax.nn.log_sigmoid)
@@ -180,8 +183,9 @@ def celu(x: Any, alpha: float = 1.0) -> Any:
     """The continuously differentiable ELU: ``x`` above 0, ``alpha · expm1(x / alpha)``
     below."""
     (v,) = api.promote("celu", (x,), inexact=True)
+    # JAX's sum of the two sides: at 0 each passes half the cotangent, together all of it
     neg = api.mul(composite.expm1(api.div(api.minimum(v, 0.0), alpha)), alpha)
-    return api.where(api.greater(v, 0.0), v, neg)
+    return api.add(api.maximum(v, 0.0), neg)
 
 
 @_composite("soft_sign", "x / (|x| + 1)", jax.nn.soft_sign)

@@ -52,13 +52,19 @@ def _axis(op: str, x: Any, axis: int) -> int:
 
 @_composite("relu", "max(x, 0)", jax.nn.relu)
 def relu(x: Any) -> Any:
-    """max(x, 0), elementwise.
+    """max(x, 0), elementwise; its gradient at 0 is 0, as ``jax.nn.relu``'s.
 
     >>> import pypto as pto
     >>> pto.relu(pto.tensor([-1.0, 2.0])).numpy()
     array([0., 2.], dtype=float32)
+    >>> pto.grad(lambda x: pto.relu(x).sum())(pto.tensor([-1.0, 0.0, 2.0])).numpy()
+    array([0., 0., 1.], dtype=float32)
     """
-    return api.maximum(x, 0)
+    # not maximum(x, 0), whose tie at 0 would pass half the cotangent; a NaN stays NaN
+    v = api.asvalue(x, "relu")
+    if v.dtype is dt.bool_:  # type: ignore[attr-defined]
+        v = api.cast(v, dt.int32)  # as max(x, 0) promotes it
+    return api.where(api.less_equal(v, 0), api.cast(0, v.dtype), v)  # type: ignore[attr-defined]
 
 
 _GELU_C = math.sqrt(2.0 / math.pi)

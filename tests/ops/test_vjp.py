@@ -56,12 +56,15 @@ _ZEROS = np.array(
     [[1.5, -0.5, 0.0, 2.0, 0.75, -1.25, 0.5], [0.0, 0.0, 1.5, -2.0, 0.5, 1.0, 0.25]], f32
 )
 
-
-# NaN in some rows and columns, one row of them only
+# every kink of the piecewise activations (relu6 at 0 and 6, hard_tanh at ±1, hard_sigmoid at
+# ±3), between points off them
+_KINKS = np.array([[-7.0, -3.0, -1.5, -1.0, -0.0, 0.0], [0.5, 1.0, 3.0, 4.5, 6.0, 8.0]], f32)
 # two 4x4 matrices far from singular whose rows need reordering: elimination pivots
 _PIVOTED = (normal((2, 4, 4), 192) * 0.5 + 3 * np.eye(4, dtype=f32))[:, [2, 0, 3, 1]]
 _WITH_NAN = np.array(
-    [[1.5, np.nan, -0.5, 2.0], [np.nan, np.nan, np.nan, np.nan], [0.25, -1.0, np.nan, 0.75]], f32
+    # NaN in some rows and columns, one row of them only
+    [[1.5, np.nan, -0.5, 2.0], [np.nan, np.nan, np.nan, np.nan], [0.25, -1.0, np.nan, 0.75]],
+    f32,
 )
 
 
@@ -684,6 +687,13 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("erfc", [normal((3, 4), 179) * 3], {}, 4),
     ("gelu", [normal((3, 4), 180) * 3], {"approximate": False}, 4),
     ("relu6", [uniform((3, 4), 181, -2.0, 8.0)], {}, 1),
+    # at the kinks: JAX's custom derivatives (relu, relu6) and formulas (hard_tanh, celu)
+    ("relu", [_KINKS], {}, 1),
+    ("relu6", [_KINKS], {}, 1),
+    ("hard_tanh", [_KINKS], {}, 1),
+    ("hard_sigmoid", [_KINKS], {}, 1),
+    ("hard_silu", [_KINKS], {}, 1),
+    ("celu", [_KINKS], {"alpha": 2.0}, 2),
     ("hard_silu", [uniform((3, 4), 182, -5.0, 5.0)], {}, 1),
     ("hard_tanh", [uniform((3, 4), 183, -2.0, 2.0)], {}, 1),
     ("log_sigmoid", [normal((3, 4), 184) * 10], {}, 2),
