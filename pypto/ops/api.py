@@ -433,46 +433,194 @@ _ACC: dict[Any, Any] = {
 }
 
 
-def _reduction(op: Op) -> Any:
-    ufunc: Any = {"sum": np.add, "max": np.maximum, "min": np.minimum}[op.name]
+def reduction_keywords(
+    name: str, v: Value, *, out: Any = None, mask: Any = None, fill: Any = 0
+) -> Value:
+    """numpy's ``out`` and ``where`` (``mask``) for a reduction of ``v``: ``out`` must be None
+    (tensors are immutable), and elements where ``mask`` is False become ``fill``, the
+    reduction's identity (``mask`` broadcasts to ``v``'s shape, as in numpy)."""
+    if out is not None:
+        raise TraceError(
+            f"out= is not supported (tensors are immutable); got {type(out).__name__}",
+            op=name,
+            hint=f"use the result: y = pto.{name}(...)",
+        )
+    if mask is None:
+        return v
+    w = asvalue(mask, name)
+    shape = tuple(v.shape)  # type: ignore[attr-defined]
+    try:
+        fits = tuple(np.broadcast_shapes(tuple(w.shape), shape)) == shape  # type: ignore[attr-defined]
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ShapeError(
+            f"where of shape {tuple(w.shape)} does not broadcast to the operand's "  # type: ignore[attr-defined]
+            f"{_aval(v)}",
+            op=name,
+            hint="give a mask of the operand's shape, or one that broadcasts to it",
+        )
+    return where(w, v, cast(fill, v.dtype))  # type: ignore[attr-defined]
 
-    def fn(x: ArrayLike, axis: Axis = None, keepdims: bool = False) -> Any:
-        if (
-            type(x) is _ET
-            and _stack[-1] is _EAGER_TRACE
-            and (axis is None or type(axis) is int)
-            and type(keepdims) is bool
-            and x._a.size  # type: ignore[attr-defined]
-        ):
-            a = x._a  # type: ignore[attr-defined]
-            try:
-                if op is reduce.SUM:
-                    acc = _ACC[a.dtype]
-                    r = ufunc.reduce(a, axis, acc, None, keepdims)
-                    if acc is _F32:
-                        r = r.astype(a.dtype)
-                else:
-                    r = ufunc.reduce(a, axis, None, None, keepdims)
-                return _eager_wrap(r)
-            except (ValueError, IndexError, KeyError):
-                pass  # a bad axis: the general path explains it
+
+def extreme(d: dt.DType, largest: bool) -> Any:
+    """The identity of ``min`` (``largest``) or ``max`` over ``d``: ±inf, the integer
+    range's end, or True/False."""
+    if d is dt.bool_:
+        return largest
+    if d.is_floating:
+        return math.inf if largest else -math.inf
+    info = np.iinfo(d.np)
+    return int(info.max if largest else info.min)
+
+
+def reduction_initial(name: str, initial: Any, d: dt.DType) -> Value:
+    """numpy's ``initial``: a scalar, converted to the reduction's dtype ``d``."""
+    v = cast(asvalue(initial, name), d)
+    if tuple(v.shape):
+        raise ShapeError(
+            f"initial must be a scalar, got {_aval(v)}",
+            op=name,
+            hint="pass one number, e.g. initial=0.0",
+        )
+    return v
+
+
+_UFUNCS: dict[str, Any] = {"sum": np.add, "max": np.maximum, "min": np.minimum}
+
+
+def _reduce(
+    op: Op, x: ArrayLike, axis: Axis, keepdims: bool, out: Any, initial: Any, where: Any, dtype: Any
+) -> Any:
+    """``sum``, ``max`` or ``min`` with numpy's keywords (``dtype`` for ``sum`` alone)."""
+    if (
+        type(x) is _ET
+        and _stack[-1] is _EAGER_TRACE
+        and (axis is None or type(axis) is int)
+        and type(keepdims) is bool
+        and x._a.size  # type: ignore[attr-defined]
+        and out is None
+        and initial is None
+        and where is None
+        and dtype is None
+    ):
+        a = x._a  # type: ignore[attr-defined]
         try:
-            v = asvalue(x, op.name)
-            axes = rules.normalize_axes(op.name, axis, _aval(v))
-            return _bind(
-                op, (v,), {"axes": axes, "keepdims": rules.flag(op.name, "keepdims", keepdims)}
+            if op is reduce.SUM:
+                acc = _ACC[a.dtype]
+                r = np.add.reduce(a, axis, acc, None, keepdims)  # type: ignore[call-overload]
+                if acc is _F32:
+                    r = r.astype(a.dtype)
+            else:
+                r = _UFUNCS[op.name].reduce(a, axis, None, None, keepdims)
+            return _eager_wrap(r)
+        except (ValueError, IndexError, KeyError):
+            pass  # a bad axis: the general path explains it
+    v = asvalue(x, op.name)
+    d = None if dtype is None else dt.dtype(dtype, op=op.name)
+    if d is not None:
+        # as jnp.sum: a float result is summed in float32 (float16 and bfloat16 too)
+        v = cast(v, dt.float32 if d in (dt.float16, dt.bfloat16) else d)
+    axes = rules.normalize_axes(op.name, axis, _aval(v))
+    keep = rules.flag(op.name, "keepdims", keepdims)
+    vd = v.dtype  # type: ignore[attr-defined]
+    if op is reduce.SUM:
+        fill: Any = False if vd is dt.bool_ else 0
+    else:
+        fill = extreme(vd, largest=op is reduce.MIN)
+        if initial is None and where is not None:
+            raise ShapeError(
+                f"a where mask needs initial=: {op.name} has no identity ({_aval(v)})",
+                op=op.name,
+                hint="pass initial=, the value of a row with nothing selected "
+                f"(e.g. initial={'-inf' if op is reduce.MAX else 'inf'})",
             )
-        except PyptoError as e:
-            raise e.stripped() from None
+    v = reduction_keywords(op.name, v, out=out, mask=where, fill=fill)
+    empty = builtins.any(v.shape[a] == 0 for a in axes)  # type: ignore[attr-defined]
+    if initial is not None and empty and op is not reduce.SUM:
+        # nothing to reduce (max and min refuse it): the initial value alone
+        shape = tuple(_bind(reduce.SUM, (v,), {"axes": axes, "keepdims": keep}).shape)
+        r = broadcast_to(reduction_initial(op.name, initial, vd), shape)
+    else:
+        r = _bind(op, (v,), {"axes": axes, "keepdims": keep})
+        if initial is not None:
+            both = {"sum": add, "max": maximum, "min": minimum}[op.name]
+            r = both(reduction_initial(op.name, initial, r.dtype), r)
+    return r if d is None else cast(r, d)
 
-    fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = f"{_sentence(op.doc)}; ``axis`` is an int, a tuple of ints or None (all)."
-    return fn
+
+def sum(
+    x: ArrayLike,
+    axis: Axis = None,
+    keepdims: bool = False,
+    *,
+    dtype: Any = None,
+    out: Any = None,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
+    """Sum over ``axis`` (an int, a tuple of ints, or None: all); bools and int8 give int32.
+    numpy's keywords: ``dtype`` (of the result; a float one is summed in float32),
+    ``initial`` (added), ``where`` (a mask: False elements count as 0) and ``out=None``.
+
+    >>> import pypto as pto
+    >>> x = pto.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> pto.sum(x, axis=1).numpy()
+    array([3., 7.], dtype=float32)
+    >>> pto.sum(x, axis=1, where=x > 1.5, initial=10.0).numpy()
+    array([12., 17.], dtype=float32)
+    """
+    try:
+        return _reduce(reduce.SUM, x, axis, keepdims, out, initial, where, dtype)
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
-sum = _reduction(reduce.SUM)
-max = _reduction(reduce.MAX)
-min = _reduction(reduce.MIN)
+def max(
+    x: ArrayLike,
+    axis: Axis = None,
+    keepdims: bool = False,
+    *,
+    out: Any = None,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
+    """Maximum over ``axis`` (an int, a tuple of ints, or None: all); NaN wins. numpy's
+    keywords: ``initial`` (taken into the maximum; it also allows an empty axis), ``where``
+    (a mask: False elements take no part; needs ``initial``) and ``out=None``.
+
+    >>> import pypto as pto
+    >>> x = pto.tensor([[1.0, 5.0], [3.0, 4.0]])
+    >>> pto.max(x, axis=1, where=x < 4.5, initial=0.0).numpy()
+    array([1., 4.], dtype=float32)
+    """
+    try:
+        return _reduce(reduce.MAX, x, axis, keepdims, out, initial, where, None)
+    except PyptoError as e:
+        raise e.stripped() from None
+
+
+def min(
+    x: ArrayLike,
+    axis: Axis = None,
+    keepdims: bool = False,
+    *,
+    out: Any = None,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
+    """Minimum over ``axis`` (an int, a tuple of ints, or None: all); NaN wins. numpy's
+    keywords: ``initial`` (taken into the minimum; it also allows an empty axis), ``where``
+    (a mask: False elements take no part; needs ``initial``) and ``out=None``.
+
+    >>> import pypto as pto
+    >>> pto.min(pto.tensor([3, 1, 2]), initial=0).item()
+    0
+    """
+    try:
+        return _reduce(reduce.MIN, x, axis, keepdims, out, initial, where, None)
+    except PyptoError as e:
+        raise e.stripped() from None
 
 
 def argmax(x: ArrayLike, axis: int | None = None, keepdims: bool = False) -> Any:

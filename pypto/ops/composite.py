@@ -261,28 +261,59 @@ def logical_not(x: Any) -> Any:
     return api.equal(_truth("logical_not", x), False)
 
 
-def _mean_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    return jnp.mean(x, axis=axis, keepdims=keepdims)
+def _ones_as(v: Any) -> Any:
+    """float32 ones of ``v``'s shape (counted under a where mask)."""
+    return api.broadcast_to(np.float32(1.0), tuple(v.shape))
+
+
+def _mean_jax(x: Any, axis: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+    return jnp.mean(x, axis=axis, keepdims=keepdims, **kw)
 
 
 @_composite("mean", "sum / count (integers averaged in float32)", _mean_jax)
-def mean(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+def mean(
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    *,
+    dtype: Any = None,
+    out: Any = None,
+    where: Any = None,
+) -> Any:
     """Arithmetic mean over ``axis`` (all axes when None); integer inputs give float32.
+    numpy's keywords: ``dtype`` (of the result), ``where`` (a mask: the mean of the selected
+    elements alone) and ``out=None``.
 
     >>> import pypto as pto
     >>> float(pto.mean(pto.tensor([1, 2, 3, 4])))
     2.5
+    >>> float(pto.mean(pto.tensor([1, 2, 3, 4]), where=pto.tensor([True, True, False, True])))
+    2.3333332538604736
     """
     v = api.asvalue(x, "mean")
     axes = rules.normalize_axes("mean", axis, api._aval(v))
     d = v.dtype  # type: ignore[attr-defined]
+    res = (d if d.is_floating else dt.float32) if dtype is None else dt.dtype(dtype, op="mean")
+    if res is dt.bool_:
+        raise DTypeError(
+            f"dtype=bool for the mean of {api._aval(v)}: a mean is a number, not a truth value",
+            op="mean",
+            hint="pass a numeric dtype, or use pto.any / pto.all",
+        )
+    if not res.is_floating:
+        v = api.cast(v, res)  # as jnp.mean: an integer mean of integers (truncated)
     # Computed in float32 and rounded once, as jnp.mean does: a float16 sum rounded before the
     # division would be off by an ulp, which x - mean(x) (layer_norm) turns into percents.
-    if d is not dt.float32:
+    if v.dtype is not dt.float32:  # type: ignore[attr-defined]
         v = api.cast(v, dt.float32)
-    count = math.prod(v.shape[a] for a in axes)  # type: ignore[attr-defined]
-    m = api.div(api.sum(v, axes, keepdims), float(count))
-    return api.cast(m, d) if d.is_floating else m
+    if where is None and out is None:
+        count: Any = float(math.prod(v.shape[a] for a in axes))  # type: ignore[attr-defined]
+    else:
+        v = api.reduction_keywords("mean", v, out=out, mask=where, fill=0.0)
+        ones = api.reduction_keywords("mean", _ones_as(v), mask=where, fill=0.0)
+        count = api.sum(ones, axes, keepdims)
+    m = api.div(api.sum(v, axes, keepdims), count)
+    return api.cast(m, res)
 
 
 def _argmin_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
@@ -316,54 +347,79 @@ def argmin(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
     return api.argmax(r, axis, keepdims)
 
 
-def _any_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    return jnp.any(x, axis=axis, keepdims=keepdims)
+def _any_jax(x: Any, axis: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+    return jnp.any(x, axis=axis, keepdims=keepdims, **kw)
 
 
-def _all_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    return jnp.all(x, axis=axis, keepdims=keepdims)
+def _all_jax(x: Any, axis: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+    return jnp.all(x, axis=axis, keepdims=keepdims, **kw)
 
 
 @_composite("any", "whether any element is nonzero, over axes", _any_jax, differentiable=False)
-def any(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+def any(
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    *,
+    out: Any = None,
+    where: Any = None,
+) -> Any:
     """Whether any element over ``axis`` (all axes when None) is nonzero, as bool; False for
-    none.
+    none. numpy's keywords: ``where`` (a mask: only the selected elements count) and
+    ``out=None``.
 
     >>> import pypto as pto
     >>> pto.any(pto.tensor([[0, 0], [0, 3]]), axis=1).numpy()
     array([False,  True])
     """
-    t = _truth("any", x)
+    t = api.reduction_keywords("any", _truth("any", x), out=out, mask=where, fill=False)
     return api.greater(api.sum(t, axis, keepdims), 0)
 
 
 @_composite("all", "whether every element is nonzero, over axes", _all_jax, differentiable=False)
-def all(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+def all(
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    *,
+    out: Any = None,
+    where: Any = None,
+) -> Any:
     """Whether every element over ``axis`` (all axes when None) is nonzero, as bool; True for
-    none.
+    none. numpy's keywords: ``where`` (a mask: only the selected elements count) and
+    ``out=None``.
 
     >>> import pypto as pto
     >>> bool(pto.all(pto.tensor([1.0, 2.0, 0.0])))
     False
     """
-    t = logical_not(_truth("all", x))
+    t = api.reduction_keywords("all", _truth("all", x), out=out, mask=where, fill=True)
+    t = logical_not(t)
     return api.equal(api.sum(t, axis, keepdims), 0)
 
 
-def _var_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
-    return jnp.var(x, axis=axis, keepdims=keepdims, ddof=ddof)
+def _var_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, **kw: Any) -> Any:
+    return jnp.var(x, axis=axis, keepdims=keepdims, ddof=ddof, **kw)
 
 
-def _std_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
-    return jnp.std(x, axis=axis, keepdims=keepdims, ddof=ddof)
+def _std_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, **kw: Any) -> Any:
+    return jnp.std(x, axis=axis, keepdims=keepdims, ddof=ddof, **kw)
 
 
 @_composite("var", "mean of squared deviations from the mean, over axes", _var_jax)
 def var(
-    x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False, ddof: int = 0
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    ddof: int = 0,
+    *,
+    dtype: Any = None,
+    out: Any = None,
+    where: Any = None,
 ) -> Any:
     """Variance over ``axis`` (all axes when None), divided by ``count - ddof``; integer inputs
-    give float32.
+    give float32. numpy's keywords: ``dtype`` (of the result, a float dtype), ``where`` (a
+    mask: the variance of the selected elements alone) and ``out=None``.
 
     >>> import pypto as pto
     >>> float(pto.var(pto.tensor([1.0, 2.0, 3.0, 4.0])))
@@ -373,27 +429,48 @@ def var(
     axes = rules.normalize_axes("var", axis, api._aval(v))
     ddof = rules.integer("var", "ddof", ddof)
     d = v.dtype  # type: ignore[attr-defined]
+    res = (d if d.is_floating else dt.float32) if dtype is None else dt.dtype(dtype, op="var")
+    if not res.is_floating:
+        raise DTypeError(
+            f"dtype={res} for the variance of {api._aval(v)}: a variance is a float",
+            op="var",
+            hint="pass a float dtype, or cast the result",
+        )
     # in float32 and rounded once, as jnp.var computes float16 and bfloat16
     f = v if d is dt.float32 else api.cast(v, dt.float32)
-    c = api.sub(f, mean(f, axes, True))
-    count = math.prod(v.shape[a] for a in axes)  # type: ignore[attr-defined]
-    r = api.sum(api.mul(c, c), axes, keepdims)
-    # NaN where no degree of freedom is left, as JAX gives (numpy warns and divides by 0)
-    r = api.div(r, float(count - ddof)) if count > ddof else api.add(api.mul(r, 0.0), math.nan)
-    return api.cast(r, d) if d.is_floating else r
+    if where is None and out is None:
+        c = api.sub(f, mean(f, axes, True))
+        count = math.prod(v.shape[a] for a in axes)  # type: ignore[attr-defined]
+        r = api.sum(api.mul(c, c), axes, keepdims)
+        # NaN where no degree of freedom is left, as JAX gives (numpy warns and divides by 0)
+        r = api.div(r, float(count - ddof)) if count > ddof else api.add(api.mul(r, 0.0), math.nan)
+    else:
+        c = api.sub(f, mean(f, axes, True, where=where))
+        sq = api.reduction_keywords("var", api.mul(c, c), out=out, mask=where, fill=0.0)
+        ones = api.reduction_keywords("var", _ones_as(f), mask=where, fill=0.0)
+        r = api.div(api.sum(sq, axes, keepdims), api.sub(api.sum(ones, axes, keepdims), ddof))
+    return api.cast(r, res)
 
 
 @_composite("std", "square root of var, over axes", _std_jax)
 def std(
-    x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False, ddof: int = 0
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    ddof: int = 0,
+    *,
+    dtype: Any = None,
+    out: Any = None,
+    where: Any = None,
 ) -> Any:
-    """Standard deviation over ``axis``: ``sqrt(var(x, axis, keepdims, ddof))``.
+    """Standard deviation over ``axis``: ``sqrt(var(x, axis, keepdims, ddof))``, with
+    :func:`var`'s keywords.
 
     >>> import pypto as pto
     >>> float(pto.std(pto.tensor([1.0, 3.0])))
     1.0
     """
-    return api.sqrt(var(x, axis, keepdims, ddof))
+    return api.sqrt(var(x, axis, keepdims, ddof, dtype=dtype, out=out, where=where))
 
 
 def _expand_dims_jax(x: Any, axis: Any) -> Any:
@@ -1670,17 +1747,28 @@ def remainder(x: Any, y: Any) -> Any:
     return api.where(plus, api.add(mod, b), mod)
 
 
-def _prod_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    return jnp.prod(x, axis=axis, keepdims=keepdims)
+def _prod_jax(x: Any, axis: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+    return jnp.prod(x, axis=axis, keepdims=keepdims, **kw)
 
 
 @_composite(
     "prod", "product over axes (bools and int8 in int32; float16/bfloat16 in float32)", _prod_jax
 )
-def prod(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+def prod(
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    *,
+    dtype: Any = None,
+    out: Any = None,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
     """Product over ``axis`` (all axes when None); bools and int8 give int32 (integers wrap,
     as in JAX); float16 and bfloat16 are multiplied in float32 and rounded once; the product
-    of no elements is 1.
+    of no elements is 1. numpy's keywords: ``dtype`` (of the result; a float one is
+    multiplied in float32), ``initial`` (a factor), ``where`` (a mask: False elements count
+    as 1) and ``out=None``.
 
     Computed as a tree of ⌈log₂ n⌉ steps, each multiplying the first half of the running
     products by the second (an odd one out joins the first): elementwise work, exact for
@@ -1693,13 +1781,24 @@ def prod(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False
     array([3., 8.], dtype=float32)
     """
     v = api.asvalue(x, "prod")
-    axes = rules.normalize_axes("prod", axis, api._aval(v))
-    d = v.dtype  # type: ignore[attr-defined]
+    want = None if dtype is None else dt.dtype(dtype, op="prod")
+    if want is not None:
+        v = api.cast(v, dt.float32 if want in (dt.float16, dt.bfloat16) else want)
+    v = api.reduction_keywords("prod", v, out=out, mask=where, fill=1)
+    r = _product(v, rules.normalize_axes("prod", axis, api._aval(v)), keepdims)
+    if initial is not None:
+        r = api.mul(api.reduction_initial("prod", initial, r.dtype), r)
+    return r if want is None else api.cast(r, want)
+
+
+def _product(v: Any, axes: tuple[int, ...], keepdims: bool) -> Any:
+    """The tree product of :func:`prod`."""
+    d = v.dtype
     out_d = dt.int32 if d in (dt.bool_, dt.int8) else d
     work = dt.float32 if d in (dt.float16, dt.bfloat16) else out_d
     if work is not d:
         v = api.cast(v, work)
-    shape = tuple(v.shape)  # type: ignore[attr-defined]
+    shape = tuple(v.shape)
     keep = [a for a in range(len(shape)) if a not in axes]
     # the reduced axes last, as one
     if list(axes) != list(range(len(keep), len(shape))):

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import hypothesis.extra.numpy as _hnp
 import jax
 import jax.numpy as jnp
 import ml_dtypes
@@ -3258,6 +3259,74 @@ def test_library_matches_jax(name: str, dtype: pto.DType, data: Draw) -> None:
 @given(data=st.data())
 def test_composite_and_matmul_match_jax(name: str, dtype: pto.DType, data: Draw) -> None:
     _run(name, dtype, data)
+
+
+_KEYWORDS = {  # numpy's reduction keywords each function takes
+    "sum": ("dtype", "initial", "where"),
+    "prod": ("dtype", "initial", "where"),
+    "max": ("initial", "where"),
+    "min": ("initial", "where"),
+    "mean": ("dtype", "where"),
+    "var": ("dtype", "where"),
+    "std": ("dtype", "where"),
+    "any": ("where",),
+    "all": ("where",),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_KEYWORDS))
+@settings(max_examples=_examples(25))
+@given(data=st.data())
+def test_reduction_keywords_match_jax(name: str, data: Draw) -> None:
+    """``dtype``, ``initial`` and ``where`` (a mask of the operand's shape or one that
+    broadcasts to it), as function and method, eagerly and under jit."""
+    dtype = data.draw(st.sampled_from(DTYPES), label="dtype")
+    shape = data.draw(shapes(max_dims=3), label="shape")
+    a = values(data, dtype, shape, -4.0, 4.0, ints=(-4, 4), specials=(np.nan,))
+    axis = _axes(data, len(shape))
+    kw: dict[str, Any] = {"axis": axis, "keepdims": data.draw(st.booleans(), label="keepdims")}
+    allowed = _KEYWORDS[name]
+    if "where" in allowed and data.draw(st.booleans(), label="where"):
+        mshape = shape[data.draw(st.integers(0, len(shape)), label="mask dims") :]
+        kw["where"] = data.draw(_hnp.arrays(np.bool_, mshape), label="mask")
+    if "initial" in allowed and (data.draw(st.booleans(), label="initial") or "where" in kw):
+        kw["initial"] = data.draw(st.sampled_from([-2, 0, 3]), label="initial")
+    if name in ("max", "min") and "where" not in kw and "initial" not in kw:
+        kw["initial"] = 1  # (an empty axis needs it)
+    if "dtype" in allowed and data.draw(st.booleans(), label="with dtype"):
+        floats = [d for d in DTYPES if d.is_floating]
+        # an integer mean of nothing divides by an integer 0: JAX's compile dies of SIGFPE on
+        # a constant count, and gives -1 at run time
+        empty = "where" in kw or 0 in [shape[i] for i in _norm_axes(axis, len(shape))]
+        only_floats = name in ("var", "std") or (name == "mean" and empty)
+        numeric = [d for d in DTYPES if d is not BOOL or name != "mean"]  # (JAX refuses it)
+        kw["dtype"] = data.draw(st.sampled_from(floats if only_floats else numeric))
+    jkw = {k: (v.np if isinstance(v, pto.DType) else v) for k, v in kw.items()}
+    want = getattr(jnp, name)(a, **jkw)
+    x = pto.tensor(a)
+    k = 4 * max(1, a.size)
+    assert_matches(getattr(pto, name)(x, **kw), want, k, what=f"{name} {kw}")
+    assert_matches(getattr(x, name)(**kw), want, k, what=f"method {name}")
+    traced = pto.jit(lambda t: getattr(pto, name)(t, **kw), backend="interpret")
+    assert_matches(traced(x), want, k, what=f"jit {name}")
+
+
+def test_reduction_keywords_refuse_what_numpy_refuses() -> None:
+    x = pto.tensor(np.arange(6.0, dtype=np.float32).reshape(2, 3))
+    with pytest.raises(pto.ShapeError, match="needs initial"):
+        pto.max(x, where=np.array([True, False, True]))
+    with pytest.raises(pto.ShapeError, match="does not broadcast"):
+        pto.sum(x, where=np.array([True, False]))
+    with pytest.raises(pto.ShapeError, match="initial must be a scalar"):
+        pto.sum(x, initial=np.ones(3))
+    with pytest.raises(pto.TraceError, match="out= is not supported"):
+        pto.mean(x, out=np.zeros(3))
+    with pytest.raises(pto.DTypeError, match="a mean is a number"):
+        pto.mean(x, dtype=pto.bool_)
+    with pytest.raises(pto.DTypeError, match="a variance is a float"):
+        pto.var(x, dtype=pto.int32)
+    with pytest.raises(TypeError, match="dtype"):
+        pto.max(x, dtype=pto.float16)  # type: ignore[call-arg]
 
 
 @settings(max_examples=_examples(20))

@@ -799,3 +799,32 @@ def test_one_value_down_the_rows_also_meets_rows_in_one_kernel() -> None:
         got = pto.jit(g, machine="tiny")(pto.tensor(x0), pto.tensor(x1))
         for o, r in zip(got, want, strict=True):
             np.testing.assert_allclose(o.numpy(), r.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_reduction_keywords_on_the_npu_equal_jax() -> None:
+    """numpy's ``where``, ``initial`` and ``dtype`` compile to the NPU as masks and casts."""
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(0, 1, (6, 40)).astype(np.float32)
+    m = rng.random((6, 40)) < 0.7
+    m[2] = False  # a row with nothing selected
+
+    def f(x: Any, m: Any, lib: Any = pto) -> Any:
+        f16 = pto.float16 if lib is pto else jnp.float16
+        return (
+            lib.sum(x, 1, where=m, initial=1.0),
+            lib.max(x, axis=0, where=m, initial=-5.0),
+            lib.min(x, axis=1, where=m, initial=5.0),
+            lib.mean(x, axis=0, where=m),
+            lib.var(x, axis=1, where=m, dtype=f16),
+            lib.prod(x * 0.5 + 1, axis=0, where=m),
+            lib.all(x > -1, axis=1, where=m),
+            lib.sum(x, axis=0, dtype=f16),
+        )
+
+    got = pto.jit(f, machine="tiny")(pto.tensor(x), pto.tensor(m))
+    want = f(x, m, jnp)
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        c = compare(f"out[{i}]", g, np.asarray(w), k=40)
+        assert c.ok, str(c)
