@@ -31,11 +31,15 @@ from pypto.ops.activations import (
     hard_sigmoid,
     hard_silu,
     hard_tanh,
+    log1mexp,
     log_sigmoid,
     mish,
     relu6,
     selu,
     soft_sign,
+    sparse_plus,
+    sparse_sigmoid,
+    squareplus,
 )
 from pypto.ops.api import (
     abs,
@@ -354,6 +358,7 @@ atanh = arctanh
 absolute = abs
 amax = max
 hard_swish = hard_silu
+swish = silu
 amin = min
 around = round
 bitwise_invert = bitwise_not
@@ -554,6 +559,7 @@ __all__ = [
     "less_equal",
     "lexsort",
     "log",
+    "log1mexp",
     "log1p",
     "log2",
     "log10",
@@ -676,9 +682,12 @@ __all__ = [
     "solve",
     "sort",
     "spacing",
+    "sparse_plus",
+    "sparse_sigmoid",
     "split",
     "sqrt",
     "square",
+    "squareplus",
     "squeeze",
     "stack",
     "std",
@@ -689,6 +698,7 @@ __all__ = [
     "svd",
     "svdvals",
     "swapaxes",
+    "swish",
     "take",
     "take_along_axis",
     "tan",

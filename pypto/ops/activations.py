@@ -227,3 +227,70 @@ def glu(x: Any, axis: int = -1) -> Any:
         )
     first, second = composite.split(v, 2, a)
     return api.mul(first, api.sigmoid(second))
+
+
+@_composite("squareplus", "(x + sqrt(x² + b)) / 2, a smooth relu", jax.nn.squareplus)
+def squareplus(x: Any, b: Any = 4) -> Any:
+    """``(x + sqrt(x² + b)) / 2``, a smooth ReLU (Barron, 2021): ``b`` sets the width of the
+    bend; ``sqrt(b) / 2`` at 0.
+
+    >>> import pypto as pto
+    >>> pto.squareplus(pto.tensor([-3.0, 0.0, 3.0])).numpy()
+    array([0.30277562, 1.        , 3.3027756 ], dtype=float32)
+    """
+    (v,) = api.promote("squareplus", (x,), inexact=True)
+    return api.div(api.add(v, api.sqrt(api.add(api.mul(v, v), b))), 2.0)
+
+
+@_composite("sparse_plus", "0 below -1, (x + 1)² / 4 between, x above 1", jax.nn.sparse_plus)
+def sparse_plus(x: Any) -> Any:
+    """0 for ``x <= -1``, ``(x + 1)² / 4`` between, ``x`` for ``x >= 1``: a softplus that is
+    exactly 0 and exactly linear outside [-1, 1].
+
+    >>> import pypto as pto
+    >>> pto.sparse_plus(pto.tensor([-2.0, 0.0, 2.0])).numpy()
+    array([0.  , 0.25, 2.  ], dtype=float32)
+    """
+    (v,) = api.promote("sparse_plus", (x,), inexact=True)
+    inner = api.div(composite.square(api.add(v, 1.0)), 4.0)
+    return api.where(api.less_equal(v, -1.0), 0.0, api.where(api.greater_equal(v, 1.0), v, inner))
+
+
+@_composite(
+    "sparse_sigmoid", "clip(x + 1, 0, 2) / 2, sparse_plus's derivative", jax.nn.sparse_sigmoid
+)
+def sparse_sigmoid(x: Any) -> Any:
+    """``clip(x + 1, 0, 2) / 2``: a sigmoid that is exactly 0 below -1 and 1 above 1 (the
+    derivative of :func:`sparse_plus`).
+
+    >>> import pypto as pto
+    >>> pto.sparse_sigmoid(pto.tensor([-2.0, 0.5, 2.0])).numpy()
+    array([0.  , 0.75, 1.  ], dtype=float32)
+    """
+    (v,) = api.promote("sparse_sigmoid", (x,), inexact=True)
+    return api.mul(composite.clip(api.add(v, 1.0), 0.0, 2.0), 0.5)
+
+
+_LN2 = math.log(2.0)
+
+
+@_composite("log1mexp", "log(1 - exp(-x)), accurate for small and large x", jax.nn.log1mexp)
+def log1mexp(x: Any) -> Any:
+    """``log(1 - exp(-x))`` for ``x >= 0`` (NaN below): ``log(-expm1(-x))`` below ln 2 and
+    ``log1p(-exp(-x))`` above, each where it keeps its digits (Mächler's rule, as JAX's).
+
+    >>> import pypto as pto
+    >>> pto.log1mexp(pto.tensor([1e-6, 1.0, 30.0])).numpy()
+    array([-1.3815511e+01, -4.5867512e-01, -9.3576229e-14], dtype=float32)
+    """
+    (v,) = api.promote("log1mexp", (x,), inexact=True)
+    small = api.less(v, _LN2)
+    # each side sees only the inputs it is chosen for, so the other's derivative (an inf at 0
+    # or where exp(-x) rounds to 1) never meets the zero cotangent where gives it
+    lo = api.where(small, v, _LN2)
+    hi = api.where(small, _LN2, v)
+    return api.where(
+        small,
+        api.log(api.neg(composite.expm1(api.neg(lo)))),
+        composite.log1p(api.neg(api.exp(api.neg(hi)))),
+    )

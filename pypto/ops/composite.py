@@ -2088,12 +2088,14 @@ def _in_f32(op: str, x: Any) -> tuple[Any, dt.DType]:
 
 
 def _exact_value(grad_path: Any, value: Any, d: dt.DType) -> Any:
-    """``value``, differentiated as ``grad_path``: ``grad_path + stop_gradient(value -
-    grad_path)``. The two are within a factor of two of each other (or ``grad_path`` is 0), so
-    the difference is exact and the sum gives ``value`` back bit for bit; where ``grad_path``
-    is infinite (equal to ``value`` there) the correction is 0."""
-    fix = api.where(api.less(api.abs(grad_path), math.inf), api.sub(value, grad_path), 0.0)
-    r = api.add(grad_path, api.stop_gradient(fix))
+    """``value``, differentiated as ``grad_path``: ``stop_gradient(value) -
+    (stop_gradient(grad_path) - grad_path)``. The bracket is +0 with derivative -1, so the
+    result is ``value`` bit for bit, a -0 included (``expm1(-0.0)``, as JAX's), which
+    ``grad_path + stop_gradient(value - grad_path)`` would make +0. Where ``grad_path`` is
+    infinite or NaN (and ``value`` is the same) it is ``grad_path`` itself."""
+    zero = api.sub(api.stop_gradient(grad_path), grad_path)  # value 0, derivative -1
+    exact = api.sub(api.stop_gradient(value), zero)
+    r = api.where(api.less(api.abs(grad_path), math.inf), exact, grad_path)
     return r if d is dt.float32 else api.cast(r, d)
 
 

@@ -1972,6 +1972,10 @@ _ACTIVATIONS = (
     "celu",
     "soft_sign",
     "mish",
+    "squareplus",
+    "sparse_plus",
+    "sparse_sigmoid",
+    "log1mexp",
 )
 
 
@@ -1982,12 +1986,31 @@ def _activation(data: Draw, dtype: pto.DType, name: str) -> None:
     scale = data.draw(st.sampled_from([1e-6, 0.5, 3.0, 30.0]), label="scale")
     a = values(data, dtype, data.draw(shapes()), -scale, scale, specials=SPECIALS)
     (x,) = operands(data, [a])
-    params = {"alpha": data.draw(st.sampled_from([0.5, 2.0]))} if name == "celu" else {}
+    params: dict[str, Any] = {}
+    if name == "celu":
+        params = {"alpha": data.draw(st.sampled_from([0.5, 2.0]))}
+    elif name == "squareplus":
+        params = {"b": data.draw(st.sampled_from([4, 0.25]))}
     out = getattr(pto, name)(x, **params)
     fn = ref(name)
-    if dtype in (pto.float16, pto.bfloat16) and name in ("erf", "erfc"):
-        fn = _rounded(ref(name))  # computed in float32 and rounded once
+    if dtype in (pto.float16, pto.bfloat16) and name in ("erf", "erfc", "log1mexp"):
+        # erf, erfc: computed in float32 and rounded once. log1mexp: JAX's float16 expm1
+        # drops digits of subnormals (-expm1(-x) for x = 5·2⁻²⁴ is 4·2⁻²⁴), pypto's keeps them
+        fn = _rounded(ref(name))
+    if name == "squareplus" and not dtype.is_floating:
+        # jax.nn.squareplus squares integers in their own dtype (30² wraps in int8 and its
+        # square root is NaN); pypto promotes to float32 first, as the other activations
+        fn = _in_float32(ref(name))
     assert_matches(out, jax_elementwise(fn, a, **params), 4, what=f"{name} {params}")
+
+
+def _in_float32(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` of its first argument converted to float32."""
+
+    def f(a: Any, *args: Any, **kw: Any) -> Any:
+        return fn(jnp.asarray(a, jnp.float32), *args, **kw)
+
+    return f
 
 
 @case("glu", dtypes=FLOATS, group="library")

@@ -603,6 +603,10 @@ CASES: dict[str, Case] = {
     "celu": (lambda x: pto.celu(x, 0.5), [(X, "n")], F),
     "soft_sign": (lambda x: pto.soft_sign(x * 3), [(X, "n")], F),
     "mish": (lambda x: pto.mish(x * 3), [(X, "n")], F),
+    "squareplus": (lambda x: (pto.squareplus(x * 3), pto.squareplus(x, 0.5)), [(X, "n")], F),
+    "sparse_plus": (lambda x: pto.sparse_plus(x * 2), [(X, "n")], F),
+    "sparse_sigmoid": (lambda x: pto.sparse_sigmoid(x * 2), [(X, "n")], F),
+    "log1mexp": (lambda x: pto.log1mexp(x * 3), [(X, "p")], F),
     "glu": (lambda x: (pto.glu(x), pto.glu(x, 0)), [(X, "n")], F),
     "cross": (
         lambda x, y: (pto.cross(x[:, :3], y[:3]), pto.cross(x[:3], x[3:], axis=0)),
