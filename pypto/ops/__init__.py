@@ -33,6 +33,7 @@ from pypto.ops.activations import (
     hard_tanh,
     log1mexp,
     log_sigmoid,
+    logmeanexp,
     mish,
     relu6,
     selu,
@@ -40,6 +41,7 @@ from pypto.ops.activations import (
     sparse_plus,
     sparse_sigmoid,
     squareplus,
+    standardize,
 )
 from pypto.ops.api import (
     abs,
@@ -571,6 +573,7 @@ __all__ = [
     "logical_not",
     "logical_or",
     "logical_xor",
+    "logmeanexp",
     "logsumexp",
     "lstsq",
     "mask_indices",
@@ -690,6 +693,7 @@ __all__ = [
     "squareplus",
     "squeeze",
     "stack",
+    "standardize",
     "std",
     "stop_gradient",
     "sub",

@@ -14,13 +14,14 @@ So these are written with ``where`` on the side of the kink JAX's derivative tak
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import jax
 
 from pypto import dtypes as dt
 from pypto.core.errors import ShapeError
-from pypto.ops import api, composite
+from pypto.ops import api, composite, rules
 from pypto.ops.composite import _composite
 from pypto.ops.numpy_lib import _narrow, _wide
 
@@ -294,3 +295,80 @@ def log1mexp(x: Any) -> Any:
         api.log(api.neg(composite.expm1(api.neg(lo)))),
         composite.log1p(api.neg(api.exp(api.neg(hi)))),
     )
+
+
+def _logmeanexp_jax(x: Any, axis: Any = None, where: Any = None, keepdims: bool = False) -> Any:
+    return jax.nn.logmeanexp(x, axis, where, keepdims)
+
+
+@_composite("logmeanexp", "log(mean(exp(x))) = logsumexp(x) - log(count)", _logmeanexp_jax)
+def logmeanexp(
+    x: Any, axis: int | Sequence[int] | None = None, where: Any = None, keepdims: bool = False
+) -> Any:
+    """``log(mean(exp(x)))`` over ``axis`` (all when None), as ``jax.nn.logmeanexp``:
+    :func:`pto.logsumexp` less the log of the count (of the elements ``where`` selects).
+
+    >>> import pypto as pto
+    >>> f"{float(pto.logmeanexp(pto.tensor([1000.0, 1000.0]))):.1f}"
+    '1000.0'
+    """
+    (v,) = api.promote("logmeanexp", (x,), inexact=True)
+    axes = rules.normalize_axes("logmeanexp", axis, api._aval(v))
+    lse = composite.logsumexp(v, axes, keepdims, where=where)
+    if where is None:
+        n = math.prod(v.shape[a] for a in axes)  # type: ignore[attr-defined]
+        return api.sub(lse, math.log(n) if n else -math.inf)  # (a weak scalar: lse's dtype)
+    ones = api.reduction_keywords("logmeanexp", composite._ones_as(v), mask=where, fill=0.0)
+    return api.sub(lse, api.log(api.cast(api.sum(ones, axes, keepdims), lse.dtype)))
+
+
+def _standardize_jax(
+    x: Any,
+    axis: Any = -1,
+    mean: Any = None,
+    variance: Any = None,
+    epsilon: Any = 1e-5,
+    where: Any = None,
+    *,
+    algorithm: str = "fast",
+) -> Any:
+    return jax.nn.standardize(x, axis, mean, variance, epsilon, where, algorithm=algorithm)  # type: ignore[call-arg]
+
+
+@_composite("standardize", "(x - mean) / sqrt(variance + epsilon) over axes", _standardize_jax)
+def standardize(
+    x: Any,
+    axis: int | Sequence[int] | None = -1,
+    mean: Any = None,
+    variance: Any = None,
+    epsilon: Any = 1e-5,
+    where: Any = None,
+    *,
+    algorithm: str = "fast",
+) -> Any:
+    """``(x - mean) · rsqrt(variance + epsilon)`` over ``axis``, as ``jax.nn.standardize``:
+    the mean and variance of ``x`` (of the elements ``where`` selects) unless given. The
+    variance is ``mean(x²) - mean²`` clipped at 0 (``algorithm="fast"``, JAX's default) or
+    ``mean((x - mean)²)`` (``"stable"``).
+
+    >>> import pypto as pto
+    >>> pto.standardize(pto.tensor([1.0, 2.0, 3.0]), epsilon=0.0).numpy()
+    array([-1.224745,  0.      ,  1.224745], dtype=float32)
+    """
+    if algorithm not in ("fast", "stable"):
+        raise ShapeError(
+            f"unknown algorithm {algorithm!r}",
+            op="standardize",
+            hint='use algorithm="fast" (mean(x²) - mean²) or "stable" (mean((x - mean)²))',
+        )
+    (v,) = api.promote("standardize", (x,), inexact=True)
+    axes = rules.normalize_axes("standardize", axis, api._aval(v))
+    mu = composite.mean(v, axes, True, where=where) if mean is None else mean
+    if variance is None:
+        if algorithm == "stable":
+            c = api.sub(v, mu)
+            variance = composite.mean(api.mul(c, c), axes, True, where=where)
+        else:
+            sq = composite.mean(api.mul(v, v), axes, True, where=where)
+            variance = api.maximum(api.sub(sq, api.mul(mu, mu)), 0.0)
+    return api.mul(api.sub(v, mu), api.rsqrt(api.add(variance, epsilon)))

@@ -774,31 +774,61 @@ def sign(x: Any) -> Any:
     return api.stop_gradient(s)
 
 
-def _logsumexp_jax(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-    return jax.nn.logsumexp(_inexact_jax(x)[0], axis=axis, keepdims=keepdims)
+def _logsumexp_jax(x: Any, axis: Any = None, keepdims: bool = False, **kw: Any) -> Any:
+    return jax.nn.logsumexp(_inexact_jax(x)[0], axis=axis, keepdims=keepdims, **kw)
 
 
 @_composite("logsumexp", "log(sum(exp(x))) over axes, shifted by the max", _logsumexp_jax)
-def logsumexp(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+def logsumexp(
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    *,
+    b: Any = None,
+    return_sign: bool = False,
+    where: Any = None,
+) -> Any:
     """``log(sum(exp(x), axis))`` computed stably (as ``jax.nn.logsumexp``): shifted by the
     max over ``axis`` (all axes when None), or by 0 where that max is infinite or NaN, so
     that rows of -inf give -inf and a +inf gives +inf. Its gradient is the softmax.
 
+    JAX's keywords: ``b`` scales each term (``log(sum(b · exp(x)))``; a negative sum is NaN
+    unless ``return_sign``, which returns ``(log(|sum|), sign(sum))``), and ``where`` leaves
+    out the elements where it is False.
+
     >>> import pypto as pto
     >>> f"{float(pto.logsumexp(pto.tensor([1000.0, 1000.0]))):.2f}"
     '1000.69'
+    >>> r, s = pto.logsumexp(pto.tensor([0.0, 1.0]), b=pto.tensor([1.0, -1.0]), return_sign=True)
+    >>> f"{float(r):.4f}", float(s)
+    ('0.5413', -1.0)
     """
-    v = api.promote("logsumexp", (x,), inexact=True)[0]
+    if b is None:
+        v = api.promote("logsumexp", (x,), inexact=True)[0]
+    else:
+        v, w = api.promote("logsumexp", (x, b), inexact=True)
+        w = api.broadcast_to(w, tuple(v.shape))  # type: ignore[attr-defined]
     axes = rules.normalize_axes("logsumexp", axis, api._aval(v))
     m: Any = 0.0  # no shift over nothing: the sum of no terms is 0, its log -inf (as JAX)
     if 0 not in [v.shape[a] for a in axes]:  # type: ignore[attr-defined]
-        m = api.max(v, axes, True)
+        m = api.max(v, axes, True, where=where, initial=-math.inf if where is not None else None)
         # the shift cancels: a constant for autodiff (as in softmax)
         m = api.stop_gradient(api.where(api.less(api.abs(m), math.inf), m, 0.0))
-    r = api.add(api.log(api.sum(api.exp(api.sub(v, m)), axes, True)), m)
+    e = api.exp(api.sub(v, m))
+    if b is not None:
+        e = api.mul(e, w)
+    total = api.sum(e, axes, True, where=where)
+    r = api.add(api.log(api.abs(total) if b is not None else total), m)
     if not keepdims:
         r = api.reshape(r, tuple(s for i, s in enumerate(v.shape) if i not in axes))  # type: ignore[attr-defined]
-    return r
+    if b is None and not return_sign:
+        return r
+    sgn = sign(total)
+    if not keepdims:
+        sgn = api.reshape(sgn, tuple(r.shape))
+    if return_sign:
+        return r, sgn
+    return api.where(api.less(sgn, 0.0), math.nan, r)
 
 
 def _stack_jax(xs: Any, axis: int = 0) -> Any:

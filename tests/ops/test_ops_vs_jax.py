@@ -1278,12 +1278,23 @@ def _logsumexp(data: Draw, dtype: pto.DType, name: str) -> None:
     (x,) = operands(data, [a])
     axis = _axes(data, len(shape))
     keepdims = data.draw(st.booleans(), label="keepdims")
+    n = math.prod(shape[i] for i in _norm_axes(axis, len(shape)))
+    if data.draw(st.booleans(), label="keywords"):  # JAX's b, where and return_sign
+        kw: dict[str, Any] = {"return_sign": data.draw(st.booleans(), label="return_sign")}
+        if data.draw(st.booleans(), label="b"):
+            kw["b"] = values(data, pto.float32, shape[len(shape) // 2 :], -2.0, 2.0)
+        if (m := _mask(data, shape)) is not None:
+            kw["where"] = m
+        out = pto.logsumexp(x, axis, keepdims, **kw)
+        want = ref(name)(a, axis, keepdims, **kw)
+        for o, w in zip(*((out, want) if kw["return_sign"] else ((out,), (want,))), strict=True):
+            assert_matches(o, w, n + 2, what=f"logsumexp axis={axis} {sorted(kw)}")
+        return
     out = (
         pto.logsumexp(x, axis, keepdims)
         if data.draw(st.booleans())
         else pto.logsumexp(x, axis=axis, keepdims=keepdims)
     )
-    n = math.prod(shape[i] for i in _norm_axes(axis, len(shape)))
     expected = jitted(ref(name), ("axis", "keepdims"))(a, axis=axis, keepdims=keepdims)
     assert_matches(out, expected, n + 1, what=f"logsumexp axis={axis}")
 
@@ -2011,6 +2022,44 @@ def _in_float32(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn(jnp.asarray(a, jnp.float32), *args, **kw)
 
     return f
+
+
+def _mask(data: Draw, shape: tuple[int, ...]) -> np.ndarray | None:
+    """None, or a bool mask of ``shape`` or of a suffix of it (it broadcasts)."""
+    if not data.draw(st.booleans(), label="where"):
+        return None
+    mshape = shape[data.draw(st.integers(0, len(shape)), label="mask dims") :]
+    return data.draw(_hnp.arrays(np.bool_, mshape), label="mask")
+
+
+@case("logmeanexp", dtypes=NUMERIC, group="library")
+def _logmeanexp(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(), label="shape")
+    a = values(data, dtype, shape, -20.0, 20.0, ints=(-20, 20), specials=(-np.inf, np.nan))
+    (x,) = operands(data, [a])
+    axis = _axes(data, len(shape))
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    m = _mask(data, shape)
+    out = pto.logmeanexp(x, axis, m, keepdims)
+    n = math.prod(shape[i] for i in _norm_axes(axis, len(shape)))
+    want = ref(name)(a, axis, m, keepdims)
+    assert_matches(out, want, n + 2, what=f"logmeanexp axis={axis} mask={m is not None}")
+
+
+@case("standardize", dtypes=FLOATS, group="library")
+def _standardize(data: Draw, dtype: pto.DType, name: str) -> None:
+    shape = data.draw(shapes(min_dims=1), label="shape")
+    a = values(data, dtype, shape, -3.0, 3.0, specials=(np.nan,))
+    (x,) = operands(data, [a])
+    axis = _axes(data, len(shape))
+    m = _mask(data, shape)
+    # "fast" subtracts two means of squares: under a mask a column of one selected element
+    # has a variance of rounding noise, which scales the unselected ones without bound
+    algorithm = "stable" if m is not None else data.draw(st.sampled_from(["fast", "stable"]))
+    out = pto.standardize(x, axis, where=m, algorithm=algorithm)
+    want = ref(name)(a, axis, where=m, algorithm=algorithm)
+    n = math.prod(shape[i] for i in _norm_axes(axis, len(shape)))
+    assert_matches(out, want, 4 * n + 8, what=f"standardize axis={axis} {algorithm}")
 
 
 @case("glu", dtypes=FLOATS, group="library")
@@ -3309,9 +3358,9 @@ def test_reduction_keywords_match_jax(name: str, data: Draw) -> None:
     axis = _axes(data, len(shape))
     kw: dict[str, Any] = {"axis": axis, "keepdims": data.draw(st.booleans(), label="keepdims")}
     allowed = _KEYWORDS[name]
-    if "where" in allowed and data.draw(st.booleans(), label="where"):
-        mshape = shape[data.draw(st.integers(0, len(shape)), label="mask dims") :]
-        kw["where"] = data.draw(_hnp.arrays(np.bool_, mshape), label="mask")
+    mask = _mask(data, shape) if "where" in allowed else None
+    if mask is not None:
+        kw["where"] = mask
     if "initial" in allowed and (data.draw(st.booleans(), label="initial") or "where" in kw):
         kw["initial"] = data.draw(st.sampled_from([-2, 0, 3]), label="initial")
     if name in ("max", "min") and "where" not in kw and "initial" not in kw:

@@ -607,6 +607,12 @@ CASES: dict[str, Case] = {
     "sparse_plus": (lambda x: pto.sparse_plus(x * 2), [(X, "n")], F),
     "sparse_sigmoid": (lambda x: pto.sparse_sigmoid(x * 2), [(X, "n")], F),
     "log1mexp": (lambda x: pto.log1mexp(x * 3), [(X, "p")], F),
+    "logmeanexp": (lambda x: (pto.logmeanexp(x, -1), pto.logmeanexp(x, 0, x > 0)), [(X, "n")], F),
+    "standardize": (
+        lambda x: (pto.standardize(x), pto.standardize(x, 0, where=x > -1, algorithm="stable")),
+        [(X, "n")],
+        F,
+    ),
     "glu": (lambda x: (pto.glu(x), pto.glu(x, 0)), [(X, "n")], F),
     "cross": (
         lambda x, y: (pto.cross(x[:, :3], y[:3]), pto.cross(x[:3], x[3:], axis=0)),
