@@ -474,6 +474,15 @@ def extreme(d: dt.DType, largest: bool) -> Any:
     return int(info.max if largest else info.min)
 
 
+def reduction_dtype(name: str, v: Value, dtype: Any) -> tuple[Value, dt.DType | None]:
+    """numpy's ``dtype`` of a sum or product: ``v`` cast to the dtype it is computed in (a
+    float result in float32, as jnp's), and the result's dtype (None: the usual one)."""
+    if dtype is None:
+        return v, None
+    d = dt.dtype(dtype, op=name)
+    return cast(v, dt.float32 if d in (dt.float16, dt.bfloat16) else d), d
+
+
 def reduction_initial(name: str, initial: Any, d: dt.DType) -> Value:
     """numpy's ``initial``: a scalar, converted to the reduction's dtype ``d``."""
     v = cast(asvalue(initial, name), d)
@@ -517,10 +526,7 @@ def _reduce(
         except (ValueError, IndexError, KeyError):
             pass  # a bad axis: the general path explains it
     v = asvalue(x, op.name)
-    d = None if dtype is None else dt.dtype(dtype, op=op.name)
-    if d is not None:
-        # as jnp.sum: a float result is summed in float32 (float16 and bfloat16 too)
-        v = cast(v, dt.float32 if d in (dt.float16, dt.bfloat16) else d)
+    v, d = reduction_dtype(op.name, v, dtype)
     axes = rules.normalize_axes(op.name, axis, _aval(v))
     keep = rules.flag(op.name, "keepdims", keepdims)
     vd = v.dtype  # type: ignore[attr-defined]

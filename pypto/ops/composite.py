@@ -1811,9 +1811,7 @@ def prod(
     array([3., 8.], dtype=float32)
     """
     v = api.asvalue(x, "prod")
-    want = None if dtype is None else dt.dtype(dtype, op="prod")
-    if want is not None:
-        v = api.cast(v, dt.float32 if want in (dt.float16, dt.bfloat16) else want)
+    v, want = api.reduction_dtype("prod", v, dtype)
     v = api.reduction_keywords("prod", v, out=out, mask=where, fill=1)
     r = _product(v, rules.normalize_axes("prod", axis, api._aval(v)), keepdims)
     if initial is not None:
