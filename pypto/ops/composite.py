@@ -64,7 +64,7 @@ def relu(x: Any) -> Any:
     v = api.asvalue(x, "relu")
     if v.dtype is dt.bool_:  # type: ignore[attr-defined]
         v = api.cast(v, dt.int32)  # as max(x, 0) promotes it
-    return api.where(api.less_equal(v, 0), api.cast(0, v.dtype), v)  # type: ignore[attr-defined]
+    return api.where(api.less_equal(v, 0), 0, v)
 
 
 _GELU_C = math.sqrt(2.0 / math.pi)

@@ -24,6 +24,26 @@ def golden(text: str) -> str:
 
 CASES = [
     (
+        "simplify turns relu's select into a maximum, and only relu's",
+        (simplify, dce),
+        """
+        func @f(%x: f32[4], %g: f32[4]) -> (f32[4], f32[4]) {
+          %0: bool[4] = less_equal %x, 0.0:f32
+          %1: f32[4] = where %0, 0.0:f32, %x
+          %2: f32[4] = where %0, 0.0:f32, %g
+          return %1, %2
+        }
+        """,
+        """
+        func @f(%x: f32[4], %g: f32[4]) -> (f32[4], f32[4]) {
+          %0: bool[4] = less_equal %x, 0.0:f32
+          %1: f32[4] = maximum %x, 0.0:f32
+          %2: f32[4] = where %0, 0.0:f32, %g
+          return %1, %2
+        }
+        """,
+    ),
+    (
         "dce drops unused values",
         dce,
         """

@@ -5,7 +5,7 @@ transpose∘transpose → one transpose (or nothing); reshape chains → one res
 broadcast_to or cast to what the value already is → the value; broadcast chains → one
 broadcast; cast chains whose first step is exact → one cast; the sum of two zero-paddings
 that tile one axis between them → a concatenation (the gradient of slicing a value into
-parts comes out so).
+parts comes out so); ``relu``'s select, where(x <= 0, 0, x) → maximum(x, 0).
 """
 
 from __future__ import annotations
@@ -146,6 +146,20 @@ def _pads_to_concat(e: Eqn, ctx: Ctx) -> Any:
     return replace(e, op="concat", inputs=parts, params=(("axis", ax),))
 
 
+def _relu_select(e: Eqn, ctx: Ctx) -> Any:
+    """where(x <= 0, 0, x) → maximum(x, 0): ``relu`` is written as the select so that its
+    gradient at 0 is JAX's (none), but its value is the one-instruction maximum, which a
+    matmul's epilogue takes as it is. Equal for every x, NaN included, but for the sign of a
+    zero."""
+    c, zero, x = e.inputs
+    p = ctx.prod(c, "less_equal")
+    if p is None or not _is(zero, 0) or p.inputs[0] is not x or not _is(p.inputs[1], 0):
+        return None
+    if not _keeps(e, x):
+        return None
+    return replace(e, op="maximum", inputs=(x, zero), params=())
+
+
 PATTERNS = PatternMatcher(
     [
         _identity("mul", 1, None),
@@ -158,6 +172,7 @@ PATTERNS = PatternMatcher(
         Rule("broadcast-chain", "broadcast_to", _broadcast_chain),
         Rule("cast-chain", "cast", _cast_chain),
         Rule("pads-to-concat", "add", _pads_to_concat),
+        Rule("relu-select", "where", _relu_select),
     ]
 )
 
