@@ -297,11 +297,7 @@ def log1mexp(x: Any) -> Any:
     )
 
 
-def _logmeanexp_jax(x: Any, axis: Any = None, where: Any = None, keepdims: bool = False) -> Any:
-    return jax.nn.logmeanexp(x, axis, where, keepdims)
-
-
-@_composite("logmeanexp", "log(mean(exp(x))) = logsumexp(x) - log(count)", _logmeanexp_jax)
+@_composite("logmeanexp", "log(mean(exp(x))) = logsumexp(x) - log(count)", jax.nn.logmeanexp)
 def logmeanexp(
     x: Any, axis: int | Sequence[int] | None = None, where: Any = None, keepdims: bool = False
 ) -> Any:
@@ -322,20 +318,7 @@ def logmeanexp(
     return api.sub(lse, api.log(api.cast(api.sum(ones, axes, keepdims), lse.dtype)))
 
 
-def _standardize_jax(
-    x: Any,
-    axis: Any = -1,
-    mean: Any = None,
-    variance: Any = None,
-    epsilon: Any = 1e-5,
-    where: Any = None,
-    *,
-    algorithm: str = "fast",
-) -> Any:
-    return jax.nn.standardize(x, axis, mean, variance, epsilon, where, algorithm=algorithm)  # type: ignore[call-arg]
-
-
-@_composite("standardize", "(x - mean) / sqrt(variance + epsilon) over axes", _standardize_jax)
+@_composite("standardize", "(x - mean) / sqrt(variance + epsilon) over axes", jax.nn.standardize)
 def standardize(
     x: Any,
     axis: int | Sequence[int] | None = -1,
