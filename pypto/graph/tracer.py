@@ -115,7 +115,7 @@ class GraphTrace:
         return Tracer(self, out)
 
     def composite(self, op: Op, args: tuple[Any, ...], params: dict[str, Any]) -> Any:
-        with self.region(op.name):
+        with self.region(op.name) if op.region else contextlib.nullcontext():
             try:
                 return op.decompose(*args, **params)  # type: ignore[misc]
             except PyptoError as e:

@@ -25,6 +25,7 @@ from pypto.ops import (  # noqa: F401  (registration)
 )
 from pypto.ops.activations import (
     celu,
+    dot_product_attention,
     erf,
     erfc,
     glu,
@@ -479,6 +480,7 @@ __all__ = [
     "divide",
     "divmod",
     "dot",
+    "dot_product_attention",
     "dsplit",
     "dstack",
     "ediff1d",

@@ -13,11 +13,13 @@ So these are written with ``where`` on the side of the kink JAX's derivative tak
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
 import jax
+import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core.errors import ShapeError
@@ -355,3 +357,206 @@ def standardize(
             sq = composite.mean(api.mul(v, v), axes, True, where=where)
             variance = api.maximum(api.sub(sq, api.mul(mu, mu)), 0.0)
     return api.mul(api.sub(v, mu), api.rsqrt(api.add(variance, epsilon)))
+
+
+def _dpa_jax(q: Any, k: Any, v: Any, bias: Any = None, mask: Any = None, **kw: Any) -> Any:
+    return jax.nn.dot_product_attention(q, k, v, bias, mask, **kw)
+
+
+# jax.nn's fill for masked logits (finite, so a row that sees no key averages the values)
+_LARGE_NEGATIVE = -0.7 * float(np.finfo(np.float32).max)
+
+
+@_composite(
+    "dot_product_attention",
+    "jax.nn's attention: [B, T, N, H] layout, grouped heads, bias, masks, sequence lengths",
+    _dpa_jax,
+    region=False,  # its softmax (and so the flash-attention pattern) groups on its own
+)
+def dot_product_attention(
+    query: Any,
+    key: Any,
+    value: Any,
+    bias: Any = None,
+    mask: Any = None,
+    *,
+    scale: float | None = None,
+    is_causal: bool = False,
+    query_seq_lengths: Any = None,
+    key_value_seq_lengths: Any = None,
+    local_window_size: int | tuple[int, int] | None = None,
+    implementation: str | None = None,
+    return_residual: bool = False,
+) -> Any:
+    """``jax.nn.dot_product_attention``: ``softmax(q kᵀ · scale + bias, masked) v`` per head,
+    with JAX's layout and keywords.
+
+    ``query`` is ``[B, T, N, H]`` (or ``[T, N, H]``), ``key`` and ``value`` ``[B, S, K, H]``
+    with ``N`` a multiple of ``K``: query head ``n`` attends with key/value head
+    ``n // (N / K)`` (grouped-query attention; ``K = 1`` is multi-query). ``bias`` and
+    ``mask`` (bool, True = keep) broadcast to ``[B, N, T, S]``; ``is_causal`` lets query
+    ``i`` see keys ``j ≤ i``; ``local_window_size`` ``(left, right)`` (or one int for both)
+    keeps keys ``i - left ≤ j ≤ i + right``; ``query_seq_lengths`` and
+    ``key_value_seq_lengths`` (int32 ``[B]``) mask the padding, and the output rows past a
+    query length are 0. As in JAX, a query that sees no key gets the mean of the values
+    (the masked logits are a large finite negative there), and ``return_residual`` also
+    gives the logsumexp of each row of logits, ``[B, T, N]``.
+
+    It is :func:`~pypto.scaled_dot_product_attention` on the heads: with no ``bias`` and no
+    residual, ``pto.jit`` compiles it to one flash-attention kernel (the K/V heads broadcast
+    over their query group, no copy). The logits are rounded to the inputs' dtype once, as
+    in ``scaled_dot_product_attention`` and the NPU's fixpipe; JAX keeps float16 and
+    bfloat16 logits in float32.
+
+    >>> import pypto as pto
+    >>> q = pto.random.normal(0, (2, 8, 4, 16))  # [B, T, N, H]
+    >>> kv = pto.random.normal(1, (2, 8, 2, 16))  # two key/value heads for four query heads
+    >>> pto.dot_product_attention(q, kv, kv, is_causal=True).shape
+    (2, 8, 4, 16)
+    """
+    op = "dot_product_attention"
+    if implementation not in (None, "xla"):
+        raise ShapeError(
+            f"implementation={implementation!r} is not available",
+            op=op,
+            hint="leave implementation=None: pypto computes attention one way on every backend",
+        )
+    q, k, v = api.promote(op, (query, key, value), inexact=True)
+    three = len(q.shape) == 3  # type: ignore[attr-defined]
+    q, k, v = (_four_d(op, name, t) for name, t in (("query", q), ("key", k), ("value", v)))
+    b, t, n, h = q.shape
+    bk, s, kh, hk = k.shape
+    if (bk, h) != (b, hk) or tuple(v.shape[:3]) != (b, s, kh) or n % kh:
+        raise ShapeError(
+            f"query {tuple(q.shape)}, key {tuple(k.shape)} and value {tuple(v.shape)} do not "
+            "fit [B, T, N, H], [B, S, K, H], [B, S, K, Hv] with N a multiple of K",
+            op=op,
+            hint="the heads are axis -2; key and value share B, S and K, and query shares B and H",
+        )
+    g = n // kh
+
+    def heads(x: Any, grouped: bool) -> Any:
+        """[B, L, heads, H] → [B, K, G, L, H] (grouped) or [B, K, 1, L, H]: the heads split
+        first, so one transpose reads the operand (the attention kernel reads it in place)."""
+        if g == 1:
+            return api.transpose(x, (0, 2, 1, 3))
+        _, ln, _, hx = x.shape
+        x = api.reshape(x, (b, ln, kh, g if grouped else 1, hx))
+        return api.transpose(x, (0, 2, 3, 1, 4))
+
+    def to_groups(x: Any, name: str) -> Any:
+        """A bias or mask over [B, N, T, S] in the grouped layout of the logits."""
+        x = _four_d(op, name, api.asvalue(x, op))
+        xb, xn, xt, xs = x.shape
+        if xn not in (1, n):
+            raise ShapeError(
+                f"{name} of shape {tuple(x.shape)} has {xn} heads for {n}",
+                op=op,
+                hint="give it one head (broadcast) or one per query head: [B, N, T, S]",
+            )
+        if g == 1:
+            return x
+        return api.reshape(x, (xb, 1, 1, xt, xs) if xn == 1 else (xb, kh, g, xt, xs))
+
+    # The masks are selects to -inf, the pattern the flash kernel takes: the constant ones
+    # (causal, window) each on its own, so the kernel knows a causal mask by its array; the
+    # others made first, so that their selects join the product's kernel.
+    fixed: list[np.ndarray] = []
+    if is_causal:
+        fixed.append(composite.causal_mask(t, s))
+    if local_window_size is not None:
+        left, right = _window(op, local_window_size)
+        i, j = np.arange(t)[:, None], np.arange(s)[None, :]
+        fixed.append((i <= j + left) & (i >= j - right))
+    static = np.logical_and.reduce(fixed) if fixed else np.ones((t, s), bool)
+    varied: list[Any] = []
+    if mask is not None:
+        varied.append(to_groups(api.cast(api.asvalue(mask, op), dt.bool_), "mask"))
+    rows = _padding(op, "query_seq_lengths", query_seq_lengths, b, t, g, (-1, 1))
+    cols = _padding(op, "key_value_seq_lengths", key_value_seq_lengths, b, s, g, (1, -1))
+    varied += [m for m in (rows, cols) if m is not None]
+    seen = None  # whether each query sees a key: jax.nn's finite fill averages the values
+    if varied or not static.any(-1).all():
+        every = functools.reduce(composite.logical_and, [*fixed, *varied])
+        seen = composite.any(every, -1, True)
+        # a query that sees nothing sees every key here (its result is replaced below): its
+        # softmax stays finite, and so does the gradient through it
+        if static.any(-1).all():
+            keep = functools.reduce(composite.logical_and, varied)
+        else:
+            keep, fixed = every, []
+        keep = composite.logical_or(keep, composite.logical_not(seen))
+        varied = [api.broadcast_to(keep, (*keep.shape[:-2], t, s))]  # (as the kernel loads it)
+    qh, kt, vh = heads(q, True), heads(k, False), heads(v, False)
+    sc = scale if scale is not None else 1.0 / math.sqrt(h)
+    logits = api.mul(api.matmul(qh, api.transpose(kt, composite._swap_last(len(kt.shape)))), sc)
+    if bias is not None:
+        logits = api.add(logits, api.cast(to_groups(bias, "bias"), logits.dtype))
+    for m in (*fixed, *varied):
+        logits = api.where(m, logits, -math.inf)
+    out = api.matmul(composite.softmax(logits, -1), vh)
+    if seen is not None:
+        out = api.where(seen, out, composite.mean(vh, -2, True))
+    if rows is not None:  # the padding queries' rows are 0 (a product, as JAX's)
+        out = api.mul(out, api.cast(rows, out.dtype))
+    out = _from_heads(out, b, t, n)
+    if three:
+        out = api.reshape(out, tuple(out.shape[1:]))
+    if not rules.flag(op, "return_residual", return_residual):
+        return out
+    lse = composite.logsumexp(api.cast(logits, dt.float32), -1, True)
+    if seen is not None:
+        lse = api.where(seen, lse, _LARGE_NEGATIVE)
+    lse = api.reshape(_from_heads(lse, b, t, n), (b, t, n) if not three else (t, n))
+    return out, api.stop_gradient(api.cast(lse, k.dtype))
+
+
+def _four_d(op: str, name: str, x: Any) -> Any:
+    """jax.nn's ``_ensure_4d``: a 3-d operand gets a batch axis of 1."""
+    nd = len(x.shape)
+    if nd == 3:
+        return api.reshape(x, (1, *x.shape))
+    if nd != 4:
+        raise ShapeError(
+            f"{name} must be 3-d or 4-d, got {api._aval(x)}",
+            op=op,
+            hint="[B, T, N, H] for the query, [B, S, K, H] for keys and values",
+        )
+    return x
+
+
+def _from_heads(x: Any, b: int, t: int, n: int) -> Any:
+    """The grouped layout [B, K, G, T, H] (or [B, N, T, H]) back to [B, T, N, H]."""
+    if len(x.shape) == 4:
+        return api.transpose(x, (0, 2, 1, 3))
+    return api.reshape(api.transpose(x, (0, 3, 1, 2, 4)), (b, t, n, x.shape[-1]))
+
+
+def _window(op: str, w: Any) -> tuple[int, int]:
+    if isinstance(w, int | np.integer) and not isinstance(w, bool):
+        return int(w), int(w)
+    if isinstance(w, tuple | list) and len(w) == 2:
+        return rules.integer(op, "local_window_size", w[0]), rules.integer(
+            op, "local_window_size", w[1]
+        )
+    raise ShapeError(
+        f"local_window_size must be an int or a pair (left, right), got {w!r:.60}",
+        op=op,
+        hint="e.g. local_window_size=(128, 0): each query sees the 128 keys before it",
+    )
+
+
+def _padding(op: str, name: str, lengths: Any, b: int, size: int, g: int, at: tuple) -> Any:
+    """The mask of the positions below each batch row's length, shaped to broadcast over the
+    logits: ``at`` puts the positions on the query (-1, 1) or key (1, -1) axis."""
+    if lengths is None:
+        return None
+    ln = api.asvalue(lengths, op)
+    if tuple(ln.shape) != (b,) or ln.dtype.is_floating or ln.dtype is dt.bool_:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"{name} must be integers of shape ({b},), one per batch row; got {api._aval(ln)}",
+            op=op,
+        )
+    pos = np.arange(size, dtype=np.int32).reshape(at)
+    lead = (b, 1, 1) if g > 1 else (b, 1)
+    return api.less(pos, api.reshape(ln, (*lead, 1, 1)))

@@ -551,7 +551,9 @@ def _reduce(
         r = _bind(op, (v,), {"axes": axes, "keepdims": keep})
         if initial is not None:
             both = {"sum": add, "max": maximum, "min": minimum}[op.name]
-            r = both(reduction_initial(op.name, initial, r.dtype), r)
+            # in the result's dtype first: a bool sum's initial is a truth value (as JAX's)
+            first = reduction_initial(op.name, initial, d or r.dtype)
+            r = both(cast(first, r.dtype), r)
     return r if d is None else cast(r, d)
 
 

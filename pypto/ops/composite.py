@@ -6,6 +6,7 @@ as in a fused kernel. A graph tracer may keep a composite whole (to fuse it as o
 
 from __future__ import annotations
 
+import builtins
 import functools
 import itertools
 import math
@@ -406,6 +407,97 @@ def _std_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, **
     return jnp.std(x, axis=axis, keepdims=keepdims, ddof=ddof, **kw)
 
 
+def variance(
+    name: str,
+    x: Any,
+    axis: Any,
+    keepdims: bool,
+    ddof: int,
+    correction: Any,
+    *,
+    dtype: Any,
+    out: Any,
+    where: Any,
+    given_mean: Any,
+    skip_nan: bool = False,
+) -> Any:
+    """The variance of ``var``, ``std``, ``nanvar`` and ``nanstd`` with numpy's keywords:
+    ``ddof`` or ``correction`` (the same, a float allowed), ``dtype`` (a float), ``where``,
+    ``mean`` (given instead of computed, with the kept axes) and ``out=None``; NaN where no
+    degree of freedom is left, as JAX. ``skip_nan`` leaves the NaN elements out."""
+    v = api.asvalue(x, name)
+    axes = rules.normalize_axes(name, axis, api._aval(v))
+    ddof = rules.integer(name, "ddof", ddof)
+    if correction is None:
+        corr: float = ddof
+    elif ddof:
+        raise ShapeError(
+            f"ddof={ddof} and correction={correction!r:.40} were both given",
+            op=name,
+            hint="pass one of them: correction is numpy's newer name for ddof",
+        )
+    elif isinstance(correction, int | float | np.integer | np.floating) and not isinstance(
+        correction, bool
+    ):
+        corr = correction.item() if isinstance(correction, np.generic) else correction
+    else:
+        raise DTypeError(f"correction must be a number, got {correction!r:.60}", op=name)
+    d = v.dtype  # type: ignore[attr-defined]
+    res = (d if d.is_floating else dt.float32) if dtype is None else dt.dtype(dtype, op=name)
+    if not res.is_floating:
+        raise DTypeError(
+            f"dtype={res} for the variance of {api._aval(v)}: a variance is a float",
+            op=name,
+            hint="pass a float dtype, or cast the result",
+        )
+    # in float32 and rounded once, as jnp.var computes float16 and bfloat16
+    f = v if d is dt.float32 else api.cast(v, dt.float32)
+    kept = tuple(1 if i in axes else n for i, n in enumerate(f.shape))  # type: ignore[union-attr]
+    nan = isnan(f) if skip_nan and d.is_floating else None
+    if where is None and out is None and nan is None:
+        m = mean(f, axes, True) if given_mean is None else _given_mean(name, given_mean, kept)
+        c = api.sub(f, m)
+        count = math.prod(v.shape[a] for a in axes)  # type: ignore[attr-defined]
+        r = api.sum(api.mul(c, c), axes, keepdims)
+        # NaN where no degree of freedom is left, as JAX gives (numpy warns and divides by 0)
+        if count > corr:
+            return api.cast(api.div(r, float(count - corr)), res)
+        return api.cast(api.add(api.mul(r, 0.0), math.nan), res)
+    ok = _ones_as(f) if nan is None else api.cast(logical_not(nan), dt.float32)
+    n = api.sum(api.reduction_keywords(name, ok, mask=where, fill=0.0), axes, True)
+    if given_mean is not None:
+        m = _given_mean(name, given_mean, kept)
+    else:
+        kept_f = f if nan is None else api.where(nan, 0.0, f)
+        m = api.div(api.sum(api.reduction_keywords(name, kept_f, mask=where), axes, True), n)
+    c = api.sub(f, m)
+    if nan is not None:
+        c = api.where(nan, 0.0, c)
+    sq = api.reduction_keywords(name, api.mul(c, c), out=out, mask=where, fill=0.0)
+    if not keepdims:
+        n = api.reshape(n, tuple(k for i, k in enumerate(n.shape) if i not in axes))
+    dof = api.sub(n, float(corr))
+    r = api.where(api.greater(dof, 0.0), api.div(api.sum(sq, axes, keepdims), dof), math.nan)
+    return api.cast(r, res)
+
+
+def _given_mean(name: str, m: Any, kept: tuple[int, ...]) -> Any:
+    """A variance's ``mean=``: float32, with the shape of the mean computed with keepdims."""
+    u = api.asvalue(m, name)
+    try:
+        fits = tuple(np.broadcast_shapes(tuple(u.shape), kept)) == kept  # type: ignore[attr-defined]
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ShapeError(
+            f"mean of shape {tuple(u.shape)} does not broadcast to {kept}, the shape of the "  # type: ignore[attr-defined]
+            "mean over the reduced axes with keepdims",
+            op=name,
+            hint="compute it with keepdims=True: pto.mean(x, axis, keepdims=True)",
+        )
+    return api.cast(u, dt.float32)
+
+
 @_composite("var", "mean of squared deviations from the mean, over axes", _var_jax)
 def var(
     x: Any,
@@ -416,40 +508,33 @@ def var(
     dtype: Any = None,
     out: Any = None,
     where: Any = None,
+    mean: Any = None,
+    correction: Any = None,
 ) -> Any:
-    """Variance over ``axis`` (all axes when None), divided by ``count - ddof``; integer inputs
-    give float32. numpy's keywords: ``dtype`` (of the result, a float dtype), ``where`` (a
-    mask: the variance of the selected elements alone) and ``out=None``.
+    """Variance over ``axis`` (all axes when None), divided by ``count - ddof`` (NaN where
+    that is not positive); integer inputs give float32. numpy's keywords: ``dtype`` (of the
+    result, a float dtype), ``where`` (a mask: the variance of the selected elements alone),
+    ``mean`` (the mean, given with the kept axes, instead of computed), ``correction`` (numpy
+    2's name for ``ddof``; a float allowed) and ``out=None``.
 
     >>> import pypto as pto
     >>> float(pto.var(pto.tensor([1.0, 2.0, 3.0, 4.0])))
     1.25
+    >>> float(pto.var(pto.tensor([1.0, 2.0, 3.0, 4.0]), correction=0.5))
+    1.4285714626312256
     """
-    v = api.asvalue(x, "var")
-    axes = rules.normalize_axes("var", axis, api._aval(v))
-    ddof = rules.integer("var", "ddof", ddof)
-    d = v.dtype  # type: ignore[attr-defined]
-    res = (d if d.is_floating else dt.float32) if dtype is None else dt.dtype(dtype, op="var")
-    if not res.is_floating:
-        raise DTypeError(
-            f"dtype={res} for the variance of {api._aval(v)}: a variance is a float",
-            op="var",
-            hint="pass a float dtype, or cast the result",
-        )
-    # in float32 and rounded once, as jnp.var computes float16 and bfloat16
-    f = v if d is dt.float32 else api.cast(v, dt.float32)
-    if where is None and out is None:
-        c = api.sub(f, mean(f, axes, True))
-        count = math.prod(v.shape[a] for a in axes)  # type: ignore[attr-defined]
-        r = api.sum(api.mul(c, c), axes, keepdims)
-        # NaN where no degree of freedom is left, as JAX gives (numpy warns and divides by 0)
-        r = api.div(r, float(count - ddof)) if count > ddof else api.add(api.mul(r, 0.0), math.nan)
-    else:
-        c = api.sub(f, mean(f, axes, True, where=where))
-        sq = api.reduction_keywords("var", api.mul(c, c), out=out, mask=where, fill=0.0)
-        ones = api.reduction_keywords("var", _ones_as(f), mask=where, fill=0.0)
-        r = api.div(api.sum(sq, axes, keepdims), api.sub(api.sum(ones, axes, keepdims), ddof))
-    return api.cast(r, res)
+    return variance(
+        "var",
+        x,
+        axis,
+        keepdims,
+        ddof,
+        correction,
+        dtype=dtype,
+        out=out,
+        where=where,
+        given_mean=mean,
+    )
 
 
 @_composite("std", "square root of var, over axes", _std_jax)
@@ -462,6 +547,8 @@ def std(
     dtype: Any = None,
     out: Any = None,
     where: Any = None,
+    mean: Any = None,
+    correction: Any = None,
 ) -> Any:
     """Standard deviation over ``axis``: ``sqrt(var(x, axis, keepdims, ddof))``, with
     :func:`var`'s keywords.
@@ -470,7 +557,20 @@ def std(
     >>> float(pto.std(pto.tensor([1.0, 3.0])))
     1.0
     """
-    return api.sqrt(var(x, axis, keepdims, ddof, dtype=dtype, out=out, where=where))
+    return api.sqrt(
+        variance(
+            "std",
+            x,
+            axis,
+            keepdims,
+            ddof,
+            correction,
+            dtype=dtype,
+            out=out,
+            where=where,
+            given_mean=mean,
+        )
+    )
 
 
 def _expand_dims_jax(x: Any, axis: Any) -> Any:
@@ -568,41 +668,59 @@ def split(x: Any, indices_or_sections: int | Sequence[int], axis: int = 0) -> li
     return out
 
 
-def _softmax_jax(x: Any, axis: int = -1) -> Any:
-    return jax.nn.softmax(x, axis=axis)
+def _softmax_jax(x: Any, axis: Any = -1, where: Any = None) -> Any:
+    return jax.nn.softmax(x, axis=axis, where=where)
+
+
+def _normalized(name: str, x: Any, axis: Any, where: Any) -> tuple[Any, tuple[int, ...], Any]:
+    """softmax's and log_softmax's operand (float), its axes, and the mask ``where``: masked
+    elements become -inf, so a row's max, exponentials and sums see only the selected ones."""
+    v = api.promote(name, (x,), inexact=True)[0]
+    axes = rules.normalize_axes(name, axis, api._aval(v))
+    w = None
+    if where is not None:
+        w = api.cast(api.asvalue(where, name), dt.bool_)
+        v = api.reduction_keywords(name, v, mask=w, fill=-math.inf)
+    return v, axes, w
 
 
 @_composite("softmax", "exp(x - max) / sum(exp(x - max))", _softmax_jax)
-def softmax(x: Any, axis: int = -1) -> Any:
-    """Softmax along ``axis``, shifted by the max for stability.
+def softmax(x: Any, axis: int | Sequence[int] | None = -1, where: Any = None) -> Any:
+    """Softmax along ``axis`` (an int, a tuple of ints, or None: all), shifted by the max for
+    stability; with ``where``, of the selected elements alone (the others give 0), as
+    ``jax.nn.softmax``.
 
     >>> import pypto as pto
     >>> pto.softmax(pto.tensor([0.0, 0.0])).numpy()
     array([0.5, 0.5], dtype=float32)
+    >>> pto.softmax(pto.tensor([0.0, 5.0, 0.0]), where=pto.tensor([True, False, True])).numpy()
+    array([0.5, 0. , 0.5], dtype=float32)
     """
-    v = api.promote("softmax", (x,), inexact=True)[0]
-    a = _axis("softmax", v, axis)
-    if v.shape[a] == 0:  # type: ignore[attr-defined]  # empty: nothing to normalize (as JAX)
+    v, axes, w = _normalized("softmax", x, axis, where)
+    if builtins.any(v.shape[a] == 0 for a in axes):  # (as JAX)
         return v
     # the shift cancels: autodiff treats it as a constant (as JAX does), so the gradient
     # has no term through the max
-    e = api.exp(api.sub(v, api.stop_gradient(api.max(v, a, True))))
-    return api.div(e, api.sum(e, a, True))
+    e = api.exp(api.sub(v, api.stop_gradient(api.max(v, axes, True))))
+    r = api.div(e, api.sum(e, axes, True))
+    # a row with nothing selected is NaN (-inf - -inf) until here
+    return r if w is None else api.where(w, r, 0.0)
 
 
-def _log_softmax_jax(x: Any, axis: int = -1) -> Any:
-    return jax.nn.log_softmax(x, axis=axis)
+def _log_softmax_jax(x: Any, axis: Any = -1, where: Any = None) -> Any:
+    return jax.nn.log_softmax(x, axis=axis, where=where)
 
 
 @_composite("log_softmax", "x - max - log(sum(exp(x - max)))", _log_softmax_jax)
-def log_softmax(x: Any, axis: int = -1) -> Any:
-    """Log of softmax along ``axis``, computed stably."""
-    v = api.promote("log_softmax", (x,), inexact=True)[0]
-    a = _axis("log_softmax", v, axis)
-    if v.shape[a] == 0:  # type: ignore[attr-defined]  # empty: nothing to normalize (as JAX)
+def log_softmax(x: Any, axis: int | Sequence[int] | None = -1, where: Any = None) -> Any:
+    """Log of softmax along ``axis``, computed stably; with ``where``, of the selected
+    elements alone (the others give -inf), as ``jax.nn.log_softmax``."""
+    v, axes, w = _normalized("log_softmax", x, axis, where)
+    if builtins.any(v.shape[a] == 0 for a in axes):  # (as JAX)
         return v
-    shifted = api.sub(v, api.stop_gradient(api.max(v, a, True)))  # (as in softmax)
-    return api.sub(shifted, api.log(api.sum(api.exp(shifted), a, True)))
+    shifted = api.sub(v, api.stop_gradient(api.max(v, axes, True)))  # (as in softmax)
+    r = api.sub(shifted, api.log(api.sum(api.exp(shifted), axes, True)))
+    return r if w is None else api.where(w, r, -math.inf)
 
 
 def _inexact_jax(*xs: Any) -> list[Any]:
@@ -988,11 +1106,19 @@ def triu(x: Any, k: int = 0) -> Any:
     return api.where(_tri_mask("triu", v, rules.integer("triu", "k", k) - 1), zero, v)
 
 
-def _running(op: str, x: Any, axis: int | None, reverse: bool) -> Any:
+def _running(op: str, x: Any, axis: int | None, reverse: bool, dtype: Any = None) -> Any:
     """``x``'s running ``op`` (``scan``'s add, mul, max or min) along ``axis`` (of the flattened
-    tensor when None; from the end when ``reverse``), computed in float32 or int32."""
+    tensor when None; from the end when ``reverse``), computed in float32 or int32; with
+    numpy's ``dtype`` (sums and products), ``x`` in that dtype first, except that a bool
+    ``dtype`` runs over whether each element is nonzero and gives the truth of the result."""
     name = {"add": "cumsum", "mul": "cumprod", "max": "cummax", "min": "cummin"}[op]
     v = api.asvalue(x, name)
+    if dtype is not None:
+        want = dt.dtype(dtype, op=name)
+        if want is dt.bool_:
+            r = _running(op, api.not_equal(v, 0) if v.dtype is not dt.bool_ else v, axis, reverse)  # type: ignore[attr-defined]
+            return api.cast(r, dt.bool_)
+        v = api.cast(v, want)
     if axis is None:
         v, a = api.reshape(v, (-1,)), 0
     else:
@@ -1014,7 +1140,12 @@ def _running(op: str, x: Any, axis: int | None, reverse: bool) -> Any:
 def _lax_running(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The JAX reference of a running reduction: ``jax.lax``'s, with pypto's axis=None."""
 
-    def ref(x: Any, axis: int | None = None, reverse: bool = False) -> Any:
+    def ref(x: Any, axis: int | None = None, reverse: bool = False, dtype: Any = None) -> Any:
+        if dtype is not None:  # jnp.cumsum's: bools count the nonzero elements
+            d = jnp.dtype(dtype)
+            if d == jnp.bool_:
+                return ref(x != 0, axis, reverse).astype(d)
+            return ref(x.astype(d), axis, reverse)
         if axis is None:
             x, axis = x.reshape(-1), 0
         if x.dtype == jnp.bool_ and fn in (jax.lax.cummax, jax.lax.cummin):
@@ -1029,7 +1160,7 @@ def _lax_running(fn: Callable[..., Any]) -> Callable[..., Any]:
 @_composite(
     "cumsum", "running sums along an axis (bools count in int32)", _lax_running(jax.lax.cumsum)
 )
-def cumsum(x: Any, axis: int | None = None, reverse: bool = False) -> Any:
+def cumsum(x: Any, axis: int | None = None, reverse: bool = False, *, dtype: Any = None) -> Any:
     """Running sums along ``axis`` (of the flattened tensor when None; from the last element
     back when ``reverse``, as ``jax.lax.cumsum``), in ``x``'s dtype (bools in int32; integers
     wrap, as in JAX; float16 and bfloat16 are summed in float32 and rounded once).
@@ -1044,8 +1175,10 @@ def cumsum(x: Any, axis: int | None = None, reverse: bool = False) -> Any:
     array([ 1,  3,  6, 10], dtype=int32)
     >>> pto.cumsum(pto.tensor([1, 2, 3, 4]), reverse=True).numpy()
     array([10,  9,  7,  4], dtype=int32)
+    >>> pto.cumsum(pto.tensor([0.5, 0.75]), dtype=pto.float16).numpy()
+    array([0.5 , 1.25], dtype=float16)
     """
-    return _running("add", x, axis, reverse)
+    return _running("add", x, axis, reverse, dtype)
 
 
 @_composite(
@@ -1053,7 +1186,7 @@ def cumsum(x: Any, axis: int | None = None, reverse: bool = False) -> Any:
     "running products along an axis (bools count in int32)",
     _lax_running(jax.lax.cumprod),
 )
-def cumprod(x: Any, axis: int | None = None, reverse: bool = False) -> Any:
+def cumprod(x: Any, axis: int | None = None, reverse: bool = False, *, dtype: Any = None) -> Any:
     """Running products along ``axis`` (of the flattened tensor when None; from the end when
     ``reverse``), in ``x``'s dtype (bools in int32; integers wrap; float16 and bfloat16 are
     multiplied in float32 and rounded once).
@@ -1067,7 +1200,7 @@ def cumprod(x: Any, axis: int | None = None, reverse: bool = False) -> Any:
     >>> pto.grad(lambda x: pto.cumprod(x).sum())(pto.tensor([2.0, 0.0, 3.0])).numpy()
     array([1., 8., 0.], dtype=float32)
     """
-    return _running("mul", x, axis, reverse)
+    return _running("mul", x, axis, reverse, dtype)
 
 
 @_composite(
@@ -1815,7 +1948,8 @@ def prod(
     v = api.reduction_keywords("prod", v, out=out, mask=where, fill=1)
     r = _product(v, rules.normalize_axes("prod", axis, api._aval(v)), keepdims)
     if initial is not None:
-        r = api.mul(api.reduction_initial("prod", initial, r.dtype), r)
+        first = api.reduction_initial("prod", initial, want or r.dtype)  # (as in sum)
+        r = api.mul(api.cast(first, r.dtype), r)
     return r if want is None else api.cast(r, want)
 
 

@@ -1047,8 +1047,8 @@ def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> A
 
 
 def _nan_reduction(name: str, doc: str, jax_fn: Any, **kw: Any) -> Any:
-    def ref(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
-        return jax_fn(x, axis=axis, keepdims=keepdims)
+    def ref(x: Any, axis: Any = None, keepdims: bool = False, **more: Any) -> Any:
+        return jax_fn(x, axis=axis, keepdims=keepdims, **more)
 
     return _composite(name, doc, ref, **kw)
 
@@ -1057,73 +1057,144 @@ def _floats(v: Any) -> bool:
     return bool(v.dtype.is_floating)
 
 
+def _without_nan(v: Any, fill: float) -> Any:
+    """``v`` with its NaNs replaced by ``fill`` (integers and bools have none)."""
+    return api.where(composite.isnan(v), fill, v) if _floats(v) else v
+
+
 @_nan_reduction("nansum", "sum over axes, NaN counted as 0", jnp.nansum)
-def nansum(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
-    """:func:`pto.sum` with NaN counted as 0.
+def nansum(
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    *,
+    dtype: Any = None,
+    out: Any = None,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
+    """:func:`pto.sum` with NaN counted as 0, with its keywords (``dtype``, ``initial``,
+    ``where``, ``out=None``).
 
     >>> import pypto as pto
     >>> float(pto.nansum(pto.tensor([1.0, float("nan"), 2.0])))
     3.0
+    >>> float(pto.nansum(pto.tensor([1.0, float("nan"), 2.0]), where=pto.tensor([1, 1, 0])))
+    1.0
     """
-    v = api.asvalue(x, "nansum")
-    if _floats(v):
-        v = api.where(composite.isnan(v), 0.0, v)
-    return api.sum(v, axis, keepdims)
+    v = _without_nan(api.asvalue(x, "nansum"), 0.0)
+    return api.sum(v, axis, keepdims, dtype=dtype, out=out, initial=initial, where=where)
 
 
 @_nan_reduction("nanprod", "product over axes, NaN counted as 1", jnp.nanprod)
-def nanprod(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
-    """:func:`pto.prod` with NaN counted as 1."""
-    v = api.asvalue(x, "nanprod")
-    if _floats(v):
-        v = api.where(composite.isnan(v), 1.0, v)
-    return composite.prod(v, axis, keepdims)
+def nanprod(
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    *,
+    dtype: Any = None,
+    out: Any = None,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
+    """:func:`pto.prod` with NaN counted as 1, with its keywords."""
+    v = _without_nan(api.asvalue(x, "nanprod"), 1.0)
+    return composite.prod(v, axis, keepdims, dtype=dtype, out=out, initial=initial, where=where)
 
 
 @_nan_reduction("nanmean", "mean over axes of the elements that are not NaN", jnp.nanmean)
-def nanmean(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
+def nanmean(
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    *,
+    dtype: Any = None,
+    out: Any = None,
+    where: Any = None,
+) -> Any:
     """The mean of the elements that are not NaN (NaN where all are); integers in float32.
+    :func:`pto.mean`'s keywords: ``dtype``, ``where`` (only the selected elements count)
+    and ``out=None``.
 
     >>> import pypto as pto
     >>> float(pto.nanmean(pto.tensor([1.0, float("nan"), 2.0])))
     1.5
     """
     v = api.asvalue(x, "nanmean")
+    if not _floats(v):  # nothing to skip: the mean (as jnp.nanmean)
+        return composite.mean(v, axis, keepdims, dtype=dtype, out=out, where=where)
+    axes = rules.normalize_axes("nanmean", axis, api._aval(v))
     d = v.dtype  # type: ignore[attr-defined]
+    res = d if dtype is None else dt.dtype(dtype, op="nanmean")
+    if res is dt.bool_:
+        raise DTypeError(
+            f"dtype=bool for the mean of {api._aval(v)}: a mean is a number",
+            op="nanmean",
+            hint="pass a numeric dtype, or use pto.any / pto.all",
+        )
+    nan = composite.isnan(v)
+    f = api.where(nan, 0.0, v)
+    if not res.is_floating:
+        f = api.cast(f, res)  # as jnp.nanmean: the sum of integers, truncated at the end
     # in float32 and rounded once, as jnp.nanmean computes float16 and bfloat16
-    f = v if d is dt.float32 else api.cast(v, dt.float32)
-    ok = api.cast(composite.logical_not(composite.isnan(f)), dt.float32)
-    s = api.sum(api.where(composite.isnan(f), 0.0, f), axis, keepdims)
-    m = api.div(s, api.sum(ok, axis, keepdims))
-    return api.cast(m, d) if d.is_floating and d is not dt.float32 else m
+    f = api.reduction_keywords("nanmean", api.cast(f, dt.float32), out=out, mask=where, fill=0.0)
+    ok = api.reduction_keywords(
+        "nanmean", api.cast(composite.logical_not(nan), dt.float32), mask=where, fill=0.0
+    )
+    m = api.div(api.sum(f, axes, keepdims), api.sum(ok, axes, keepdims))
+    return api.cast(m, res)
 
 
-def _nan_extreme(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
+def _nan_extreme(
+    name: str, x: Any, axis: Any, keepdims: bool, out: Any, initial: Any, where: Any
+) -> Any:
     v = api.asvalue(x, name)
     big = name == "nanmax"
     red = api.max if big else api.min
     if not _floats(v):
-        return red(v, axis, keepdims)
+        return red(v, axis, keepdims, out=out, initial=initial, where=where)
     nan = composite.isnan(v)
-    r = red(api.where(nan, -math.inf if big else math.inf, v), axis, keepdims)
+    skip = api.where(nan, -math.inf if big else math.inf, v)
+    r = red(skip, axis, keepdims, out=out, initial=initial, where=where)
+    if initial is not None:  # the initial value stands for a row of NaNs (as JAX)
+        return r
     return api.where(composite.all(nan, axis, keepdims), math.nan, r)
 
 
 @_nan_reduction("nanmax", "maximum over axes, ignoring NaN (NaN where all are)", jnp.nanmax)
-def nanmax(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
-    """The maximum of the elements that are not NaN; NaN where every one is.
+def nanmax(
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    *,
+    out: Any = None,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
+    """The maximum of the elements that are not NaN; NaN where every one is (``initial``
+    where one is given). :func:`pto.max`'s keywords: ``initial``, ``where`` (needs
+    ``initial``) and ``out=None``.
 
     >>> import pypto as pto
     >>> float(pto.nanmax(pto.tensor([1.0, float("nan"), 2.0])))
     2.0
     """
-    return _nan_extreme("nanmax", x, axis, keepdims)
+    return _nan_extreme("nanmax", x, axis, keepdims, out, initial, where)
 
 
 @_nan_reduction("nanmin", "minimum over axes, ignoring NaN (NaN where all are)", jnp.nanmin)
-def nanmin(x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> Any:
-    """The minimum of the elements that are not NaN; NaN where every one is."""
-    return _nan_extreme("nanmin", x, axis, keepdims)
+def nanmin(
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    *,
+    out: Any = None,
+    initial: Any = None,
+    where: Any = None,
+) -> Any:
+    """The minimum of the elements that are not NaN; NaN where every one is (``initial``
+    where one is given), with :func:`nanmax`'s keywords."""
+    return _nan_extreme("nanmin", x, axis, keepdims, out, initial, where)
 
 
 def _nan_arg(name: str, x: Any, axis: Any, keepdims: bool) -> Any:
@@ -1172,51 +1243,63 @@ def nanargmin(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
     return _nan_arg("nanargmin", x, axis, keepdims)
 
 
-def _nanvar_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
-    return jnp.nanvar(x, axis=axis, keepdims=keepdims, ddof=ddof)
+def _nanvar_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, **kw: Any) -> Any:
+    return jnp.nanvar(x, axis=axis, keepdims=keepdims, ddof=ddof, **kw)
 
 
-def _nanstd_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0) -> Any:
-    return jnp.nanstd(x, axis=axis, keepdims=keepdims, ddof=ddof)
+def _nanstd_jax(x: Any, axis: Any = None, keepdims: bool = False, ddof: int = 0, **kw: Any) -> Any:
+    return jnp.nanstd(x, axis=axis, keepdims=keepdims, ddof=ddof, **kw)
 
 
 @_composite("nanvar", "variance over axes of the elements that are not NaN", _nanvar_jax)
 def nanvar(
-    x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False, ddof: int = 0
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    ddof: int = 0,
+    *,
+    dtype: Any = None,
+    out: Any = None,
+    where: Any = None,
+    mean: Any = None,
 ) -> Any:
     """The variance of the elements that are not NaN, divided by their count ``- ddof`` (NaN
-    where that is not positive); integers in float32.
+    where that is not positive); integers in float32. :func:`pto.var`'s keywords: ``dtype``,
+    ``where``, ``mean`` and ``out=None``.
 
     >>> import pypto as pto
     >>> float(pto.nanvar(pto.tensor([1.0, float("nan"), 3.0])))
     1.0
     """
-    v = api.asvalue(x, "nanvar")
-    ddof = rules.integer("nanvar", "ddof", ddof)
-    d = v.dtype  # type: ignore[attr-defined]
-    f = v if d is dt.float32 else api.cast(v, dt.float32)
-    nan = composite.isnan(f)
-    n = api.sum(api.cast(composite.logical_not(nan), dt.float32), axis, True)
-    m = api.div(api.sum(api.where(nan, 0.0, f), axis, True), n)
-    c = api.where(nan, 0.0, api.sub(f, m))
-    s = api.sum(api.mul(c, c), axis, keepdims)
-    dof = api.sub(n if keepdims else _drop(n, v, axis), float(ddof))
-    r = api.where(api.greater(dof, 0.0), api.div(s, dof), math.nan)
-    return api.cast(r, d) if d.is_floating and d is not dt.float32 else r
-
-
-def _drop(n: Any, v: Any, axis: Any) -> Any:
-    """``n`` (reduced over ``axis`` with keepdims) without the kept axes."""
-    axes = rules.normalize_axes("nanvar", axis, api._aval(v))
-    return api.reshape(n, tuple(s for i, s in enumerate(n.shape) if i not in axes))
+    return composite.variance(
+        "nanvar",
+        x,
+        axis,
+        keepdims,
+        ddof,
+        None,
+        dtype=dtype,
+        out=out,
+        where=where,
+        given_mean=mean,
+        skip_nan=True,
+    )
 
 
 @_composite("nanstd", "standard deviation over axes ignoring NaN", _nanstd_jax)
 def nanstd(
-    x: Any, axis: int | Sequence[int] | None = None, keepdims: bool = False, ddof: int = 0
+    x: Any,
+    axis: int | Sequence[int] | None = None,
+    keepdims: bool = False,
+    ddof: int = 0,
+    *,
+    dtype: Any = None,
+    out: Any = None,
+    where: Any = None,
+    mean: Any = None,
 ) -> Any:
-    """``sqrt(nanvar(x, axis, keepdims, ddof))``."""
-    return api.sqrt(nanvar(x, axis, keepdims, ddof))
+    """``sqrt(nanvar(x, axis, keepdims, ddof))``, with :func:`nanvar`'s keywords."""
+    return api.sqrt(nanvar(x, axis, keepdims, ddof, dtype=dtype, out=out, where=where, mean=mean))
 
 
 def _nanquantile_jax(
@@ -1297,27 +1380,31 @@ def nanpercentile(
     )
 
 
-@_composite("nancumsum", "running sums along an axis, NaN counted as 0", jnp.nancumsum)
-def nancumsum(x: Any, axis: int | None = None) -> Any:
-    """:func:`pto.cumsum` with NaN counted as 0.
+def _nancumsum_jax(x: Any, axis: Any = None, dtype: Any = None) -> Any:
+    return jnp.nancumsum(x, axis, None if dtype is None else jnp.dtype(dtype))
+
+
+def _nancumprod_jax(x: Any, axis: Any = None, dtype: Any = None) -> Any:
+    return jnp.nancumprod(x, axis, None if dtype is None else jnp.dtype(dtype))
+
+
+@_composite("nancumsum", "running sums along an axis, NaN counted as 0", _nancumsum_jax)
+def nancumsum(x: Any, axis: int | None = None, dtype: Any = None) -> Any:
+    """:func:`pto.cumsum` with NaN counted as 0 (``dtype``: of the result, as numpy's).
 
     >>> import pypto as pto
     >>> pto.nancumsum(pto.tensor([1.0, float("nan"), 2.0])).numpy()
     array([1., 1., 3.], dtype=float32)
     """
-    v = api.asvalue(x, "nancumsum")
-    if _floats(v):
-        v = api.where(composite.isnan(v), 0.0, v)
-    return composite.cumsum(v, axis)
+    v = _without_nan(api.asvalue(x, "nancumsum"), 0.0)
+    return composite.cumsum(v, axis, dtype=dtype)
 
 
-@_composite("nancumprod", "running products along an axis, NaN counted as 1", jnp.nancumprod)
-def nancumprod(x: Any, axis: int | None = None) -> Any:
-    """:func:`pto.cumprod` with NaN counted as 1."""
-    v = api.asvalue(x, "nancumprod")
-    if _floats(v):
-        v = api.where(composite.isnan(v), 1.0, v)
-    return composite.cumprod(v, axis)
+@_composite("nancumprod", "running products along an axis, NaN counted as 1", _nancumprod_jax)
+def nancumprod(x: Any, axis: int | None = None, dtype: Any = None) -> Any:
+    """:func:`pto.cumprod` with NaN counted as 1 (``dtype``: of the result)."""
+    v = _without_nan(api.asvalue(x, "nancumprod"), 1.0)
+    return composite.cumprod(v, axis, dtype=dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -2727,7 +2814,7 @@ def _cumulative(op: str, x: Any, axis: int | None, dtype: Any, include_initial: 
     if op == "cumulative_sum" and dtype is None and v.dtype in (dt.int8, dt.bool_):  # type: ignore[attr-defined]
         dtype = dt.int32  # JAX sums small integers in the default int (its products not)
     run = composite.cumsum if op == "cumulative_sum" else composite.cumprod
-    out = run(v if dtype is None else api.cast(v, dtype), axis)
+    out = run(v, axis, dtype=dtype)
     if not rules.flag(op, "include_initial", include_initial):
         return out
     a = rules.normalize_axis(op, axis, nd, api._aval(v))

@@ -89,6 +89,9 @@ class Op:
     dtypes: tuple[dt.DType, ...] = dt.ALL
     vector_factor: int = 1  # vector work per element relative to an add (transcendentals > 1)
     rules: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    # a composite traced as one group of equations; False for one that only rearranges its
+    # operands around other composites, which then group (and fuse) as they would alone
+    region: bool = True
 
     @property
     def is_composite(self) -> bool:

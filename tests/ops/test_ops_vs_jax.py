@@ -887,6 +887,15 @@ def _softmax(data: Draw, dtype: pto.DType, name: str) -> None:
     r = data.draw(st.sampled_from([10.0, 10.0, 300.0]), label="range")
     a = values(data, dtype, shape, -r, r, ints=(-10, 10), specials=(-np.inf,))
     (x,) = operands(data, [a])
+    if dtype.is_floating and data.draw(st.booleans(), label="where or axes"):
+        # jax.nn's where (masked elements give 0 or -inf; a row of nothing too) and axes
+        axes = _axes(data, len(shape))
+        mask = _mask(data, shape)
+        out = getattr(pto, name)(x, axes, where=mask)
+        expected = ref(name)(a, axes, where=mask)
+        n = math.prod(shape[i] for i in _norm_axes(axes, len(shape)))
+        assert_matches(out, expected, n, what=f"{name} axis={axes} where={mask}")
+        return
     axis = data.draw(st.integers(-len(shape), len(shape) - 1), label="axis")
     out = (
         getattr(pto, name)(x, axis)
@@ -951,6 +960,65 @@ def _sdpa(data: Draw, dtype: pto.DType, name: str) -> None:
     expected[~visible.any(-1)] = np.nan
     what = f"sdpa causal={causal} scale={scale} mask={None if mask is None else mask.shape}"
     assert_matches(out, expected, d + lk, what=what)
+
+
+@case("dot_product_attention", dtypes=FLOATS, group="library")
+def _dot_product_attention(data: Draw, dtype: pto.DType, name: str) -> None:
+    """jax.nn's layout, grouped heads, bias, every mask, sequence lengths and the residual
+    against ``jax.nn.dot_product_attention`` itself (its float16 and bfloat16 logits stay in
+    float32 where pypto's are rounded once: the tolerance counts the head dim and keys)."""
+    b = data.draw(st.sampled_from([None, 1, 2]), label="batch")  # None: 3-d operands
+    t, s, h = (data.draw(st.integers(1, 5), label=x) for x in ("T", "S", "H"))
+    kh, g = data.draw(st.integers(1, 2), label="K"), data.draw(st.integers(1, 3), label="G")
+    n = kh * g
+    lead = () if b is None else (b,)
+    q = values(data, dtype, (*lead, t, n, h), -2.0, 2.0)
+    k = values(data, dtype, (*lead, s, kh, h), -2.0, 2.0)
+    v = values(data, dtype, (*lead, s, kh, h), -2.0, 2.0)
+    bb = 1 if b is None else b
+    kw: dict[str, Any] = {}
+    bias = mask = None
+    if data.draw(st.booleans(), label="bias"):
+        bshape = tuple(1 if data.draw(st.booleans()) else x for x in (bb, n, t, s))
+        bias = values(data, dtype, bshape, -1.0, 1.0)
+    if data.draw(st.booleans(), label="mask"):
+        mshape = tuple(1 if data.draw(st.booleans()) else x for x in (bb, n, t, s))
+        mask = values(data, BOOL, mshape)
+    kw["is_causal"] = data.draw(st.booleans(), label="causal")
+    kw["scale"] = data.draw(st.sampled_from([None, 0.3]), label="scale")
+    if data.draw(st.booleans(), label="window"):
+        kw["local_window_size"] = data.draw(
+            st.sampled_from([0, 1, (2, 0), (0, 1)]), label="local_window_size"
+        )
+    if b is not None and data.draw(st.booleans(), label="lengths"):
+        lengths = st.lists(st.integers(0, max(t, s)), min_size=b, max_size=b)
+        kw["query_seq_lengths"] = np.array(data.draw(lengths), np.int32)
+        kw["key_value_seq_lengths"] = np.array(data.draw(lengths), np.int32)
+    kw["return_residual"] = data.draw(st.booleans(), label="residual")
+    got = pto.dot_product_attention(*operands(data, [q, k, v]), bias, mask, **kw)
+    want = ref(name)(q, k, v, bias, mask, **kw)
+    what = f"dot_product_attention {q.shape} {k.shape} bias={bias is not None} {kw}"
+    if kw["return_residual"]:
+        assert_matches(got[0], want[0], h + s, what=what)
+        assert_matches(got[1], want[1], h + s, what=what + " residual")
+    else:
+        assert_matches(got, want, h + s, what=what)
+
+
+def test_dot_product_attention_refuses_what_jax_refuses() -> None:
+    q, kv = np.zeros((2, 4, 6, 8), np.float32), np.zeros((2, 4, 4, 8), np.float32)
+    with pytest.raises(pto.ShapeError, match=r"do not fit \[B, T, N, H\].*N a multiple of K"):
+        pto.dot_product_attention(q, kv, kv)
+    with pytest.raises(pto.ShapeError, match="must be 3-d or 4-d"):
+        pto.dot_product_attention(q[0, 0], kv[0, 0], kv[0, 0])
+    with pytest.raises(pto.ShapeError, match="implementation='cudnn' is not available"):
+        pto.dot_product_attention(q, q, q, implementation="cudnn")
+    with pytest.raises(pto.ShapeError, match=r"mask of shape .* has 3 heads for 6"):
+        pto.dot_product_attention(q, q, q, mask=np.ones((2, 3, 4, 4), bool))
+    with pytest.raises(pto.ShapeError, match=r"query_seq_lengths must be integers of shape \(2,\)"):
+        pto.dot_product_attention(q, q, q, query_seq_lengths=np.array([1, 2, 3], np.int32))
+    with pytest.raises(pto.ShapeError, match="local_window_size must be an int or a pair"):
+        pto.dot_product_attention(q, q, q, local_window_size=(1, 2, 3))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1051,14 +1119,28 @@ def _running(data: Draw, dtype: pto.DType, name: str) -> None:
     axis = data.draw(st.none() | st.integers(-nd, nd - 1) if nd else st.none(), label="axis")
     reverse = data.draw(st.booleans(), label="reverse")
     method = name in ("cumsum", "cumprod") and isinstance(x, pto.Tensor) and not reverse
+    # numpy's dtype: the operand converted first (a bool dtype: whether each is nonzero)
+    to = None
+    if name in ("cumsum", "cumprod") and data.draw(st.booleans(), label="with dtype"):
+        to = data.draw(st.sampled_from([dtype, pto.float32, pto.int32, BOOL]), label="to")
+    kw = {} if to is None else {"dtype": to}
     if axis is None and not reverse and data.draw(st.booleans()):
-        out = getattr(pto, name)(x)
+        out = getattr(pto, name)(x, **kw)
     elif method and data.draw(st.booleans(), label="method"):
-        out = getattr(x, name)(axis)
+        out = getattr(x, name)(axis, **kw)
     else:
-        out = getattr(pto, name)(x, axis=axis, reverse=reverse)
+        out = getattr(pto, name)(x, axis=axis, reverse=reverse, **kw)
     n = a.size if axis is None else shape[axis]
-    expect = jitted(ref(name), ("axis", "reverse"))(a, axis=axis, reverse=reverse)
+    jkw = {} if to is None else {"dtype": to.np}
+    run = jitted(ref(name), ("axis", "reverse", *jkw))
+    low = to or dtype
+    if low in (pto.float16, pto.bfloat16):
+        # pypto sums and multiplies them in float32, rounded once; JAX rounds every step, so
+        # that a sum that cancels would differ by more than the result's own ulps
+        wide = a.astype(low.np).astype(np.float32)
+        expect = np.asarray(run(wide, axis=axis, reverse=reverse)).astype(low.np)
+    else:
+        expect = run(a, axis=axis, reverse=reverse, **jkw)
     assert_matches(out, expect, n, what=f"{name} axis={axis} reverse={reverse}")
 
 
@@ -3339,10 +3421,17 @@ _KEYWORDS = {  # numpy's reduction keywords each function takes
     "max": ("initial", "where"),
     "min": ("initial", "where"),
     "mean": ("dtype", "where"),
-    "var": ("dtype", "where"),
-    "std": ("dtype", "where"),
+    "var": ("dtype", "where", "mean", "correction"),
+    "std": ("dtype", "where", "mean", "correction"),
     "any": ("where",),
     "all": ("where",),
+    "nansum": ("dtype", "initial", "where"),
+    "nanprod": ("dtype", "initial", "where"),
+    "nanmax": ("initial", "where"),
+    "nanmin": ("initial", "where"),
+    "nanmean": ("dtype", "where"),
+    "nanvar": ("dtype", "where", "mean"),
+    "nanstd": ("dtype", "where", "mean"),
 }
 
 
@@ -3350,35 +3439,45 @@ _KEYWORDS = {  # numpy's reduction keywords each function takes
 @settings(max_examples=_examples(25))
 @given(data=st.data())
 def test_reduction_keywords_match_jax(name: str, data: Draw) -> None:
-    """``dtype``, ``initial`` and ``where`` (a mask of the operand's shape or one that
-    broadcasts to it), as function and method, eagerly and under jit."""
+    """``dtype``, ``initial``, ``where`` (a mask of the operand's shape or one that
+    broadcasts to it), a variance's ``mean`` and ``correction``, as function and method,
+    eagerly and under jit."""
     dtype = data.draw(st.sampled_from(DTYPES), label="dtype")
     shape = data.draw(shapes(max_dims=3), label="shape")
     a = values(data, dtype, shape, -4.0, 4.0, ints=(-4, 4), specials=(np.nan,))
     axis = _axes(data, len(shape))
     kw: dict[str, Any] = {"axis": axis, "keepdims": data.draw(st.booleans(), label="keepdims")}
     allowed = _KEYWORDS[name]
+    plain = name.removeprefix("nan")
     mask = _mask(data, shape) if "where" in allowed else None
     if mask is not None:
         kw["where"] = mask
     if "initial" in allowed and (data.draw(st.booleans(), label="initial") or "where" in kw):
         kw["initial"] = data.draw(st.sampled_from([-2, 0, 3]), label="initial")
-    if name in ("max", "min") and "where" not in kw and "initial" not in kw:
+    if plain in ("max", "min") and "where" not in kw and "initial" not in kw:
         kw["initial"] = 1  # (an empty axis needs it)
     if "dtype" in allowed and data.draw(st.booleans(), label="with dtype"):
         floats = [d for d in DTYPES if d.is_floating]
         # an integer mean of nothing divides by an integer 0: JAX's compile dies of SIGFPE on
-        # a constant count, and gives -1 at run time
+        # a constant count, and gives -1 at run time (a row of NaNs is nothing to nanmean)
         empty = "where" in kw or 0 in [shape[i] for i in _norm_axes(axis, len(shape))]
-        only_floats = name in ("var", "std") or (name == "mean" and empty)
-        numeric = [d for d in DTYPES if d is not BOOL or name != "mean"]  # (JAX refuses it)
+        only_floats = plain in ("var", "std") or name == "nanmean" or (name == "mean" and empty)
+        numeric = [d for d in DTYPES if d is not BOOL or plain != "mean"]  # (JAX refuses it)
         kw["dtype"] = data.draw(st.sampled_from(floats if only_floats else numeric))
+    if "mean" in allowed and data.draw(st.booleans(), label="with mean"):
+        kept = tuple(1 if i in _norm_axes(axis, len(shape)) else n for i, n in enumerate(shape))
+        kw["mean"] = data.draw(_hnp.arrays(np.float32, kept, elements=st.floats(-2, 2, width=32)))
+    if "correction" in allowed and data.draw(st.booleans(), label="with correction"):
+        kw["correction"] = data.draw(st.sampled_from([0, 0.5, 1, 2.0]), label="correction")
+    elif plain in ("var", "std"):
+        kw["ddof"] = data.draw(st.sampled_from([0, 1]), label="ddof")
     jkw = {k: (v.np if isinstance(v, pto.DType) else v) for k, v in kw.items()}
     want = getattr(jnp, name)(a, **jkw)
     x = pto.tensor(a)
     k = 4 * max(1, a.size)
     assert_matches(getattr(pto, name)(x, **kw), want, k, what=f"{name} {kw}")
-    assert_matches(getattr(x, name)(**kw), want, k, what=f"method {name}")
+    if hasattr(x, name):
+        assert_matches(getattr(x, name)(**kw), want, k, what=f"method {name}")
     traced = pto.jit(lambda t: getattr(pto, name)(t, **kw), backend="interpret")
     assert_matches(traced(x), want, k, what=f"jit {name}")
 
@@ -3399,6 +3498,20 @@ def test_reduction_keywords_refuse_what_numpy_refuses() -> None:
         pto.var(x, dtype=pto.int32)
     with pytest.raises(TypeError, match="dtype"):
         pto.max(x, dtype=pto.float16)  # type: ignore[call-arg]
+    with pytest.raises(pto.ShapeError, match=r"ddof=1 and correction=1\.5 were both given"):
+        pto.var(x, ddof=1, correction=1.5)
+    with pytest.raises(pto.DTypeError, match="correction must be a number"):
+        pto.std(x, correction="1")
+    with pytest.raises(
+        pto.ShapeError, match=r"mean of shape \(3,\) does not broadcast to \(2, 1\)"
+    ):
+        pto.var(x, 1, mean=np.zeros(3, np.float32))
+    with pytest.raises(pto.ShapeError, match="needs initial"):
+        pto.nanmax(x, where=np.array([True, False, True]))
+    with pytest.raises(pto.DTypeError, match="a variance is a float"):
+        pto.nanvar(x, dtype=pto.int8)
+    with pytest.raises(pto.DTypeError, match="a mean is a number"):
+        pto.nanmean(x, dtype=pto.bool_)
 
 
 @settings(max_examples=_examples(20))

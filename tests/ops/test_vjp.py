@@ -61,6 +61,8 @@ _ZEROS = np.array(
 _KINKS = np.array([[-7.0, -3.0, -1.5, -1.0, -0.0, 0.0], [0.5, 1.0, 3.0, 4.5, 6.0, 8.0]], f32)
 # two 4x4 matrices far from singular whose rows need reordering: elimination pivots
 _PIVOTED = (normal((2, 4, 4), 192) * 0.5 + 3 * np.eye(4, dtype=f32))[:, [2, 0, 3, 1]]
+_ROW_MASK = np.array([[1, 1, 0, 1, 0], [0, 0, 0, 0, 0], [1, 0, 1, 1, 1]], bool)
+_WITH_NAN_MASK = np.array([[1, 1, 0, 1], [1, 0, 1, 1], [0, 1, 1, 1]], bool)
 _WITH_NAN = np.array(
     # NaN in some rows and columns, one row of them only
     [[1.5, np.nan, -0.5, 2.0], [np.nan, np.nan, np.nan, np.nan], [0.25, -1.0, np.nan, 0.75]],
@@ -546,12 +548,35 @@ def tape_vjp(fn: Callable[..., Any], primals: Sequence[np.ndarray], ct: np.ndarr
     return [cts.get(id(x)) for x in xs]
 
 
+_DPA_QKV = [normal((2, 4, 4, 8), 93), normal((2, 5, 2, 8), 94), normal((2, 5, 2, 8), 96)]
 _SDPA_QKV = [normal((2, 4, 8), 90), normal((2, 5, 8), 91), normal((2, 5, 6), 92)]
 COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("softmax", [normal((3, 5), 80)], {"axis": -1}, 5),
     ("softmax", [normal((4, 3), 81)], {"axis": 0}, 4),
     ("softmax", [normal((3, 8), 81, bf16)], {"axis": -1}, 8),
     ("log_softmax", [normal((3, 5), 82)], {"axis": -1}, 5),
+    # masked elements (a row of them only) get nothing; through the decomposition's selects
+    ("softmax", [normal((3, 5), 83)], {"axis": -1, "where": _ROW_MASK}, 5),
+    ("log_softmax", [normal((3, 5), 84)], {"axis": (0, 1), "where": _ROW_MASK}, 15),
+    ("var", [normal((3, 5), 85)], {"axis": 1, "correction": 1.5, "where": _ROW_MASK[:, :1]}, 5),
+    ("std", [normal((3, 5), 86)], {"axis": 0, "mean": normal((1, 5), 87)}, 3),
+    ("nanvar", [_WITH_NAN], {"axis": 1, "where": _WITH_NAN_MASK}, 4),
+    ("nansum", [_WITH_NAN], {"axis": 0, "where": _WITH_NAN_MASK, "initial": 2.0}, 3),
+    ("nanmax", [_WITH_NAN], {"axis": 1, "where": _WITH_NAN_MASK, "initial": -3.0}, 1),
+    # jax.nn's attention: grouped heads, a bias, padded queries and keys (rows that see no key
+    # take the values' mean), and a causal window
+    ("dot_product_attention", _DPA_QKV, {"is_causal": True}, 12),
+    (
+        "dot_product_attention",
+        _DPA_QKV,
+        {
+            "bias": normal((1, 4, 4, 5), 95),
+            "query_seq_lengths": np.array([3, 4], np.int32),
+            "key_value_seq_lengths": np.array([0, 4], np.int32),
+        },
+        12,
+    ),
+    ("dot_product_attention", _DPA_QKV, {"local_window_size": (1, 0), "scale": 0.5}, 12),
     ("layer_norm", [normal((3, 6), 83), normal((6,), 84), normal((6,), 85)], {}, 18),
     ("layer_norm", [normal((2, 8), 83, bf16), normal((8,), 84, bf16)], {}, 16),
     ("rms_norm", [normal((3, 6), 86), normal((6,), 87)], {}, 18),

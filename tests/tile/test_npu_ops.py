@@ -356,6 +356,16 @@ CASES: dict[str, Case] = {
         [((2, 16, 32), "n"), ((2, 16, 32), "n"), ((2, 16, 32), "n")],
         F,
     ),
+    "dot_product_attention": (  # grouped heads (4 for 2), a window and padded keys
+        lambda q, k, v: (
+            pto.dot_product_attention(q, k, v, is_causal=True),
+            pto.dot_product_attention(
+                q, k, v, local_window_size=(3, 1), key_value_seq_lengths=np.array([9, 16])
+            ),
+        ),
+        [((2, 16, 4, 8), "n"), ((2, 16, 2, 8), "n"), ((2, 16, 2, 8), "n")],
+        F,
+    ),
     "custom_vjp_call": (  # inlined before tiling, its backward fused like any other code
         lambda x, w: (_dense(x, w), pto.grad(lambda w: _dense(x, w).sum())(w)),
         [((16, 32), "n"), ((32, 24), "n")],
@@ -838,3 +848,64 @@ def test_reduction_keywords_on_the_npu_equal_jax() -> None:
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         c = compare(f"out[{i}]", g, np.asarray(w), k=40)
         assert c.ok, str(c)
+
+
+def test_nan_reductions_variances_softmax_and_running_keywords_on_the_npu_equal_jax() -> None:
+    """The nan-reductions' keywords, a variance's ``mean``/``correction``, softmax's and
+    log_softmax's ``where`` and axes, and a running sum's ``dtype`` compile to the NPU."""
+    import jax
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(4)
+    x = rng.normal(0, 1, (6, 40)).astype(np.float32)
+    x[rng.random((6, 40)) < 0.2] = np.nan
+    x[4] = np.nan  # a row of NaNs
+    m = rng.random((6, 40)) < 0.7
+    m[2] = False  # a row with nothing selected
+    mu = rng.normal(0, 1, (6, 1)).astype(np.float32)
+
+    def f(x: Any, m: Any, mu: Any, lib: Any = pto) -> Any:
+        nn = pto if lib is pto else jax.nn
+        f16 = pto.float16 if lib is pto else jnp.float16
+        i32 = pto.int32 if lib is pto else jnp.int32
+        c = lib.nan_to_num(x)
+        return (
+            lib.nansum(x, 1, where=m, initial=1.0),
+            lib.nanmax(x, axis=0, where=m, initial=-5.0),
+            lib.nanmin(x, axis=1),
+            lib.nanmean(x, axis=0, where=m, dtype=f16),
+            lib.nanvar(x, axis=1, where=m, ddof=1),
+            lib.nanstd(x, axis=1, mean=mu),
+            lib.nanprod(x * 0.5, axis=0, where=m),
+            lib.var(c, axis=1, correction=1.5),
+            lib.std(c, axis=1, where=m, mean=mu, keepdims=True),
+            nn.softmax(c, -1, where=m),
+            nn.log_softmax(c, (0, 1), where=m),
+            lib.cumsum(c * 3, axis=1, dtype=i32),
+            lib.nancumsum(x, 1, f16),
+        )
+
+    got = pto.jit(f, machine="tiny")(pto.tensor(x), pto.tensor(m), pto.tensor(mu))
+    want = f(x, m, mu, jnp)
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        c = compare(f"out[{i}]", g, np.asarray(w), k=240)
+        assert c.ok, str(c)
+
+
+def test_dot_product_attention_compiles_to_flash_attention() -> None:
+    """jax.nn's layout costs no kernel of its own with one query head per key/value head:
+    the heads' transposes are read and written in place by the one attention kernel (kᵀ's
+    transpose joins it). With grouped heads the K/V heads broadcast over their group and the
+    scores still never leave the kernel."""
+    rng = np.random.default_rng(5)
+
+    def kernels(n: int, k: int) -> list[str]:
+        q = pto.tensor(rng.normal(0, 1, (2, 64, n, 32)).astype(np.float16))
+        kv = pto.tensor(rng.normal(0, 1, (2, 64, k, 32)).astype(np.float16))
+        f = pto.jit(lambda q, kv: pto.dot_product_attention(q, kv, kv, is_causal=True))
+        return [kern.name for kern in f.lower(q, kv).tile_ir.kernels]
+
+    assert kernels(4, 4) == ["attention"]
+    grouped = kernels(4, 2)
+    assert grouped.count("attention") == 1, grouped
+    assert all(name.startswith(("attention", "transpose")) for name in grouped), grouped

@@ -128,10 +128,19 @@ def _merge_attention(f: Func, kernels: list[_Kernel], kernel_of: dict[Var, int])
             and i not in outs
             and i + 1 not in outs
         ):
-            merged = _Kernel("attention", ["attention"], n.shape, m.eqns + s.eqns + n.eqns)
-            kernels[i : i + 3] = [merged]
+            eqns = m.eqns + s.eqns + n.eqns
+            lo = i
+            t = _keys_transpose(f, kernels, kernel_of, users, outs, i)
+            if t is not None:  # kᵀ's own transpose joins: the kernel reads k's tiles in place
+                eqns = kernels[t].eqns + eqns
+                kernels.insert(i - 1, kernels.pop(t))  # (just before the matmul)
+                for v, k in list(kernel_of.items()):
+                    kernel_of[v] = i - 1 if k == t else (k - 1 if t < k < i else k)
+                lo = i - 1
+            kernels[lo : i + 3] = [_Kernel("attention", ["attention"], n.shape, eqns)]
             for v, k in list(kernel_of.items()):
-                kernel_of[v] = i if i <= k <= i + 2 else (k - 2 if k > i + 2 else k)
+                kernel_of[v] = lo if lo <= k <= i + 2 else (k - (i + 2 - lo) if k > i + 2 else k)
+            i = lo
             users = {}
             for j, e in enumerate(f.eqns):
                 for a in e.inputs:
@@ -139,6 +148,25 @@ def _merge_attention(f: Func, kernels: list[_Kernel], kernel_of: dict[Var, int])
                         users.setdefault(kernel_of[a], set()).add(kernel_of[f.eqns[j].out])
             outs = {kernel_of[o] for o in f.outputs if isinstance(o, Var) and o in kernel_of}
         i += 1
+
+
+def _keys_transpose(
+    f: Func,
+    kernels: list[_Kernel],
+    kernel_of: dict[Var, int],
+    users: dict[int, set[int]],
+    outs: set[int],
+    i: int,
+) -> int | None:
+    """The earlier kernel that is only the transpose making kᵀ for the matmul kernel ``i``
+    (``q @ kᵀ``, with k's last axis moved next to last), used by nothing else; or None."""
+    kt = f.eqns[kernels[i].eqns[0]].inputs[1]
+    t = kernel_of.get(kt) if isinstance(kt, Var) else None
+    if t is None or t >= i or t in outs or users.get(t) != {i} or len(kernels[t].eqns) != 1:
+        return None
+    e = f.eqns[kernels[t].eqns[0]]
+    perm: tuple[int, ...] = tuple(e.kwargs.get("perm", ())) if e.op == "transpose" else ()
+    return t if len(perm) >= 2 and perm[-2] == len(perm) - 1 else None
 
 
 def _recompute_epilogues(f: Func, kernels: list[_Kernel], kernel_of: dict[Var, int]) -> None:
