@@ -1163,7 +1163,9 @@ def _lax_running(fn: Callable[..., Any]) -> Callable[..., Any]:
 def cumsum(x: Any, axis: int | None = None, reverse: bool = False, *, dtype: Any = None) -> Any:
     """Running sums along ``axis`` (of the flattened tensor when None; from the last element
     back when ``reverse``, as ``jax.lax.cumsum``), in ``x``'s dtype (bools in int32; integers
-    wrap, as in JAX; float16 and bfloat16 are summed in float32 and rounded once).
+    wrap, as in JAX; float16 and bfloat16 are summed in float32 and rounded once), or in
+    numpy's ``dtype``: ``x`` converted to it first (a bool ``dtype`` gives whether the running
+    count of nonzero elements is, as ``jnp.cumsum``).
 
     The axis is moved last and summed by ``scan`` (float32 or int32; int8 wraps the same way
     when summed in int32 and converted back). Compiled, a kernel scans rows in UB in
@@ -1189,7 +1191,7 @@ def cumsum(x: Any, axis: int | None = None, reverse: bool = False, *, dtype: Any
 def cumprod(x: Any, axis: int | None = None, reverse: bool = False, *, dtype: Any = None) -> Any:
     """Running products along ``axis`` (of the flattened tensor when None; from the end when
     ``reverse``), in ``x``'s dtype (bools in int32; integers wrap; float16 and bfloat16 are
-    multiplied in float32 and rounded once).
+    multiplied in float32 and rounded once), or in numpy's ``dtype`` (as :func:`cumsum`).
 
     Compiled, it is ``cumsum``'s kernel with multiplies. Its gradient is exact where ``x`` has
     zeros (a linear recurrence from the end, ``scan_affine``; no division by ``x``), as JAX's.
