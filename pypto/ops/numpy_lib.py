@@ -1529,13 +1529,31 @@ def roll(x: Any, shift: int | Sequence[int], axis: int | Sequence[int] | None = 
     return v
 
 
-_PAD_MODES = ("constant", "edge", "reflect", "symmetric", "wrap")
+_PAD_STATS = ("maximum", "minimum", "mean", "median")
+_PAD_MODES = (
+    "constant",
+    "edge",
+    "reflect",
+    "symmetric",
+    "wrap",
+    "linear_ramp",
+    "empty",
+    *_PAD_STATS,
+)
+# the keywords each mode reads (numpy refuses the others, as JAX does)
+_PAD_KEYWORDS = {
+    "stat_length": _PAD_STATS,
+    "end_values": ("linear_ramp",),
+    "reflect_type": ("reflect", "symmetric"),
+}
 
 
-def _pad_jax(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
+def _pad_jax(
+    x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0, **kw: Any
+) -> Any:
     if mode == "constant":
         return jnp.pad(x, pad_width, mode, constant_values=constant_values)
-    return jnp.pad(x, pad_width, mode)
+    return jnp.pad(x, pad_width, mode, **{k: v for k, v in kw.items() if v is not None})
 
 
 def _widths(op: str, what: str, v: Any, nd: int, integer: bool = True) -> np.ndarray:
@@ -1553,14 +1571,34 @@ def _widths(op: str, what: str, v: Any, nd: int, integer: bool = True) -> np.nda
         ) from None
 
 
-@_composite("pad", "padded along each axis: constant, edge, reflect, symmetric or wrap", _pad_jax)
-def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0) -> Any:
+@_composite("pad", "padded along each axis: numpy's modes (constant, edge, reflect, ...)", _pad_jax)
+def pad(
+    x: Any,
+    pad_width: Any,
+    mode: str = "constant",
+    constant_values: Any = 0,
+    *,
+    stat_length: Any = None,
+    end_values: Any = None,
+    reflect_type: str | None = None,
+) -> Any:
     """``x`` padded by ``pad_width`` (``(before, after)`` per axis, numpy's forms), as
-    ``jnp.pad``: ``"constant"`` (``constant_values``, a number or pairs per axis), ``"edge"``
-    (the border element repeated), ``"reflect"`` and ``"symmetric"`` (mirrored without and
-    with the border, again and again where the pad is longer than the axis) and ``"wrap"`` (the
-    axis repeated periodically). Each side is a slice, a flip or a broadcast joined by
-    ``concat``: data movement only.
+    ``jnp.pad``, in numpy's modes:
+
+    * ``"constant"`` (``constant_values``, a number or pairs per axis), ``"empty"`` (zeros,
+      as JAX's), ``"edge"`` (the border element repeated);
+    * ``"reflect"`` and ``"symmetric"``: mirrored without and with the border, again and
+      again where the pad is longer than the axis; ``reflect_type="odd"`` mirrors through
+      the border value (``2·edge - x``);
+    * ``"wrap"``: the axis repeated periodically;
+    * ``"linear_ramp"``: from ``end_values`` (default 0) towards the border, as
+      ``jnp.linspace`` without its endpoint;
+    * ``"maximum"``, ``"minimum"``, ``"mean"``, ``"median"``: the statistic of the
+      ``stat_length`` elements at each end (all of the axis by default), rounded for
+      integers.
+
+    Axes are padded in order, each from the result so far. The sides are slices, flips,
+    broadcasts and small reductions joined by ``concat``.
 
     >>> import pypto as pto
     >>> pto.pad(pto.tensor([1, 2, 3]), (2, 1), "reflect").numpy()
@@ -1569,19 +1607,51 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
     array([[9., 9., 9.],
            [9., 1., 9.],
            [9., 9., 9.]], dtype=float32)
+    >>> pto.pad(pto.tensor([1.0, 2.0, 6.0]), 2, "mean", stat_length=2).numpy()
+    array([1.5, 1.5, 1. , 2. , 6. , 4. , 4. ], dtype=float32)
+    >>> pto.pad(pto.tensor([4.0, 5.0]), (2, 0), "linear_ramp").numpy()
+    array([0., 2., 4., 5.], dtype=float32)
     """
     v = api.asvalue(x, "pad")
     nd = len(v.shape)  # type: ignore[attr-defined]
-    if mode not in _PAD_MODES:
+    if not isinstance(mode, str) or mode not in _PAD_MODES:
         raise ShapeError(
             f"mode {mode!r} is not one of {_PAD_MODES}",
             op="pad",
-            hint="the statistic modes (mean, maximum, ...) and linear_ramp are not supported",
+            hint="pad with a function (numpy's callable mode) by concatenating its results",
         )
+    given = {"stat_length": stat_length, "end_values": end_values, "reflect_type": reflect_type}
+    for k, val in given.items():
+        if val is not None and mode not in _PAD_KEYWORDS[k]:
+            raise ShapeError(
+                f"{k} does not apply to mode {mode!r}",
+                op="pad",
+                hint=f"{k} is read by mode {' or '.join(map(repr, _PAD_KEYWORDS[k]))}",
+            )
+    if reflect_type not in (None, "even", "odd"):
+        raise ShapeError(f"reflect_type {reflect_type!r} is not 'even' or 'odd'", op="pad")
+    if reflect_type == "odd" and v.dtype is dt.bool_:  # type: ignore[attr-defined]
+        raise DTypeError(
+            f"reflect_type='odd' of {api._aval(v)}: 2·edge - x is not a bool",
+            op="pad",
+            hint="cast to an integer dtype first, or use reflect_type='even'",
+        )
+    if nd == 0:
+        return v
     widths = _widths("pad", "pad_width", pad_width, nd)
     if (widths < 0).any():
         raise ShapeError(f"negative pad_width {pad_width!r} for {api._aval(v)}", op="pad")
     values = _widths("pad", "constant_values", constant_values, nd, integer=False)
+    ends = _widths("pad", "end_values", 0 if end_values is None else end_values, nd, False)
+    lengths = None if stat_length is None else _widths("pad", "stat_length", stat_length, nd)
+    if lengths is not None and (lengths <= 0).any():
+        raise ShapeError(
+            f"stat_length {stat_length!r} has a length of 0 or less: no value to pad with",
+            op="pad",
+            hint="give each end at least one element, or stat_length=None for the whole axis",
+        )
+    if mode == "empty":
+        mode, values = "constant", np.zeros((nd, 2))
     for ax in range(nd):
         before, after = (int(w) for w in widths[ax])
         if not before and not after:
@@ -1593,18 +1663,63 @@ def pad(x: Any, pad_width: Any, mode: str = "constant", constant_values: Any = 0
                 op="pad",
                 hint="pad an empty axis with mode='constant'",
             )
-        if mode in ("constant", "edge"):
-            sides = [
-                _fill(v, ax, k, values[ax][i]) if mode == "constant" else _edge(v, ax, k, i)
-                for i, k in ((0, before), (1, after))
-            ]
+        if mode == "wrap":
+            v = _wrap(v, ax, before, after)
+        elif mode in ("reflect", "symmetric"):
+            v = _mirror(v, ax, before, after, mode == "reflect", reflect_type == "odd")
+        else:
+            sides = []
+            for i, k in ((0, before), (1, after)):
+                if mode == "constant":
+                    sides.append(_fill(v, ax, k, values[ax][i]))
+                elif mode == "edge":
+                    sides.append(_edge(v, ax, k, i))
+                elif mode == "linear_ramp":
+                    sides.append(_ramp(v, ax, k, i, ends[ax][i]))
+                else:
+                    m = n if lengths is None else min(int(lengths[ax][i]), n)
+                    sides.append(_stat(v, ax, k, i, m, mode))
             parts = [sides[0]] if before else []
             v = api.concat([*parts, v, *([sides[1]] if after else [])], ax)
-        elif mode == "wrap":
-            v = _wrap(v, ax, before, after)
-        else:
-            v = _mirror(v, ax, before, after, mode == "reflect")
     return v
+
+
+def _ramp(v: Any, ax: int, k: int, side: int, end: Any) -> Any:
+    """``k`` values from ``end`` towards the border element, as ``jnp.linspace(end, border,
+    k, endpoint=False)`` (flipped after the axis): ``end·(1 - t) + border·t``, ``t = j/k``,
+    in float32, floored for integers."""
+    d = v.dtype
+    border = _along(v, ax, 0, 1) if side == 0 else _along(v, ax, -1, None)
+    work = d if d.is_floating else dt.float32
+    shape = [1] * len(v.shape)
+    shape[ax] = k
+    t = np.arange(k, dtype=np.float32) / np.float32(max(k, 1))
+    t = api.asvalue(t.reshape(shape).astype(work.np))
+    one_minus = api.sub(1.0, t)
+    start = api.cast(api.asvalue(np.asarray(end)), work)
+    r = api.add(api.mul(start, one_minus), api.mul(api.cast(border, work), t))
+    if not d.is_floating and d is not dt.bool_:
+        r = composite.floor(r)  # (a bool is the truth of the value, as JAX converts it)
+    r = api.cast(r, d)
+    return r if side == 0 else composite.flip(r, ax)
+
+
+def _stat(v: Any, ax: int, k: int, side: int, m: int, mode: str) -> Any:
+    """``k`` copies of the statistic of the ``m`` elements at one end of axis ``ax``."""
+    part = _along(v, ax, 0, m) if side == 0 else _along(v, ax, -m, None)
+    fn = {
+        "maximum": api.max,
+        "minimum": api.min,
+        "mean": composite.mean,
+        "median": composite.median,
+    }[mode]
+    s = fn(part, ax, True)
+    d = v.dtype
+    if not d.is_floating and d is not dt.bool_ and s.dtype.is_floating:
+        s = composite.round(s)  # (as JAX: integers round their mean and median)
+    shape = list(v.shape)
+    shape[ax] = k
+    return api.broadcast_to(api.cast(s, d), tuple(shape))
 
 
 def _along(v: Any, ax: int, start: int | None, stop: int | None, step: int = 1) -> Any:
@@ -1639,9 +1754,10 @@ def _wrap(v: Any, ax: int, before: int, after: int) -> Any:
     return api.concat(parts, ax) if len(parts) > 1 else v
 
 
-def _mirror(v: Any, ax: int, before: int, after: int, reflect: bool) -> Any:
+def _mirror(v: Any, ax: int, before: int, after: int, reflect: bool, odd: bool = False) -> Any:
     """Mirrored pieces of at most the axis' length (less the border for ``reflect``), added
-    one after another, each cut from the array padded so far (as JAX and numpy do)."""
+    one after another, each cut from the array padded so far (as JAX and numpy do); ``odd``
+    mirrors each piece through the border value too (``2·edge - piece``)."""
     n = v.shape[ax]
     offset = 1 if reflect and n > 1 else 0
     for left, todo in ((True, before), (False, after)):
@@ -1654,6 +1770,9 @@ def _mirror(v: Any, ax: int, before: int, after: int, reflect: bool) -> Any:
                 m = v.shape[ax]
                 stop = m - 1 - offset - k
                 piece = _along(v, ax, m - 1 - offset, stop if stop >= 0 else None, -1)
+            if odd:
+                edge = _along(v, ax, 0, 1) if left else _along(v, ax, -1, None)
+                piece = api.sub(api.mul(edge, 2), piece)
             v = api.concat([piece, v] if left else [v, piece], ax)
     return v
 

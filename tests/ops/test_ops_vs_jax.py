@@ -2467,20 +2467,48 @@ def _np_pad(data: Draw, dtype: pto.DType, name: str) -> None:
     shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1), label="shape")
     a = values(data, dtype, shape, ints=(-9, 9), specials=SPECIALS)
     (x,) = operands(data, [a])
-    mode = data.draw(st.sampled_from(["constant", "edge", "reflect", "symmetric", "wrap"]))
+    modes = ["constant", "edge", "reflect", "symmetric", "wrap", "linear_ramp", "empty"]
+    modes += ["maximum", "minimum", "mean", "median"]
+    mode = data.draw(st.sampled_from(modes), label="mode")
+
+    def pairs(side: Any, form: str) -> Any:
+        """numpy's forms of per-axis (before, after) pairs."""
+        return {
+            "int": data.draw(side),
+            "pair": (data.draw(side), data.draw(side)),
+            "per-axis": tuple((data.draw(side), data.draw(side)) for _ in shape),
+        }[form]
+
     form = data.draw(st.sampled_from(["int", "pair", "per-axis"]), label="form")
-    side = st.integers(0, 7)  # often longer than the axis: reflected again and again
-    width: Any = {
-        "int": data.draw(side),
-        "pair": (data.draw(side), data.draw(side)),
-        "per-axis": tuple((data.draw(side), data.draw(side)) for _ in shape),
-    }[form]
-    more = {}
+    width = pairs(st.integers(0, 7), form)  # often longer than the axis: reflected again
+    more: dict[str, Any] = {}
     if mode == "constant" and data.draw(st.booleans(), label="values"):
         more["constant_values"] = data.draw(st.sampled_from([1, -2, ((1, 2),) * len(shape)]))
+    if mode in ("maximum", "minimum", "mean", "median") and data.draw(st.booleans()):
+        more["stat_length"] = pairs(st.integers(1, 4), form)  # (longer than the axis too)
+    if mode == "linear_ramp" and data.draw(st.booleans(), label="end_values"):
+        more["end_values"] = data.draw(st.sampled_from([3, (-2, 5), ((1, -4),) * len(shape)]))
+    if mode in ("reflect", "symmetric") and dtype is not BOOL and data.draw(st.booleans()):
+        more["reflect_type"] = "odd"
     out = pto.pad(x, width, mode, **more)
     want = jnp.pad(a, width, mode, **more)
-    assert_matches(out, want, what=f"pad {width} {mode} {more}")
+    # a mean or median of float16 and bfloat16 is computed in float32 and rounded once
+    k = max(shape) if mode in ("mean", "median", "linear_ramp") else 1
+    assert_matches(out, want, k, what=f"pad {width} {mode} {more}")
+
+
+def test_pad_refuses_what_numpy_refuses() -> None:
+    x = pto.tensor(np.arange(6, dtype=np.float32).reshape(2, 3))
+    with pytest.raises(pto.ShapeError, match="stat_length does not apply to mode 'edge'"):
+        pto.pad(x, 1, "edge", stat_length=2)
+    with pytest.raises(pto.ShapeError, match=r"stat_length .* has a length of 0 or less"):
+        pto.pad(x, 1, "mean", stat_length=(0, 2))
+    with pytest.raises(pto.ShapeError, match="mode 'cyclic' is not one of"):
+        pto.pad(x, 1, "cyclic")
+    with pytest.raises(pto.ShapeError, match="reflect_type 'weird' is not 'even' or 'odd'"):
+        pto.pad(x, 1, "reflect", reflect_type="weird")
+    with pytest.raises(pto.DTypeError, match="2·edge - x is not a bool"):
+        pto.pad(x > 2, 1, "symmetric", reflect_type="odd")
 
 
 def test_lax_pad_matches_jax_with_interior_and_negative_padding() -> None:
@@ -2496,8 +2524,8 @@ def test_lax_pad_matches_jax_with_interior_and_negative_padding() -> None:
     jitted_pad = pto.jit(lambda v, c: pto.lax.pad(v, c, [(1, -1, 1), (0, 2, 0)]), machine="tiny")
     want = jax.lax.pad(a, np.float32(3.0), [(1, -1, 1), (0, 2, 0)])
     assert_matches(jitted_pad(a, np.float32(3.0)), want, what="jit lax.pad, traced value")
-    with pytest.raises(pto.ShapeError, match=r"pad: mode 'mean' is not one of"):
-        pto.pad(pto.tensor(a), 1, "mean")
+    with pytest.raises(pto.ShapeError, match=r"pad: mode 'ramp' is not one of"):
+        pto.pad(pto.tensor(a), 1, "ramp")
     with pytest.raises(pto.ShapeError, match=r"mode 'wrap' cannot pad axis 0 .* it is empty"):
         pto.pad(pto.zeros((0, 2)), 1, "wrap")
     with pytest.raises(pto.ShapeError, match=r"pad_width .* does not give \(before, after\)"):
