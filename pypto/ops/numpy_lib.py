@@ -1621,12 +1621,12 @@ def pad(
             hint="pad with a function (numpy's callable mode) by concatenating its results",
         )
     given = {"stat_length": stat_length, "end_values": end_values, "reflect_type": reflect_type}
-    for k, val in given.items():
-        if val is not None and mode not in _PAD_KEYWORDS[k]:
+    for key, val in given.items():
+        if val is not None and mode not in _PAD_KEYWORDS[key]:
             raise ShapeError(
-                f"{k} does not apply to mode {mode!r}",
+                f"{key} does not apply to mode {mode!r}",
                 op="pad",
-                hint=f"{k} is read by mode {' or '.join(map(repr, _PAD_KEYWORDS[k]))}",
+                hint=f"{key} is read by mode {' or '.join(map(repr, _PAD_KEYWORDS[key]))}",
             )
     if reflect_type not in (None, "even", "odd"):
         raise ShapeError(f"reflect_type {reflect_type!r} is not 'even' or 'odd'", op="pad")
@@ -1693,8 +1693,8 @@ def _ramp(v: Any, ax: int, k: int, side: int, end: Any) -> Any:
     work = d if d.is_floating else dt.float32
     shape = [1] * len(v.shape)
     shape[ax] = k
-    t = np.arange(k, dtype=np.float32) / np.float32(max(k, 1))
-    t = api.asvalue(t.reshape(shape).astype(work.np))
+    j = np.arange(k, dtype=np.float32) / np.float32(max(k, 1))
+    t = api.asvalue(j.reshape(shape).astype(work.np))
     one_minus = api.sub(1.0, t)
     start = api.cast(api.asvalue(np.asarray(end)), work)
     r = api.add(api.mul(start, one_minus), api.mul(api.cast(border, work), t))
