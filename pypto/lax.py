@@ -1,5 +1,6 @@
 """``pto.lax``: structured control flow with ``jax.lax``'s signatures (see
-:mod:`pypto.graph.control`), ``bitcast_convert_type`` and ``pad``.
+:mod:`pypto.graph.control`), convolutions (:mod:`pypto.ops.conv`), ``bitcast_convert_type``
+and ``pad``.
 
 >>> import pypto as pto
 >>> pto.lax.fori_loop(0, 3, lambda i, v: v + i, 10).item()
@@ -9,11 +10,25 @@
 from pypto.graph.control import cond, fori_loop, scan, switch, while_loop
 from pypto.graph.control import map_ as map
 from pypto.ops import bitcast_convert_type
+from pypto.ops.conv import (
+    ConvDimensionNumbers,
+    conv,
+    conv_dimension_numbers,
+    conv_general_dilated,
+    conv_transpose,
+    conv_with_general_padding,
+)
 from pypto.ops.numpy_lib import lax_pad as pad
 
 __all__ = [
+    "ConvDimensionNumbers",
     "bitcast_convert_type",
     "cond",
+    "conv",
+    "conv_dimension_numbers",
+    "conv_general_dilated",
+    "conv_transpose",
+    "conv_with_general_padding",
     "fori_loop",
     "map",
     "pad",

@@ -5,6 +5,7 @@ Importing this package registers every op in :data:`pypto.ops.table.OPS`.
 
 from pypto.ops import (  # noqa: F401  (registration)
     activations,
+    conv,
     custom_vjp_call,
     elementwise,
     index_tricks,
@@ -166,6 +167,7 @@ from pypto.ops.composite import (
     triu,
     var,
 )
+from pypto.ops.conv import conv_general_dilated
 from pypto.ops.index_tricks import (
     choose,
     delete,
@@ -450,6 +452,7 @@ __all__ = [
     "concatenate",
     "conj",
     "conjugate",
+    "conv_general_dilated",
     "convolve",
     "copysign",
     "corrcoef",

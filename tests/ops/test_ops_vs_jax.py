@@ -1005,6 +1005,120 @@ def _dot_product_attention(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(got, want, h + s, what=what)
 
 
+_CONV_LAYOUTS = {  # dimension_numbers per number of spatial axes (None: NC…/OI…/NC…)
+    1: [None, ("NWC", "WIO", "NWC"), ("NCW", "WIO", "NWC")],
+    2: [
+        None,
+        ("NHWC", "HWIO", "NHWC"),
+        ("NCHW", "IOHW", "NHWC"),
+        ((0, 3, 2, 1), (3, 2, 0, 1), (0, 1, 3, 2)),
+    ],
+}
+
+
+@case("conv_general_dilated", dtypes=NUMERIC, group="library")
+def _conv(data: Draw, dtype: pto.DType, name: str) -> None:
+    """Every option of jax.lax.conv_general_dilated but batch groups, against it."""
+    ns = data.draw(st.integers(1, 2), label="spatial axes")
+    groups = data.draw(st.integers(1, 2), label="groups")
+    n = data.draw(st.integers(1, 2), label="N")
+    cg, og = (
+        data.draw(st.integers(1, 3), label="C/groups"),
+        data.draw(st.integers(1, 2), label="O/groups"),
+    )
+    space = [data.draw(st.integers(1, 7), label="size") for _ in range(ns)]
+    kernel = [data.draw(st.integers(1, 3), label="kernel") for _ in range(ns)]
+    small = (-3.0, 3.0)
+    canon_x = values(data, dtype, (n, cg * groups, *space), *small, ints=(-3, 3))
+    canon_w = values(data, dtype, (og * groups, cg, *kernel), *small, ints=(-3, 3))
+    layout = data.draw(st.sampled_from(_CONV_LAYOUTS[ns]), label="layout")
+    jlayout = layout
+    if layout is not None and not isinstance(layout[0], str):  # the axes themselves
+        jlayout, layout = (
+            jax.lax.ConvDimensionNumbers(*layout),
+            pto.lax.ConvDimensionNumbers(*layout),
+        )
+    dn = jax.lax.conv_dimension_numbers(canon_x.shape, canon_w.shape, jlayout)
+    # the operands in the layout's own axis order
+    x = np.transpose(canon_x, np.argsort(dn.lhs_spec))
+    w = np.transpose(canon_w, np.argsort(dn.rhs_spec))
+    strides = tuple(data.draw(st.integers(1, 3), label="stride") for _ in range(ns))
+    kw: dict[str, Any] = {"dimension_numbers": layout, "feature_group_count": groups}
+    if data.draw(st.booleans(), label="rhs dilation"):
+        kw["rhs_dilation"] = tuple(data.draw(st.integers(1, 2)) for _ in range(ns))
+    if data.draw(st.booleans(), label="lhs dilation"):
+        kw["lhs_dilation"] = tuple(data.draw(st.integers(1, 2)) for _ in range(ns))
+    pads = st.tuples(st.integers(-1, 3), st.integers(-1, 3))
+    modes = st.sampled_from(["VALID", "SAME", "SAME_LOWER"])
+    padding: Any = (
+        tuple(data.draw(pads, label="pads") for _ in range(ns))
+        if "lhs_dilation" in kw or data.draw(st.booleans(), label="explicit")
+        else data.draw(modes, label="padding")
+    )
+    if dtype.is_floating and data.draw(st.booleans(), label="preferred"):
+        kw["preferred_element_type"] = pto.float32
+    jkw = {k: (v.np if isinstance(v, pto.DType) else v) for k, v in kw.items()}
+    jkw["dimension_numbers"] = jlayout
+    try:
+        want = np.asarray(ref(name)(x, w, strides, padding, **jkw))
+    except (ValueError, TypeError):  # a negative output size: JAX refuses it
+        return
+    out = pto.conv_general_dilated(*operands(data, [x, w]), strides, padding, **kw)
+    assert_matches(
+        out, want, cg * math.prod(kernel), what=f"conv {x.shape} {w.shape} {strides} {padding} {kw}"
+    )
+
+
+def test_conv_wrappers_match_jax() -> None:
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=(2, 3, 6, 5)).astype(np.float32)
+    w = rng.normal(size=(4, 3, 3, 2)).astype(np.float32)
+    assert_matches(pto.lax.conv(x, w, (2, 1), "SAME"), jax.lax.conv(x, w, (2, 1), "SAME"), 18)
+    got = pto.lax.conv_with_general_padding(x, w, (1, 2), ((2, 1), (0, 1)), (2, 1), (1, 2))
+    want = jax.lax.conv_with_general_padding(x, w, (1, 2), ((2, 1), (0, 1)), (2, 1), (1, 2))
+    assert_matches(got, want, 18)
+    xt = rng.normal(size=(2, 5, 4, 3)).astype(np.float32)
+    for kernel, kw in [
+        ((3, 3, 3, 2), {"padding": "SAME"}),
+        ((2, 3, 3, 2), {"padding": "VALID", "rhs_dilation": (2, 1)}),
+        ((3, 3, 3, 2), {"padding": ((1, 2), (0, 1))}),
+        ((3, 2, 3, 2), {"padding": ((1, 1), (0, 1)), "use_consistent_padding": True}),
+        ((3, 3, 2, 3), {"padding": "SAME", "transpose_kernel": True}),
+    ]:
+        wt = rng.normal(size=kernel).astype(np.float32)
+        got = pto.lax.conv_transpose(xt, wt, (2, 3), **kw)
+        want = jax.lax.conv_transpose(xt, wt, (2, 3), **kw)
+        assert_matches(got, want, 27, what=f"conv_transpose {kernel} {kw}")
+    dn = pto.lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHWC", "HWIO", "NHWC"))
+    assert tuple(dn) == tuple(
+        jax.lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHWC", "HWIO", "NHWC"))
+    )
+
+
+def test_conv_refuses_what_jax_refuses() -> None:
+    x, w = np.ones((1, 4, 5, 5), np.float32), np.ones((2, 3, 3, 3), np.float32)
+    with pytest.raises(pto.ShapeError, match=r"4 input features in 1 group\(s\) for a kernel of 3"):
+        pto.lax.conv(x, w, (1, 1), "SAME")
+    with pytest.raises(pto.ShapeError, match=r"window_strides .* is not 2 positive ints"):
+        pto.lax.conv(x, w[:, :1], (0, 1), "SAME")
+    with pytest.raises(pto.ShapeError, match="padding 'FULL' is not"):
+        pto.lax.conv(x, np.ones((2, 4, 3, 3), np.float32), (1, 1), "FULL")
+    with pytest.raises(pto.ShapeError, match="string padding with lhs_dilation"):
+        pto.lax.conv_general_dilated(x, np.ones((2, 4, 3, 3), np.float32), (1, 1), "SAME", (2, 2))
+    with pytest.raises(pto.ShapeError, match="batch_group_count=2 is not supported"):
+        pto.lax.conv_general_dilated(
+            x, np.ones((2, 4, 1, 1), np.float32), (1, 1), "SAME", batch_group_count=2
+        )
+    with pytest.raises(
+        pto.ShapeError, match="'NHWC' must have 4 distinct letters with 'O' and 'I'"
+    ):
+        pto.lax.conv_general_dilated(
+            x, w, (1, 1), "SAME", dimension_numbers=("NCHW", "NHWC", "NCHW")
+        )
+    with pytest.raises(pto.DTypeError, match="convolution of bools"):
+        pto.lax.conv(x > 0, w > 0, (1, 1), "SAME")
+
+
 def test_dot_product_attention_refuses_what_jax_refuses() -> None:
     q, kv = np.zeros((2, 4, 6, 8), np.float32), np.zeros((2, 4, 4, 8), np.float32)
     with pytest.raises(pto.ShapeError, match=r"do not fit \[B, T, N, H\].*N a multiple of K"):

@@ -566,6 +566,29 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     # jax.nn's attention: grouped heads, a bias, padded queries and keys (rows that see no key
     # take the values' mean), and a causal window
     ("dot_product_attention", _DPA_QKV, {"is_causal": True}, 12),
+    # convolutions: strided, padded and dilated, grouped, transposed (lhs dilation)
+    (
+        "conv_general_dilated",
+        [normal((2, 4, 6, 5), 231), normal((6, 2, 3, 2), 232)],
+        {
+            "window_strides": (2, 1),
+            "padding": "SAME",
+            "rhs_dilation": (1, 2),
+            "feature_group_count": 2,
+        },
+        12,
+    ),
+    (
+        "conv_general_dilated",
+        [normal((1, 5, 4, 3), 233), normal((2, 2, 3, 4), 234)],
+        {
+            "window_strides": (1, 1),
+            "padding": ((1, 0), (2, 1)),
+            "lhs_dilation": (2, 1),
+            "dimension_numbers": ("NHWC", "HWIO", "NHWC"),
+        },
+        12,
+    ),
     (
         "dot_product_attention",
         _DPA_QKV,

@@ -370,6 +370,22 @@ CASES: dict[str, Case] = {
         [((2, 16, 4, 8), "n"), ((2, 16, 2, 8), "n"), ((2, 16, 2, 8), "n")],
         F,
     ),
+    "conv_general_dilated": (  # NHWC 3x3 strided, and a depthwise 1-d one with dilation
+        lambda x, w, d: (
+            pto.conv_general_dilated(
+                x.reshape(2, 6, 10, 2),
+                w,
+                (2, 1),
+                "SAME",
+                dimension_numbers=("NHWC", "HWIO", "NHWC"),
+            ),
+            pto.conv_general_dilated(
+                x[:4].reshape(1, 4, 40), d, (1,), "VALID", rhs_dilation=(3,), feature_group_count=4
+            ),
+        ),
+        [(X, "n"), ((3, 3, 2, 4), "n"), ((4, 1, 2), "n")],
+        F + I,
+    ),
     "custom_vjp_call": (  # inlined before tiling, its backward fused like any other code
         lambda x, w: (_dense(x, w), pto.grad(lambda w: _dense(x, w).sum())(w)),
         [((16, 32), "n"), ((32, 24), "n")],

@@ -1,0 +1,456 @@
+"""Convolution with ``jax.lax``'s signature: ``conv_general_dilated`` and its wrappers.
+
+A convolution is a composite: the input padded (and dilated, for a transposed convolution),
+its patches cut as one strided slice per kernel offset and stacked (im2col), and one
+matmul of the kernel ``[groups, O/groups, I·K]`` by the patches ``[N, groups, I·K, P]``.
+So it runs on the cube cores like any other product, the slices are data movement, and
+its gradient is the decomposition's (slices scatter back, the matmul transposes).
+
+>>> import pypto as pto
+>>> x = pto.ones((1, 1, 4, 4))  # NCHW
+>>> w = pto.ones((1, 1, 3, 3))  # OIHW
+>>> pto.lax.conv(x, w, (1, 1), "SAME")[0, 0].numpy()
+array([[4., 6., 6., 4.],
+       [6., 9., 9., 6.],
+       [6., 9., 9., 6.],
+       [4., 6., 6., 4.]], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core.errors import DTypeError, ShapeError
+from pypto.ops import api, composite, rules
+from pypto.ops.composite import _composite
+from pypto.ops.numpy_lib import lax_pad
+
+__all__ = [
+    "ConvDimensionNumbers",
+    "conv",
+    "conv_dimension_numbers",
+    "conv_general_dilated",
+    "conv_transpose",
+    "conv_with_general_padding",
+]
+
+_OP = "conv_general_dilated"
+
+
+class ConvDimensionNumbers(NamedTuple):
+    """Where the batch, feature and spatial axes are: ``lhs_spec`` (batch, feature,
+    spatial...) of the input, ``rhs_spec`` (out feature, in feature, spatial...) of the
+    kernel, ``out_spec`` (batch, feature, spatial...) of the output, as ``jax.lax``'s."""
+
+    lhs_spec: tuple[int, ...]
+    rhs_spec: tuple[int, ...]
+    out_spec: tuple[int, ...]
+
+
+def conv_dimension_numbers(
+    lhs_shape: Sequence[int], rhs_shape: Sequence[int], dimension_numbers: Any
+) -> ConvDimensionNumbers:
+    """``dimension_numbers`` (None: ``NCHW, OIHW, NCHW``; three strings such as
+    ``("NHWC", "HWIO", "NHWC")``; or the axes themselves) as :class:`ConvDimensionNumbers`.
+    The spatial axes pair up in the order the kernel's spec names them, as in JAX.
+
+    >>> conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHWC", "HWIO", "NHWC"))
+    ConvDimensionNumbers(lhs_spec=(0, 3, 1, 2), rhs_spec=(3, 2, 0, 1), out_spec=(0, 3, 1, 2))
+    """
+    nd = len(lhs_shape)
+    if len(rhs_shape) != nd:
+        raise ShapeError(
+            f"input and kernel need as many axes: {tuple(lhs_shape)} and {tuple(rhs_shape)}",
+            op=_OP,
+            hint="the kernel is [out features, in features, *window] in its own axis order",
+        )
+    if dimension_numbers is None:
+        return ConvDimensionNumbers(*(tuple(range(nd)),) * 3)
+    if isinstance(dimension_numbers, ConvDimensionNumbers) or (
+        isinstance(dimension_numbers, tuple | list)
+        and len(dimension_numbers) == 3
+        and all(isinstance(s, tuple | list) for s in dimension_numbers)
+    ):
+        specs = [tuple(int(i) for i in s) for s in dimension_numbers]
+        if any(sorted(s) != list(range(nd)) for s in specs):
+            raise ShapeError(
+                f"dimension_numbers {tuple(specs)} are not each a permutation of {nd} axes",
+                op=_OP,
+            )
+        return ConvDimensionNumbers(*specs)
+    if (
+        not isinstance(dimension_numbers, tuple | list)
+        or len(dimension_numbers) != 3
+        or not all(isinstance(s, str) for s in dimension_numbers)
+    ):
+        raise ShapeError(
+            f"dimension_numbers must be None or three strings, got {dimension_numbers!r:.80}",
+            op=_OP,
+            hint='e.g. ("NHWC", "HWIO", "NHWC"): N batch, C feature, O/I kernel features',
+        )
+    lhs, rhs, out = dimension_numbers
+    pairs = (("N", "C"), ("O", "I"), ("N", "C"))
+    for s, (a, b) in zip(dimension_numbers, pairs, strict=True):
+        if len(s) != nd or s.count(a) != 1 or s.count(b) != 1 or len(set(s)) != len(s):
+            raise ShapeError(
+                f"dimension_numbers {tuple(dimension_numbers)}: {s!r} must have {nd} distinct "
+                f"letters with {a!r} and {b!r} once each",
+                op=_OP,
+            )
+    spatial = set(rhs) - {"O", "I"}
+    if set(lhs) - {"N", "C"} != spatial or set(out) - {"N", "C"} != spatial:
+        raise ShapeError(
+            f"dimension_numbers {tuple(dimension_numbers)} name different spatial axes",
+            op=_OP,
+        )
+
+    def perm(spec: str, pair: tuple[str, str]) -> tuple[int, ...]:
+        # the spatial axes in the order the kernel's spec lists them
+        sp = sorted(
+            (i for i, c in enumerate(spec) if c not in pair), key=lambda i: rhs.index(spec[i])
+        )
+        return (spec.index(pair[0]), spec.index(pair[1]), *sp)
+
+    return ConvDimensionNumbers(perm(lhs, pairs[0]), perm(rhs, pairs[1]), perm(out, pairs[2]))
+
+
+def _conv_jax(
+    lhs: Any,
+    rhs: Any,
+    window_strides: Any,
+    padding: Any,
+    lhs_dilation: Any = None,
+    rhs_dilation: Any = None,
+    dimension_numbers: Any = None,
+    feature_group_count: int = 1,
+    batch_group_count: int = 1,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        dimension_numbers = jax.lax.ConvDimensionNumbers(*dimension_numbers)
+    if isinstance(preferred_element_type, dt.DType):
+        preferred_element_type = preferred_element_type.np
+    return jax.lax.conv_general_dilated(
+        lhs,
+        rhs,
+        window_strides,
+        padding,
+        lhs_dilation,
+        rhs_dilation,
+        dimension_numbers,
+        feature_group_count,
+        batch_group_count,
+        precision,
+        preferred_element_type,
+    )
+
+
+def _ints(name: str, v: Any, n: int) -> tuple[int, ...]:
+    """A sequence of ``n`` positive ints (one per spatial axis), None for ones."""
+    if v is None:
+        return (1,) * n
+    try:
+        t = tuple(v)
+    except TypeError:
+        t = ()
+    if len(t) != n or not all(isinstance(i, int | np.integer) and i >= 1 for i in t):
+        raise ShapeError(
+            f"{name} {v!r:.60} is not {n} positive ints, one per spatial axis",
+            op=_OP,
+            hint=f"e.g. {name}={(1,) * n}",
+        )
+    return tuple(int(i) for i in t)
+
+
+def _pads(
+    padding: Any, spatial: tuple[int, ...], window: tuple[int, ...], strides: tuple[int, ...]
+) -> list[tuple[int, int]]:
+    """(low, high) per spatial axis from ``"SAME"``, ``"SAME_LOWER"``, ``"VALID"`` or the
+    pairs themselves (negative pairs crop); ``window`` is the dilated kernel's extent."""
+    n = len(spatial)
+    if isinstance(padding, str):
+        mode = padding.upper()
+        if mode == "VALID":
+            return [(0, 0)] * n
+        if mode not in ("SAME", "SAME_LOWER"):
+            raise ShapeError(
+                f"padding {padding!r} is not 'SAME', 'SAME_LOWER', 'VALID' or (low, high) pairs",
+                op=_OP,
+            )
+        out = []
+        for size, k, s in zip(spatial, window, strides, strict=True):
+            total = max((-(-size // s) - 1) * s + k - size, 0)
+            small, big = total // 2, total - total // 2
+            out.append((small, big) if mode == "SAME" else (big, small))
+        return out
+    try:
+        pairs = [(int(lo), int(hi)) for lo, hi in padding]
+    except (TypeError, ValueError):
+        pairs = []
+    if len(pairs) != n:
+        raise ShapeError(
+            f"padding {padding!r:.60} is not a string or {n} (low, high) pairs",
+            op=_OP,
+            hint=f"e.g. padding={((1, 1),) * n} or 'SAME'",
+        )
+    return pairs
+
+
+def _to(canon: Any, spec: tuple[int, ...]) -> Any:
+    """An array in the canonical axis order (batch, feature, spatial...) laid out as
+    ``spec`` says: axis ``spec[j]`` of the result is axis ``j`` of ``canon``."""
+    perm = tuple(spec.index(i) for i in range(len(spec)))
+    return canon if perm == tuple(range(len(perm))) else api.transpose(canon, perm)
+
+
+@_composite(
+    "conv_general_dilated", "N-d convolution with jax.lax's options (im2col + matmul)", _conv_jax
+)
+def conv_general_dilated(
+    lhs: Any,
+    rhs: Any,
+    window_strides: Sequence[int],
+    padding: str | Sequence[tuple[int, int]],
+    lhs_dilation: Sequence[int] | None = None,
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    feature_group_count: int = 1,
+    batch_group_count: int = 1,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    """``jax.lax.conv_general_dilated``: the N-d convolution (a cross-correlation, the kernel
+    not flipped) of ``lhs`` with the kernel ``rhs``.
+
+    ``window_strides`` step the window; ``padding`` is ``"SAME"``, ``"SAME_LOWER"``,
+    ``"VALID"`` or ``(low, high)`` per spatial axis (negative crops); ``lhs_dilation``
+    spreads the input (a transposed convolution), ``rhs_dilation`` the kernel (atrous);
+    ``dimension_numbers`` names the layouts (default ``NCHW``/``OIHW``/``NCHW``, e.g.
+    ``("NHWC", "HWIO", "NHWC")``); ``feature_group_count`` splits the features into groups
+    (a depthwise convolution has as many groups as features); ``preferred_element_type``
+    is the result's dtype (for example float32 from float16, accumulated in it).
+    ``precision`` is accepted and ignored: float16 and bfloat16 products accumulate in
+    float32, as every pypto matmul does. ``batch_group_count`` must be 1.
+
+    >>> import pypto as pto
+    >>> x = pto.arange(5.0).reshape(1, 1, 5)  # one 1-d signal, NCW
+    >>> pto.lax.conv_general_dilated(x, pto.ones((1, 1, 2)), (2,), "VALID").numpy()
+    array([[[1., 5.]]], dtype=float32)
+    """
+    x: Any
+    w: Any
+    x, w = api.promote(_OP, (lhs, rhs))
+    if x.dtype is dt.bool_:
+        raise DTypeError(
+            f"convolution of bools: {rules.show([api._aval(x), api._aval(w)])}",
+            op=_OP,
+            hint="cast to a number dtype first",
+        )
+    xs, ws = tuple(x.shape), tuple(w.shape)
+    dn = conv_dimension_numbers(xs, ws, dimension_numbers)
+    nd = len(xs)
+    if nd < 2:
+        raise ShapeError(f"needs at least batch and feature axes, got {api._aval(x)}", op=_OP)
+    ns = nd - 2
+    strides = _ints("window_strides", window_strides, ns)
+    ldil = _ints("lhs_dilation", lhs_dilation, ns)
+    rdil = _ints("rhs_dilation", rhs_dilation, ns)
+    groups = rules.integer(_OP, "feature_group_count", feature_group_count)
+    if rules.integer(_OP, "batch_group_count", batch_group_count) != 1:
+        raise ShapeError(
+            f"batch_group_count={batch_group_count} is not supported",
+            op=_OP,
+            hint="batch groups arise in the weight gradient of a grouped convolution; "
+            "pto.grad of the convolution computes it without them",
+        )
+    x = api.transpose(x, dn.lhs_spec) if dn.lhs_spec != tuple(range(nd)) else x
+    w = api.transpose(w, dn.rhs_spec) if dn.rhs_spec != tuple(range(nd)) else w
+    n, c, *space = x.shape
+    o, i, *kernel = w.shape
+    if groups < 1 or c % groups or o % groups or c // groups != i:
+        raise ShapeError(
+            f"{c} input features in {groups} group(s) for a kernel of {i} input and {o} "
+            f"output features ({rules.show([api._aval(x), api._aval(w)])}, in canonical order)",
+            op=_OP,
+            hint="the kernel's in-features are the input's features / feature_group_count, "
+            "and its out-features a multiple of the groups",
+        )
+    window = tuple((k - 1) * r + 1 for k, r in zip(kernel, rdil, strict=True))
+    if isinstance(padding, str) and ldil != (1,) * ns:
+        raise ShapeError(
+            "string padding with lhs_dilation (a transposed convolution)",
+            op=_OP,
+            hint="give (low, high) pairs, or use pto.lax.conv_transpose",
+        )
+    pads = _pads(padding, tuple(space), window, strides)
+    if any(p != (0, 0) for p in pads) or ldil != (1,) * ns:
+        cfg = [
+            (0, 0, 0),
+            (0, 0, 0),
+            *((lo, hi, d - 1) for (lo, hi), d in zip(pads, ldil, strict=True)),
+        ]
+        x = lax_pad(x, 0, cfg)
+    padded = x.shape[2:]
+    out = tuple(max(0, (p - e) // s + 1) for p, e, s in zip(padded, window, strides, strict=True))
+    # the patches: one strided slice of the input per kernel offset, stacked after the features
+    cuts = []
+    for offs in itertools.product(*(range(k) for k in kernel)):
+        key = [slice(None), slice(None)]
+        for off, r, s, m in zip(offs, rdil, strides, out, strict=True):
+            key.append(slice(off * r, off * r + (m - 1) * s + 1, s) if m else slice(0, 0))
+        cuts.append(api.getitem(x, tuple(key)))
+    kk, pp = math.prod(kernel), math.prod(out)
+    patches = composite.stack(cuts, 2) if len(cuts) > 1 else composite.expand_dims(cuts[0], 2)
+    patches = api.reshape(patches, (n, groups, (c // groups) * kk, pp))
+    wg = api.reshape(w, (groups, o // groups, i * kk))
+    want = None if preferred_element_type is None else dt.dtype(preferred_element_type, op=_OP)
+    if (
+        want is not None
+        and want.is_floating == x.dtype.is_floating
+        and want.itemsize >= x.dtype.itemsize
+    ):
+        # accumulate in the wider dtype (the products of the narrower one are exact there)
+        patches, wg = api.cast(patches, want), api.cast(wg, want)
+    y = api.reshape(api.matmul(wg, patches), (n, o, *out))
+    if want is not None and y.dtype is not want:
+        y = api.cast(y, want)
+    return _to(y, dn.out_spec)
+
+
+def conv(
+    lhs: Any,
+    rhs: Any,
+    window_strides: Sequence[int],
+    padding: str | Sequence[tuple[int, int]],
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    """``jax.lax.conv``: :func:`conv_general_dilated` in ``NCHW``/``OIHW`` with no dilation.
+
+    >>> import pypto as pto
+    >>> pto.lax.conv(pto.ones((1, 2, 3, 3)), pto.ones((4, 2, 2, 2)), (1, 1), "VALID").shape
+    (1, 4, 2, 2)
+    """
+    return conv_general_dilated(
+        lhs,
+        rhs,
+        window_strides,
+        padding,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
+
+
+def conv_with_general_padding(
+    lhs: Any,
+    rhs: Any,
+    window_strides: Sequence[int],
+    padding: str | Sequence[tuple[int, int]],
+    lhs_dilation: Sequence[int] | None,
+    rhs_dilation: Sequence[int] | None,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    """``jax.lax.conv_with_general_padding``: :func:`conv_general_dilated` with dilations,
+    in ``NCHW``/``OIHW``."""
+    return conv_general_dilated(
+        lhs,
+        rhs,
+        window_strides,
+        padding,
+        lhs_dilation,
+        rhs_dilation,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
+
+
+def _transpose_pads(k: int, s: int, padding: Any) -> tuple[int, int]:
+    """JAX's padding of one axis of a transposed convolution, from the forward one's."""
+    if padding == "SAME":
+        total = k + s - 2
+        low = k - 1 if s > k - 1 else -(-total // 2)
+    elif padding == "VALID":
+        total = k + s - 2 + max(k - s, 0)
+        low = k - 1
+    else:
+        lo, hi = (k - p - 1 for p in padding)
+        total, low = lo + hi, lo
+    return low, total - low
+
+
+_TRANSPOSE_LAYOUTS = {
+    2: ("NC", "IO", "NC"),
+    3: ("NHC", "HIO", "NHC"),
+    4: ("NHWC", "HWIO", "NHWC"),
+    5: ("NHWDC", "HWDIO", "NHWDC"),
+}
+
+
+def conv_transpose(
+    lhs: Any,
+    rhs: Any,
+    strides: Sequence[int],
+    padding: str | Sequence[tuple[int, int]],
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    transpose_kernel: bool = False,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    use_consistent_padding: bool = False,
+) -> Any:
+    """``jax.lax.conv_transpose``: the fractionally strided convolution (the input dilated by
+    ``strides``), TensorFlow's layouts by default (``NHWC``/``HWIO``). ``"SAME"`` and
+    ``"VALID"`` are the forward convolution's padding; pairs are the transposed one's own,
+    unless ``use_consistent_padding`` (then the forward's too, as PyTorch). With
+    ``transpose_kernel`` the kernel's window is flipped and its features swapped (the
+    gradient of the forward convolution, Keras's ``Conv2DTranspose``).
+
+    >>> import pypto as pto
+    >>> pto.lax.conv_transpose(pto.ones((1, 2, 2, 1)), pto.ones((2, 2, 1, 1)), (2, 2), "SAME").shape
+    (1, 4, 4, 1)
+    """
+    nd = len(lhs.shape)
+    if dimension_numbers is None:
+        if nd not in _TRANSPOSE_LAYOUTS:
+            raise ShapeError(
+                f"no default layout for {nd} axes",
+                op="conv_transpose",
+                hint="pass dimension_numbers",
+            )
+        dimension_numbers = _TRANSPOSE_LAYOUTS[nd]
+    dn = conv_dimension_numbers(tuple(lhs.shape), tuple(rhs.shape), dimension_numbers)
+    kernel = [rhs.shape[a] for a in dn.rhs_spec[2:]]
+    rdil = _ints("rhs_dilation", rhs_dilation, nd - 2)
+    strides = _ints("strides", strides, nd - 2)
+    window = [(k - 1) * r + 1 for k, r in zip(kernel, rdil, strict=True)]
+    if use_consistent_padding or (isinstance(padding, str) and padding in ("SAME", "VALID")):
+        per_axis = [padding] * len(strides) if isinstance(padding, str) else list(padding)
+        pads: Any = [
+            _transpose_pads(k, s, p) for k, s, p in zip(window, strides, per_axis, strict=True)
+        ]
+    else:
+        pads = padding
+    w = api.asvalue(rhs, "conv_transpose")
+    if rules.flag("conv_transpose", "transpose_kernel", transpose_kernel):
+        w = composite.flip(w, dn.rhs_spec[2:])
+        w = composite.swapaxes(w, dn.rhs_spec[0], dn.rhs_spec[1])
+    return conv_general_dilated(
+        lhs,
+        w,
+        (1,) * (nd - 2),
+        pads,
+        strides,
+        rdil,
+        dn,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )
