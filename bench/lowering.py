@@ -66,6 +66,8 @@ class Sizes:
     """decoding attention: batch, heads, query rows, keys, head dim."""
     vocab: tuple[int, int, int] = (256, 32000, 50)
     """top_k over a vocabulary: rows, vocabulary, k."""
+    conv: tuple[int, int, int, int] = (8, 56, 64, 64)
+    """a 3x3 convolution, NHWC: batch, height = width, in and out features."""
 
 
 FULL = Sizes(
@@ -91,6 +93,7 @@ QUICK = Sizes(
     pinned_attn=(32, 32, 2),
     decode=(1, 2, 1, 256, 64),
     vocab=(16, 3000, 5),
+    conv=(1, 16, 16, 16),
 )
 
 
@@ -133,6 +136,15 @@ def attention(q: Any, k: Any, v: Any) -> Any:
 
 def decoding(q: Any, k: Any, v: Any) -> Any:
     return pto.scaled_dot_product_attention(q, k, v)
+
+
+def grouped_attention(q: Any, k: Any, v: Any) -> Any:
+    return pto.dot_product_attention(q, k, v, is_causal=True)
+
+
+def conv3x3(x: Any, w: Any) -> Any:
+    dn = ("NHWC", "HWIO", "NHWC")
+    return pto.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
 
 
 def flip(x: Any) -> Any:
@@ -531,7 +543,20 @@ def _measure(settings: Settings) -> Iterator[Row]:
         0.6,
         useful_flops=2.0 * bb * h * s * s * d,
     )
-    del q
+    # the same in jax.nn's [B, T, N, H] layout with a quarter as many key/value heads
+    # (grouped-query attention): no target
+    q, kv = np.zeros((bb, s, h, d), F16), np.zeros((bb, s, h // 4, d), F16)
+    gqa = row(
+        "causal attention, jax.nn layout, grouped heads",
+        f"b{bb} h{h}/{h // 4} s{s} d{d}",
+        grouped_attention,
+        (q, kv, kv),
+        0.0,
+        useful_flops=2.0 * bb * h * s * s * d,
+    )
+    gqa.update(target="", met=None, kind="baseline")
+    yield gqa
+    del q, kv
     # decoding: one query row per head against a long cache, HBM-bound (no target)
     bb, h, lq, lk, d = sz.decode
     q, kv = np.zeros((bb, h, lq, d), F16), np.zeros((bb, h, lk, d), F16)
@@ -539,6 +564,18 @@ def _measure(settings: Settings) -> Iterator[Row]:
     dec.update(target="", met=None, kind="baseline")
     yield dec
     del q, kv
+    # a 3x3 convolution as patches (im2col) and one matmul: no target
+    nb, hw, ci, co = sz.conv
+    conv = row(
+        "3x3 convolution, NHWC, SAME",
+        f"{shape_text(nb, hw, hw, ci)}, {co} out",
+        conv3x3,
+        (np.zeros((nb, hw, hw, ci), F16), np.zeros((3, 3, ci, co), F16)),
+        0.0,
+        useful_flops=2.0 * nb * hw * hw * ci * co * 9,
+    )
+    conv.update(target="", met=None, kind="baseline")
+    yield conv
     seq, hidden, heads, ffn = sz.block
     block = make_block(seq, hidden, heads)
     args = block_args(seq, hidden, heads, ffn)
