@@ -142,6 +142,10 @@ def grouped_attention(q: Any, k: Any, v: Any) -> Any:
     return pto.dot_product_attention(q, k, v, is_causal=True)
 
 
+def max_pool(x: Any) -> Any:
+    return pto.lax.reduce_window(x, -np.inf, pto.maximum, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
+
+
 def conv3x3(x: Any, w: Any) -> Any:
     dn = ("NHWC", "HWIO", "NHWC")
     return pto.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
@@ -576,6 +580,15 @@ def _measure(settings: Settings) -> Iterator[Row]:
     )
     conv.update(target="", met=None, kind="baseline")
     yield conv
+    pool = row(
+        "3x3/2 max pooling, NHWC, SAME",
+        shape_text(nb, hw, hw, ci),
+        max_pool,
+        (np.zeros((nb, hw, hw, ci), F16),),
+        0.0,
+    )
+    pool.update(target="", met=None, kind="baseline")
+    yield pool
     seq, hidden, heads, ffn = sz.block
     block = make_block(seq, hidden, heads)
     args = block_args(seq, hidden, heads, ffn)

@@ -1,6 +1,6 @@
 """``pto.lax``: structured control flow with ``jax.lax``'s signatures (see
-:mod:`pypto.graph.control`), convolutions (:mod:`pypto.ops.conv`), ``bitcast_convert_type``
-and ``pad``.
+:mod:`pypto.graph.control`), convolutions and ``reduce_window`` (:mod:`pypto.ops.conv`),
+``bitcast_convert_type`` and ``pad``.
 
 >>> import pypto as pto
 >>> pto.lax.fori_loop(0, 3, lambda i, v: v + i, 10).item()
@@ -17,6 +17,7 @@ from pypto.ops.conv import (
     conv_general_dilated,
     conv_transpose,
     conv_with_general_padding,
+    reduce_window,
 )
 from pypto.ops.numpy_lib import lax_pad as pad
 
@@ -32,6 +33,7 @@ __all__ = [
     "fori_loop",
     "map",
     "pad",
+    "reduce_window",
     "scan",
     "switch",
     "while_loop",

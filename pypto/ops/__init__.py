@@ -167,7 +167,7 @@ from pypto.ops.composite import (
     triu,
     var,
 )
-from pypto.ops.conv import conv_general_dilated
+from pypto.ops.conv import conv_general_dilated, reduce_window
 from pypto.ops.index_tricks import (
     choose,
     delete,
@@ -654,6 +654,7 @@ __all__ = [
     "ravel_multi_index",
     "real",
     "reciprocal",
+    "reduce_window",
     "relu",
     "relu6",
     "remainder",

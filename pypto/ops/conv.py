@@ -1,4 +1,5 @@
-"""Convolution with ``jax.lax``'s signature: ``conv_general_dilated`` and its wrappers.
+"""Convolutions and windowed reductions with ``jax.lax``'s signatures:
+``conv_general_dilated`` and its wrappers, and ``reduce_window`` (pooling).
 
 A convolution is a composite: the input padded (and dilated, for a transposed convolution),
 its patches cut as one strided slice per kernel offset and stacked (im2col), and one
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import operator
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -39,6 +41,7 @@ __all__ = [
     "conv_general_dilated",
     "conv_transpose",
     "conv_with_general_padding",
+    "reduce_window",
 ]
 
 _OP = "conv_general_dilated"
@@ -153,7 +156,7 @@ def _conv_jax(
     )
 
 
-def _ints(name: str, v: Any, n: int) -> tuple[int, ...]:
+def _ints(name: str, v: Any, n: int, op: str = _OP) -> tuple[int, ...]:
     """A sequence of ``n`` positive ints (one per spatial axis), None for ones."""
     if v is None:
         return (1,) * n
@@ -163,15 +166,20 @@ def _ints(name: str, v: Any, n: int) -> tuple[int, ...]:
         t = ()
     if len(t) != n or not all(isinstance(i, int | np.integer) and i >= 1 for i in t):
         raise ShapeError(
-            f"{name} {v!r:.60} is not {n} positive ints, one per spatial axis",
-            op=_OP,
+            f"{name} {v!r:.60} is not {n} positive ints, one per "
+            + ("spatial axis" if op == _OP else "axis"),
+            op=op,
             hint=f"e.g. {name}={(1,) * n}",
         )
     return tuple(int(i) for i in t)
 
 
 def _pads(
-    padding: Any, spatial: tuple[int, ...], window: tuple[int, ...], strides: tuple[int, ...]
+    padding: Any,
+    spatial: tuple[int, ...],
+    window: tuple[int, ...],
+    strides: tuple[int, ...],
+    op: str = _OP,
 ) -> list[tuple[int, int]]:
     """(low, high) per spatial axis from ``"SAME"``, ``"SAME_LOWER"``, ``"VALID"`` or the
     pairs themselves (negative pairs crop); ``window`` is the dilated kernel's extent."""
@@ -183,7 +191,7 @@ def _pads(
         if mode not in ("SAME", "SAME_LOWER"):
             raise ShapeError(
                 f"padding {padding!r} is not 'SAME', 'SAME_LOWER', 'VALID' or (low, high) pairs",
-                op=_OP,
+                op=op,
             )
         out = []
         for size, k, s in zip(spatial, window, strides, strict=True):
@@ -198,7 +206,7 @@ def _pads(
     if len(pairs) != n:
         raise ShapeError(
             f"padding {padding!r:.60} is not a string or {n} (low, high) pairs",
-            op=_OP,
+            op=op,
             hint=f"e.g. padding={((1, 1),) * n} or 'SAME'",
         )
     return pairs
@@ -454,3 +462,208 @@ def conv_transpose(
         precision=precision,
         preferred_element_type=preferred_element_type,
     )
+
+
+# ---------------------------------------------------------------------- windowed reductions
+
+
+def _lax_computations() -> dict[Any, str]:
+    """The binary functions reduce_window knows by name: jax.lax's, pypto's, numpy's and
+    Python's, to the pypto op that computes each."""
+    table: dict[Any, str] = {}
+    for name, fns in {
+        "add": (jax.lax.add, api.add, np.add, operator.add),
+        "maximum": (jax.lax.max, api.maximum, np.maximum),
+        "minimum": (jax.lax.min, api.minimum, np.minimum),
+        "mul": (jax.lax.mul, api.mul, np.multiply, operator.mul),
+    }.items():
+        for f in fns:
+            table[f] = name
+    return table
+
+
+_BY_NAME = {"add": api.add, "maximum": api.maximum, "minimum": api.minimum, "mul": api.mul}
+_JAX_BY_NAME = {
+    "add": jax.lax.add,
+    "maximum": jax.lax.max,
+    "minimum": jax.lax.min,
+    "mul": jax.lax.mul,
+}
+
+
+def _reduce_window_jax(
+    operand: Any,
+    init_value: Any,
+    computation: Any,
+    window_dimensions: Any,
+    window_strides: Any = None,
+    padding: Any = "VALID",
+    base_dilation: Any = None,
+    window_dilation: Any = None,
+) -> Any:
+    name = _lax_computations().get(computation)
+    fn = _JAX_BY_NAME[name] if name else computation
+    init = np.asarray(init_value, dtype=jax.numpy.result_type(operand))
+    return jax.lax.reduce_window(
+        operand,
+        init,
+        fn,
+        window_dimensions,
+        window_strides,
+        padding,
+        base_dilation,
+        window_dilation,
+    )
+
+
+@_composite(
+    "reduce_window",
+    "a reduction over sliding windows (pooling), as jax.lax.reduce_window",
+    _reduce_window_jax,
+)
+def reduce_window(
+    operand: Any,
+    init_value: Any,
+    computation: Any,
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int] | None = None,
+    padding: str | Sequence[tuple[int, int]] = "VALID",
+    base_dilation: Sequence[int] | None = None,
+    window_dilation: Sequence[int] | None = None,
+) -> Any:
+    """``jax.lax.reduce_window``: ``computation`` (a binary function: ``lax.add``,
+    ``lax.max``, ``pto.maximum``, ``np.add``, ``operator.mul``, or any other that takes two
+    tensors) folded over each window of ``window_dimensions`` (one size per axis), starting
+    from ``init_value``; ``window_strides``, ``padding`` (``"SAME"``, ``"SAME_LOWER"``,
+    ``"VALID"`` or pairs; padded elements are ``init_value``), ``base_dilation`` and
+    ``window_dilation`` as in JAX. Max and average pooling are its usual uses.
+
+    It is one strided slice of the (padded) operand per window offset, combined elementwise,
+    so the compiled kernel reads the slices through windows and keeps the running result in
+    UB. The gradient of a max goes to the window's maximum; where several elements tie it is
+    split among them (JAX gives it to one).
+
+    >>> import pypto as pto
+    >>> x = pto.arange(16.0).reshape(1, 4, 4, 1)  # NHWC
+    >>> pooled = pto.lax.reduce_window(x, -float("inf"), pto.maximum, (1, 2, 2, 1), (1, 2, 2, 1))
+    >>> pooled[0, ..., 0].numpy()
+    array([[ 5.,  7.],
+           [13., 15.]], dtype=float32)
+    """
+    op = "reduce_window"
+    x = api.asvalue(operand, op)
+    nd = len(x.shape)  # type: ignore[attr-defined]
+    window = _ints("window_dimensions", window_dimensions, nd, op)
+    strides = _ints("window_strides", window_strides, nd, op)
+    bdil = _ints("base_dilation", base_dilation, nd, op)
+    wdil = _ints("window_dilation", window_dilation, nd, op)
+    init = api.cast(api.asvalue(init_value, op), x.dtype)  # type: ignore[attr-defined]
+    if tuple(init.shape):
+        raise ShapeError(f"init_value must be a scalar, got {api._aval(init)}", op=op)
+    name = _lax_computations().get(computation)
+    fn = _BY_NAME[name] if name else computation
+    if not callable(fn):
+        raise ShapeError(
+            f"computation must be a binary function, got {type(computation).__name__}",
+            op=op,
+            hint="e.g. jax.lax.max or pto.maximum for max pooling, jax.lax.add for a sum",
+        )
+    extent = tuple((k - 1) * r + 1 for k, r in zip(window, wdil, strict=True))
+    shape = tuple(x.shape)  # type: ignore[attr-defined]
+    pads = _pads(padding, shape, extent, strides, op)
+    identity = {"add": 0, "mul": 1, "maximum": _extreme(x, False), "minimum": _extreme(x, True)}
+    grow = [(lo, hi, d - 1) for (lo, hi), d in zip(pads, bdil, strict=True)]
+    holes = any(p != (0, 0) for p in pads) or bdil != (1,) * nd
+    sizes = [
+        n + max(n - 1, 0) * mid + lo + hi for n, (lo, hi, mid) in zip(shape, grow, strict=True)
+    ]
+    out = tuple(max(0, (p - e) // s + 1) for p, e, s in zip(sizes, extent, strides, strict=True))
+    # Strided windows over the next-to-last axis (NHWC pooling): that axis is folded into
+    # the last one, [.., W/s, s·C], so each window offset is a unit-step slice of whole rows
+    # (DMA rectangles) rather than one row per transfer. It needs W a multiple of s: the
+    # padding grows by what is missing (never inside a window).
+    fold = (
+        name is not None
+        and nd >= 2
+        and strides[-2] > 1
+        and window[-1] == 1
+        and strides[-1] == 1
+        and min(out) > 0
+    )
+    if fold:
+        extra = -sizes[-2] % strides[-2]
+        if extra:
+            lo, hi, mid = grow[-2]
+            grow[-2] = (lo, hi + extra, mid)
+            holes = True
+    real = None  # which elements of the padded operand are the operand's own
+    if holes:
+        # padding and dilation holes take no part in a window (XLA skips them): a known
+        # computation pads with its identity; another one is applied only where real is
+        x = lax_pad(x, identity[name] if name else init, grow)
+        if name is None:
+            real = _real(shape, grow)
+    grown = tuple(x.shape)  # type: ignore[attr-defined]
+    if fold:
+        step = strides[-2]
+        c = grown[-1]
+        x = api.reshape(x, (*grown[:-2], grown[-2] // step, step * c))
+    # a known computation folds the window's elements and takes the initial value last
+    # (nothing to take when it is the identity); another starts from it, as XLA does
+    # (every slice first, then the fold: compiled, the fold is one elementwise kernel)
+    keys, cuts = [], []
+    for offs in itertools.product(*(range(k) for k in window)):
+        key = tuple(
+            slice(o * r, o * r + (m - 1) * s + 1, s) if m else slice(0, 0)
+            for o, r, s, m in zip(offs, wdil, strides, out, strict=True)
+        )
+        keys.append(key)
+        if fold:
+            q, rem = divmod(offs[-2] * wdil[-2], step)
+            key = (*key[:-2], slice(q, q + out[-2]), slice(rem * c, (rem + 1) * c))
+        cuts.append(api.getitem(x, key))
+    known = name is not None
+    acc: Any = None if known else api.broadcast_to(init, out)
+    for key, cut in zip(keys, cuts, strict=True):
+        if acc is None:
+            acc = cut
+        elif real is None:
+            acc = fn(acc, cut)
+        else:
+            acc = api.where(real[key], fn(acc, cut), acc)
+    if acc is None:  # an empty window: nothing but the initial value
+        return api.broadcast_to(init, out)
+    if name is not None and not _is(init_value, identity[name]):
+        acc = fn(api.broadcast_to(init, out), acc)
+    return api.cast(acc, x.dtype) if acc.dtype is not x.dtype else acc  # type: ignore[attr-defined]
+
+
+def _real(shape: tuple[int, ...], grow: list[tuple[int, int, int]]) -> np.ndarray:
+    """Which elements of an operand of ``shape`` padded by ``grow`` (low, high, interior per
+    axis; a negative low or high crops, as ``lax.pad``) are the operand's own."""
+    m = np.ones(shape, bool)
+    for ax, (lo, hi, mid) in enumerate(grow):
+        n = m.shape[ax]
+        size = n + max(n - 1, 0) * mid
+        d = np.zeros((*m.shape[:ax], size, *m.shape[ax + 1 :]), bool)
+        at: list[Any] = [slice(None)] * m.ndim
+        at[ax] = slice(0, size, mid + 1)
+        d[tuple(at)] = m
+        width = [(0, 0)] * m.ndim
+        width[ax] = (max(lo, 0), max(hi, 0))
+        d = np.pad(d, width)
+        at[ax] = slice(-lo if lo < 0 else 0, d.shape[ax] + hi if hi < 0 else None)
+        m = d[tuple(at)]
+    return m
+
+
+def _extreme(x: Any, largest: bool) -> Any:
+    return api.extreme(x.dtype, largest)
+
+
+def _is(init: Any, value: Any) -> bool:
+    """Whether ``init`` is a number (not a traced value) equal to ``value``: the reduction's
+    identity, which changes nothing."""
+    if not isinstance(init, int | float | np.generic | np.ndarray):
+        return False
+    return bool(np.asarray(init) == value)

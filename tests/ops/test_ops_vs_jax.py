@@ -1069,6 +1069,56 @@ def _conv(data: Draw, dtype: pto.DType, name: str) -> None:
     )
 
 
+_WINDOW_FNS = {"add": jax.lax.add, "max": jax.lax.max, "min": jax.lax.min, "mul": jax.lax.mul}
+
+
+@case("reduce_window", dtypes=NUMERIC, group="library")
+def _reduce_window(data: Draw, dtype: pto.DType, name: str) -> None:
+    """Pooling windows with strides, padding and both dilations; the computation given as
+    jax.lax's function, pypto's or a lambda; the initial value the identity or not."""
+    shape = data.draw(shapes(min_dims=1, max_dims=3, min_side=1), label="shape")
+    a = values(data, dtype, shape, -2.0, 2.0, ints=(-3, 3))
+    (x,) = operands(data, [a])
+    kind = data.draw(st.sampled_from(sorted(_WINDOW_FNS)), label="computation")
+    window = tuple(data.draw(st.integers(1, 3), label="window") for _ in shape)
+    strides = tuple(data.draw(st.integers(1, 2), label="stride") for _ in shape)
+    kw: dict[str, Any] = {}
+    if data.draw(st.booleans(), label="base dilation"):
+        kw["base_dilation"] = tuple(data.draw(st.integers(1, 2)) for _ in shape)
+    if data.draw(st.booleans(), label="window dilation"):
+        kw["window_dilation"] = tuple(data.draw(st.integers(1, 2)) for _ in shape)
+    padding: Any = data.draw(
+        st.sampled_from(["VALID", "SAME", "SAME_LOWER", "pairs"]), label="padding"
+    )
+    if padding == "pairs":
+        padding = tuple(
+            (data.draw(st.integers(0, 2)), data.draw(st.integers(-1, 2))) for _ in shape
+        )
+    identity = {
+        "add": 0,
+        "mul": 1,
+        "max": float(np.finfo(np.float32).min) if dtype.is_floating else -3,
+        "min": float(np.finfo(np.float32).max) if dtype.is_floating else 3,
+    }[kind]
+    if dtype in (pto.float16, pto.bfloat16):
+        identity = {"max": -60000.0, "min": 60000.0}.get(kind, identity)
+    init = identity if data.draw(st.booleans(), label="identity") else 1
+    how = data.draw(st.sampled_from(["jax", "pypto", "lambda"]), label="given as")
+    pto_fns = {"add": pto.add, "max": pto.maximum, "min": pto.minimum, "mul": pto.multiply}
+    fn: Any = {"jax": _WINDOW_FNS[kind], "pypto": pto_fns[kind]}.get(how)
+    if fn is None:  # a function the op does not know: folded as given
+        fn = lambda u, v, f=pto_fns[kind]: f(u, v)  # noqa: E731
+    jinit = np.asarray(init).astype(a.dtype)
+    try:
+        want = jax.lax.reduce_window(a, jinit, _WINDOW_FNS[kind], window, strides, padding, **kw)
+    except (ValueError, TypeError):  # a negative output size: JAX refuses it
+        return
+    out = pto.lax.reduce_window(x, init, fn, window, strides, padding, **kw)
+    assert_matches(
+        out, want, math.prod(window), what=f"reduce_window {kind} {window} {padding} {kw}"
+    )
+
+
 def test_conv_wrappers_match_jax() -> None:
     rng = np.random.default_rng(7)
     x = rng.normal(size=(2, 3, 6, 5)).astype(np.float32)
@@ -1093,6 +1143,16 @@ def test_conv_wrappers_match_jax() -> None:
     assert tuple(dn) == tuple(
         jax.lax.conv_dimension_numbers((1, 5, 5, 3), (3, 3, 3, 8), ("NHWC", "HWIO", "NHWC"))
     )
+
+
+def test_reduce_window_refuses_what_jax_refuses() -> None:
+    x = np.ones((4, 5), np.float32)
+    with pytest.raises(pto.ShapeError, match=r"window_dimensions \(2,\) is not 2 positive ints"):
+        pto.lax.reduce_window(x, 0.0, pto.add, (2,))
+    with pytest.raises(pto.ShapeError, match="init_value must be a scalar"):
+        pto.lax.reduce_window(x, np.zeros(2, np.float32), pto.add, (2, 2))
+    with pytest.raises(pto.ShapeError, match="computation must be a binary function"):
+        pto.lax.reduce_window(x, 0.0, "max", (2, 2))
 
 
 def test_conv_refuses_what_jax_refuses() -> None:

@@ -566,6 +566,32 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     # jax.nn's attention: grouped heads, a bias, padded queries and keys (rows that see no key
     # take the values' mean), and a causal window
     ("dot_product_attention", _DPA_QKV, {"is_causal": True}, 12),
+    # pooling: a max (the gradient to each window's maximum) and a padded, dilated sum
+    (
+        "reduce_window",
+        [normal((2, 5, 6), 235)],
+        {
+            "init_value": -np.inf,
+            "computation": pto.maximum,
+            "window_dimensions": (1, 3, 2),
+            "window_strides": (1, 2, 1),
+            "padding": "SAME",
+        },
+        1,
+    ),
+    (
+        "reduce_window",
+        [normal((4, 6), 236)],
+        {
+            "init_value": 0.0,
+            "computation": pto.add,
+            "window_dimensions": (2, 2),
+            "padding": ((1, 1), (0, 2)),
+            "base_dilation": (2, 1),
+            "window_dilation": (1, 2),
+        },
+        4,
+    ),
     # convolutions: strided, padded and dilated, grouped, transposed (lhs dilation)
     (
         "conv_general_dilated",

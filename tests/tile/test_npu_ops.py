@@ -386,6 +386,20 @@ CASES: dict[str, Case] = {
         [(X, "n"), ((3, 3, 2, 4), "n"), ((4, 1, 2), "n")],
         F + I,
     ),
+    "reduce_window": (  # max pooling 3x3/2 SAME, average pooling 2x2/2, a dilated lambda
+        lambda x: (
+            pto.lax.reduce_window(
+                x.reshape(2, 6, 10, 2), -np.inf, pto.maximum, (1, 3, 3, 1), (1, 2, 2, 1), "SAME"
+            ),
+            pto.lax.reduce_window(x.reshape(2, 6, 10, 2), 0, pto.add, (1, 2, 2, 1), (1, 2, 2, 1))
+            / 4,
+            pto.lax.reduce_window(
+                x, 1, lambda a, b: a + b, (2, 3), (1, 2), ((1, 0), (0, 2)), (1, 1), (1, 2)
+            ),
+        ),
+        [(X, "n")],
+        F + I,
+    ),
     "custom_vjp_call": (  # inlined before tiling, its backward fused like any other code
         lambda x, w: (_dense(x, w), pto.grad(lambda w: _dense(x, w).sum())(w)),
         [((16, 32), "n"), ((32, 24), "n")],
