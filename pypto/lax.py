@@ -1,6 +1,7 @@
 """``pto.lax``: structured control flow with ``jax.lax``'s signatures (see
 :mod:`pypto.graph.control`), convolutions and ``reduce_window`` (:mod:`pypto.ops.conv`),
-``bitcast_convert_type`` and ``pad``.
+``bitcast_convert_type``, ``pad``, and ``jax.lax``'s array functions
+(:mod:`pypto.ops.lax_ops`: ``dot_general``, ``dynamic_slice``, ``select``, ``reduce_sum``, …).
 
 >>> import pypto as pto
 >>> pto.lax.fori_loop(0, 3, lambda i, v: v + i, 10).item()
@@ -19,6 +20,8 @@ from pypto.ops.conv import (
     conv_with_general_padding,
     reduce_window,
 )
+from pypto.ops.lax_ops import *  # noqa: F403  (jax.lax's array functions)
+from pypto.ops.lax_ops import __all__ as _array_functions
 from pypto.ops.numpy_lib import lax_pad as pad
 
 __all__ = [
@@ -37,4 +40,5 @@ __all__ = [
     "scan",
     "switch",
     "while_loop",
+    *_array_functions,
 ]

@@ -1,0 +1,620 @@
+"""``jax.lax``'s array functions over pypto's ops, for code written against ``jax.lax``.
+
+Most are pypto's own functions under ``jax.lax``'s names and argument orders
+(``lax.clamp(lo, x, hi)``, ``lax.cumsum(x, axis=0)``, ``lax.rev(x, dims)``); the rest are
+written here with ``jax.lax``'s semantics where they differ from numpy's: ``div`` of
+integers rounds toward zero, ``rem`` takes the dividend's sign, ``round`` rounds halves away
+from zero by default, ``dynamic_slice`` clamps its start into the operand, ``dot_general``
+contracts and batches the named axes. One difference: pypto promotes mixed operand dtypes
+where ``jax.lax`` requires them equal.
+
+>>> import pypto as pto
+>>> pto.lax.div(pto.tensor([-7, 7]), 2).numpy()
+array([-3,  3], dtype=int32)
+>>> pto.lax.dynamic_slice(pto.arange(6), (4,), (3,)).numpy()
+array([3, 4, 5], dtype=int32)
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core.errors import ShapeError
+from pypto.ops import activations, api, composite, numeric, numpy_lib, rules, trig
+
+__all__ = [
+    "abs",
+    "acos",
+    "acosh",
+    "add",
+    "argmax",
+    "argmin",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "batch_matmul",
+    "bitwise_and",
+    "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
+    "broadcast",
+    "broadcast_in_dim",
+    "broadcasted_iota",
+    "cbrt",
+    "ceil",
+    "clamp",
+    "collapse",
+    "concatenate",
+    "convert_element_type",
+    "cos",
+    "cosh",
+    "cummax",
+    "cummin",
+    "cumprod",
+    "cumsum",
+    "div",
+    "dot",
+    "dot_general",
+    "dynamic_index_in_dim",
+    "dynamic_slice",
+    "dynamic_slice_in_dim",
+    "dynamic_update_index_in_dim",
+    "dynamic_update_slice",
+    "dynamic_update_slice_in_dim",
+    "eq",
+    "erf",
+    "erfc",
+    "exp",
+    "exp2",
+    "expand_dims",
+    "expm1",
+    "floor",
+    "full",
+    "full_like",
+    "ge",
+    "gt",
+    "index_in_dim",
+    "integer_pow",
+    "iota",
+    "is_finite",
+    "le",
+    "log",
+    "log1p",
+    "logistic",
+    "lt",
+    "max",
+    "min",
+    "mul",
+    "ne",
+    "neg",
+    "nextafter",
+    "pow",
+    "reciprocal",
+    "reduce_and",
+    "reduce_max",
+    "reduce_min",
+    "reduce_or",
+    "reduce_prod",
+    "reduce_sum",
+    "rem",
+    "reshape",
+    "rev",
+    "round",
+    "rsqrt",
+    "select",
+    "select_n",
+    "shift_left",
+    "shift_right_arithmetic",
+    "sign",
+    "sin",
+    "sinh",
+    "slice",
+    "slice_in_dim",
+    "sort",
+    "split",
+    "sqrt",
+    "square",
+    "squeeze",
+    "stop_gradient",
+    "sub",
+    "tan",
+    "tanh",
+    "top_k",
+    "transpose",
+]
+
+# the same functions under jax.lax's names
+abs = api.abs
+acos, acosh, asin, asinh = trig.arccos, trig.arccosh, trig.arcsin, trig.arcsinh
+atan, atanh, atan2 = trig.arctan, trig.arctanh, trig.arctan2
+add, sub, mul = api.add, api.sub, api.mul
+max, min = api.maximum, api.minimum
+eq, ne, lt, le, gt, ge = (
+    api.equal,
+    api.not_equal,
+    api.less,
+    api.less_equal,
+    api.greater,
+    api.greater_equal,
+)
+neg, exp, expm1, log, log1p = api.neg, api.exp, composite.expm1, api.log, composite.log1p
+exp2 = numpy_lib.exp2
+sin, cos, tan, tanh = api.sin, api.cos, numpy_lib.tan, api.tanh
+sinh, cosh = numpy_lib.sinh, numpy_lib.cosh
+sqrt, rsqrt, reciprocal, logistic = api.sqrt, api.rsqrt, api.reciprocal, api.sigmoid
+cbrt, erf, erfc = numeric.cbrt, activations.erf, activations.erfc
+ceil, floor, sign, square = composite.ceil, composite.floor, composite.sign, composite.square
+nextafter, is_finite = numpy_lib.nextafter, composite.isfinite
+pow = api.pow
+bitwise_and, bitwise_or = api.bitwise_and, api.bitwise_or
+bitwise_xor, bitwise_not = api.bitwise_xor, api.bitwise_not
+shift_left, shift_right_arithmetic = api.left_shift, api.right_shift
+stop_gradient = api.stop_gradient
+batch_matmul = api.matmul
+cumsum, cumprod, cummax, cummin = (
+    composite.cumsum,
+    composite.cumprod,
+    composite.cummax,
+    composite.cummin,
+)
+top_k = composite.top_k
+
+
+def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
+    """``array`` with size-1 axes inserted at ``dimensions`` (of the result)."""
+    return composite.expand_dims(array, tuple(dimensions))
+
+
+def concatenate(operands: Sequence[Any], dimension: int) -> Any:
+    """The operands joined along axis ``dimension`` (``jax.lax.concatenate``)."""
+    return api.concat(list(operands), dimension)
+
+
+def div(x: Any, y: Any) -> Any:
+    """``x / y``; integers round toward zero (C's division, as ``jax.lax.div``), not down."""
+    u, v = api.promote("div", (x, y))
+    if u.dtype.is_floating:  # type: ignore[attr-defined]
+        return api.div(u, v)
+    q = composite.floor_divide(u, v)
+    # floor and truncation differ when the division is inexact and the signs differ
+    inexact = api.not_equal(api.mul(q, v), u)
+    signs = api.not_equal(api.less(u, 0), api.less(v, 0))
+    up = composite.logical_and(inexact, signs)
+    return api.where(up, api.add(q, 1), q)
+
+
+def rem(x: Any, y: Any) -> Any:
+    """The remainder of :func:`div`: ``x - div(x, y) * y``, with the dividend's sign
+    (``jax.lax.rem``, C's ``%``; numpy's ``fmod``)."""
+    return api.fmod(x, y)
+
+
+def round(x: Any, rounding_method: int = 0) -> Any:
+    """``jax.lax.round``: halves away from zero (``rounding_method=0``, the default) or to
+    even (``1``, numpy's ``round``)."""
+    if int(rounding_method) == 1:
+        return composite.round(x)
+    if int(rounding_method) != 0:
+        raise ShapeError(
+            f"rounding_method {rounding_method!r} is not 0 (away from zero) or 1 (to even)",
+            op="lax.round",
+        )
+    v = api.asvalue(x, "lax.round")
+    return api.mul(composite.sign(v), composite.floor(api.add(api.abs(v), 0.5)))
+
+
+def clamp(min: Any, x: Any, max: Any) -> Any:
+    """``jax.lax.clamp(min, x, max)``: ``x`` clipped to ``[min, max]`` (note the order)."""
+    return composite.clip(x, min, max)
+
+
+def convert_element_type(operand: Any, new_dtype: Any) -> Any:
+    """``operand`` converted to ``new_dtype``, as ``jax.lax.convert_element_type``."""
+    return api.cast(api.asvalue(operand, "lax.convert_element_type"), dt.dtype(new_dtype))
+
+
+def integer_pow(x: Any, y: int) -> Any:
+    """``x ** y`` for a constant integer ``y`` (repeated products, as ``jax.lax``)."""
+    n = rules.integer("lax.integer_pow", "y", y)
+    v = api.asvalue(x, "lax.integer_pow")
+    r: Any = None
+    base, k = v, builtins.abs(n)
+    while k:  # square and multiply
+        if k & 1:
+            r = base if r is None else api.mul(r, base)
+        k >>= 1
+        if k:
+            base = api.mul(base, base)
+    if r is None:
+        r = api.add(api.mul(v, 0), 1)
+    return api.reciprocal(r) if n < 0 else r
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """``on_true`` where ``pred``, else ``on_false`` (``jax.lax.select``)."""
+    return api.where(pred, on_true, on_false)
+
+
+def select_n(which: Any, *cases: Any) -> Any:
+    """``cases[which]`` elementwise (``which`` bool for two cases, else integers in range)."""
+    if not cases:
+        raise ShapeError("select_n needs at least one case", op="lax.select_n")
+    w = api.asvalue(which, "lax.select_n")
+    out = cases[0]
+    for i, c in enumerate(cases[1:], 1):
+        out = api.where(w if w.dtype is dt.bool_ else api.equal(w, i), c, out)  # type: ignore[attr-defined]
+    return out
+
+
+def _axes(op: str, axes: Sequence[int]) -> tuple[int, ...]:
+    return tuple(rules.integer(op, "axes", a) for a in axes)
+
+
+def reduce_sum(operand: Any, axes: Sequence[int]) -> Any:
+    """The sum over ``axes`` (``jax.lax.reduce_sum``: in the operand's dtype)."""
+    v = api.asvalue(operand, "lax.reduce_sum")
+    r = api.sum(v, _axes("lax.reduce_sum", axes))
+    return api.cast(r, v.dtype) if r.dtype is not v.dtype else r  # type: ignore[attr-defined]
+
+
+def reduce_prod(operand: Any, axes: Sequence[int]) -> Any:
+    """The product over ``axes``, in the operand's dtype."""
+    v = api.asvalue(operand, "lax.reduce_prod")
+    r = composite.prod(v, _axes("lax.reduce_prod", axes))
+    return api.cast(r, v.dtype) if r.dtype is not v.dtype else r  # type: ignore[attr-defined]
+
+
+def reduce_max(operand: Any, axes: Sequence[int]) -> Any:
+    """The maximum over ``axes``."""
+    return api.max(operand, _axes("lax.reduce_max", axes))
+
+
+def reduce_min(operand: Any, axes: Sequence[int]) -> Any:
+    """The minimum over ``axes``."""
+    return api.min(operand, _axes("lax.reduce_min", axes))
+
+
+def reduce_and(operand: Any, axes: Sequence[int]) -> Any:
+    """Whether every element over ``axes`` is true (bools)."""
+    return composite.all(operand, _axes("lax.reduce_and", axes))
+
+
+def reduce_or(operand: Any, axes: Sequence[int]) -> Any:
+    """Whether any element over ``axes`` is true (bools)."""
+    return composite.any(operand, _axes("lax.reduce_or", axes))
+
+
+def argmax(operand: Any, axis: int, index_dtype: Any = dt.int32) -> Any:
+    """The index of the first maximum along ``axis``, in ``index_dtype``."""
+    return api.cast(api.argmax(operand, axis), dt.dtype(index_dtype))
+
+
+def argmin(operand: Any, axis: int, index_dtype: Any = dt.int32) -> Any:
+    """The index of the first minimum along ``axis``, in ``index_dtype``."""
+    return api.cast(composite.argmin(operand, axis), dt.dtype(index_dtype))
+
+
+def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
+    """``jax.lax.sort``: one operand sorted along ``dimension``, or a sequence of operands
+    sorted together by the first (``num_keys=1``), each reordered as it."""
+    if not isinstance(operand, tuple | list):
+        return composite.sort(operand, dimension)
+    if rules.integer("lax.sort", "num_keys", num_keys) != 1:
+        raise ShapeError(
+            f"num_keys={num_keys}: sorting by several keys is not supported",
+            op="lax.sort",
+            hint="sort by one combined key, or sort repeatedly from the last key (stable)",
+        )
+    order = composite.argsort(operand[0], dimension, stable=True)
+    return [composite.take_along_axis(o, order, dimension) for o in operand]
+
+
+def reshape(operand: Any, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None) -> Any:
+    """``operand`` (transposed by ``dimensions`` first, when given) in shape ``new_sizes``."""
+    v = api.asvalue(operand, "lax.reshape")
+    if dimensions is not None:
+        v = api.transpose(v, tuple(dimensions))
+    return api.reshape(v, tuple(new_sizes))
+
+
+def transpose(operand: Any, permutation: Sequence[int]) -> Any:
+    """``operand`` with its axes in the order ``permutation``."""
+    return api.transpose(operand, tuple(permutation))
+
+
+def squeeze(array: Any, dimensions: Sequence[int]) -> Any:
+    """``array`` without the size-1 ``dimensions``."""
+    return composite.squeeze(array, tuple(dimensions))
+
+
+def rev(operand: Any, dimensions: Sequence[int]) -> Any:
+    """``operand`` reversed along ``dimensions``."""
+    v = api.asvalue(operand, "lax.rev")
+    return composite.flip(v, tuple(dimensions)) if len(dimensions) else v
+
+
+def collapse(operand: Any, start_dimension: int, stop_dimension: int | None = None) -> Any:
+    """Axes ``start_dimension`` to ``stop_dimension`` (exclusive) merged into one."""
+    v = api.asvalue(operand, "lax.collapse")
+    shape = tuple(v.shape)  # type: ignore[attr-defined]
+    lo = start_dimension % len(shape) if shape else 0
+    hi = len(shape) if stop_dimension is None else stop_dimension % (len(shape) + 1)
+    return api.reshape(v, (*shape[:lo], math.prod(shape[lo:hi]), *shape[hi:]))
+
+
+def slice(
+    operand: Any,
+    start_indices: Sequence[int],
+    limit_indices: Sequence[int],
+    strides: Sequence[int] | None = None,
+) -> Any:
+    """``operand[start:limit:stride]`` on every axis (``jax.lax.slice``)."""
+    steps = strides if strides is not None else (1,) * len(start_indices)
+    key = tuple(
+        builtins.slice(int(a), int(b), int(s))
+        for a, b, s in zip(start_indices, limit_indices, steps, strict=True)
+    )
+    return api.getitem(api.asvalue(operand, "lax.slice"), key)
+
+
+def slice_in_dim(
+    operand: Any, start_index: int | None, limit_index: int | None, stride: int = 1, axis: int = 0
+) -> Any:
+    """``operand[start:limit:stride]`` along ``axis`` only."""
+    v = api.asvalue(operand, "lax.slice_in_dim")
+    key = [builtins.slice(None)] * len(v.shape)  # type: ignore[attr-defined]
+    key[axis] = builtins.slice(start_index, limit_index, stride)
+    return api.getitem(v, tuple(key))
+
+
+def index_in_dim(operand: Any, index: int, axis: int = 0, keepdims: bool = True) -> Any:
+    """Element ``index`` along ``axis`` (kept as a size-1 axis when ``keepdims``)."""
+    v = api.asvalue(operand, "lax.index_in_dim")
+    n = v.shape[axis]  # type: ignore[attr-defined]
+    i = index + n if index < 0 else index
+    r = slice_in_dim(v, i, i + 1, 1, axis)
+    return r if keepdims else composite.squeeze(r, axis)
+
+
+def _starts(op: str, v: Any, starts: Sequence[Any], sizes: Sequence[int]) -> list[Any]:
+    """Each start, negative ones counted from the end, clamped into ``[0, dim - size]`` (as
+    JAX), a number or an int32 scalar."""
+    shape = tuple(v.shape)
+    if len(starts) != len(shape) or len(sizes) != len(shape):
+        raise ShapeError(
+            f"{len(starts)} start indices and {len(sizes)} sizes for {api._aval(v)}",
+            op=op,
+            hint="one start (and one size) per axis",
+        )
+    out = []
+    for s, size, n in zip(starts, sizes, shape, strict=True):
+        if not 0 <= size <= n:
+            raise ShapeError(f"slice size {size} does not fit an axis of {n}", op=op)
+        if isinstance(s, int | np.integer):
+            out.append(int(np.clip(s + n if s < 0 else s, 0, n - size)))
+        else:
+            i = api.cast(api.asvalue(s, op), dt.int32)
+            i = api.where(api.less(i, 0), api.add(i, n), i)
+            out.append(composite.clip(i, 0, n - size))
+    return out
+
+
+def dynamic_slice(operand: Any, start_indices: Sequence[Any], slice_sizes: Sequence[int]) -> Any:
+    """The block of ``slice_sizes`` at ``start_indices``, which may be traced scalars; each
+    start is clamped so that the block lies inside (``jax.lax.dynamic_slice``)."""
+    op = "lax.dynamic_slice"
+    v = api.asvalue(operand, op)
+    sizes = [rules.integer(op, "slice_sizes", s) for s in slice_sizes]
+    for axis, (s, size) in enumerate(zip(_starts(op, v, start_indices, sizes), sizes, strict=True)):
+        if isinstance(s, int):
+            v = slice_in_dim(v, s, s + size, 1, axis)
+        else:  # a traced start: the block's positions gathered along the axis
+            v = api.take(v, api.add(s, np.arange(size, dtype=np.int32)), axis)
+    return v
+
+
+def dynamic_slice_in_dim(operand: Any, start_index: Any, slice_size: int, axis: int = 0) -> Any:
+    """:func:`dynamic_slice` along ``axis`` only."""
+    v = api.asvalue(operand, "lax.dynamic_slice_in_dim")
+    starts: list[Any] = [0] * len(v.shape)  # type: ignore[attr-defined]
+    sizes = list(v.shape)  # type: ignore[attr-defined]
+    starts[axis], sizes[axis] = start_index, slice_size
+    return dynamic_slice(v, starts, sizes)
+
+
+def dynamic_index_in_dim(operand: Any, index: Any, axis: int = 0, keepdims: bool = True) -> Any:
+    """Element ``index`` (traced or not) along ``axis``."""
+    r = dynamic_slice_in_dim(operand, index, 1, axis)
+    return r if keepdims else composite.squeeze(r, axis)
+
+
+def dynamic_update_slice(operand: Any, update: Any, start_indices: Sequence[Any]) -> Any:
+    """``operand`` with the block at ``start_indices`` replaced by ``update``; each start is
+    clamped so that the block lies inside (``jax.lax.dynamic_update_slice``)."""
+    op = "lax.dynamic_update_slice"
+    v = api.asvalue(operand, op)
+    u = api.cast(api.asvalue(update, op), v.dtype)  # type: ignore[attr-defined]
+    shape = tuple(v.shape)  # type: ignore[attr-defined]
+    if len(u.shape) != len(shape):
+        raise ShapeError(f"update {api._aval(u)} for {api._aval(v)}", op=op)
+    starts = _starts(op, v, start_indices, tuple(u.shape))
+    if all(isinstance(s, int) for s in starts):
+        pad = [(s, n - s - k, 0) for s, n, k in zip(starts, shape, u.shape, strict=True)]
+        inside = np.zeros(shape, bool)
+        inside[tuple(builtins.slice(s, s + k) for s, k in zip(starts, u.shape, strict=True))] = True
+        return api.where(inside, numpy_lib.lax_pad(u, 0, pad), v)
+    # traced starts: each axis' positions of the block, and the update gathered to them
+    mask: Any = None
+    g = u
+    for axis, (s, n, k) in enumerate(zip(starts, shape, u.shape, strict=True)):
+        pos = np.arange(n, dtype=np.int32).reshape(
+            [-1 if a == axis else 1 for a in range(len(shape))]
+        )
+        rel = api.sub(pos, s)
+        hit = composite.logical_and(api.greater_equal(rel, 0), api.less(rel, k))
+        mask = hit if mask is None else composite.logical_and(mask, hit)
+        g = api.take(g, composite.clip(api.reshape(rel, (n,)), 0, k - 1), axis)
+    return api.where(mask, g, v)
+
+
+def dynamic_update_slice_in_dim(operand: Any, update: Any, start_index: Any, axis: int) -> Any:
+    """:func:`dynamic_update_slice` along ``axis`` only."""
+    v = api.asvalue(operand, "lax.dynamic_update_slice_in_dim")
+    starts: list[Any] = [0] * len(v.shape)  # type: ignore[attr-defined]
+    starts[axis] = start_index
+    return dynamic_update_slice(v, update, starts)
+
+
+def dynamic_update_index_in_dim(operand: Any, update: Any, index: Any, axis: int) -> Any:
+    """``operand`` with element ``index`` along ``axis`` replaced by ``update`` (with or
+    without that axis)."""
+    v = api.asvalue(operand, "lax.dynamic_update_index_in_dim")
+    u = api.asvalue(update, "lax.dynamic_update_index_in_dim")
+    if len(u.shape) == len(v.shape) - 1:  # type: ignore[attr-defined]
+        u = composite.expand_dims(u, axis)
+    return dynamic_update_slice_in_dim(v, u, index, axis)
+
+
+def broadcast(operand: Any, sizes: Sequence[int]) -> Any:
+    """``operand`` broadcast with new leading axes of ``sizes``."""
+    v = api.asvalue(operand, "lax.broadcast")
+    return api.broadcast_to(v, (*tuple(sizes), *v.shape))  # type: ignore[attr-defined]
+
+
+def broadcast_in_dim(
+    operand: Any, shape: Sequence[int], broadcast_dimensions: Sequence[int]
+) -> Any:
+    """``operand`` broadcast to ``shape``, its axis ``i`` becoming axis
+    ``broadcast_dimensions[i]`` (``jax.lax.broadcast_in_dim``)."""
+    op = "lax.broadcast_in_dim"
+    v = api.asvalue(operand, op)
+    dims = tuple(broadcast_dimensions)
+    if len(dims) != len(v.shape) or sorted(dims) != list(dims):  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"broadcast_dimensions {dims} for {api._aval(v)}: one increasing target axis "
+            "per operand axis",
+            op=op,
+        )
+    placed = [1] * len(shape)
+    for a, d in zip(dims, v.shape, strict=True):  # type: ignore[attr-defined]
+        placed[a] = d
+    return api.broadcast_to(api.reshape(v, tuple(placed)), tuple(shape))
+
+
+def iota(dtype: Any, size: int) -> Any:
+    """``0, 1, …, size - 1`` in ``dtype``."""
+    return api.asvalue(np.arange(size).astype(dt.dtype(dtype).np))
+
+
+def broadcasted_iota(dtype: Any, shape: Sequence[int], dimension: int) -> Any:
+    """Each element's index along ``dimension``, in ``dtype``, of ``shape``."""
+    shape = tuple(shape)
+    pos = np.arange(shape[dimension]).reshape(
+        [-1 if a == dimension else 1 for a in range(len(shape))]
+    )
+    return api.asvalue(np.broadcast_to(pos, shape).astype(dt.dtype(dtype).np))
+
+
+def full(shape: Sequence[int], fill_value: Any, dtype: Any = None) -> Any:
+    """A tensor of ``shape`` filled with ``fill_value`` (``jax.lax.full``)."""
+    v = api.asvalue(fill_value, "lax.full")
+    if dtype is not None:
+        v = api.cast(v, dt.dtype(dtype))
+    return api.broadcast_to(v, tuple(shape))
+
+
+def full_like(
+    x: Any, fill_value: Any, dtype: Any = None, shape: Sequence[int] | None = None
+) -> Any:
+    """A tensor like ``x`` (its shape and dtype, unless given) filled with ``fill_value``."""
+    v = api.asvalue(x, "lax.full_like")
+    d = v.dtype if dtype is None else dt.dtype(dtype)  # type: ignore[attr-defined]
+    return full(tuple(v.shape) if shape is None else shape, api.cast(fill_value, d), d)  # type: ignore[attr-defined]
+
+
+def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
+    """``operand`` cut along ``axis`` into pieces of ``sizes`` (``jax.lax.split``)."""
+    v = api.asvalue(operand, "lax.split")
+    n = v.shape[axis]  # type: ignore[attr-defined]
+    if sum(sizes) != n:
+        raise ShapeError(f"sizes {tuple(sizes)} do not add up to the axis' {n}", op="lax.split")
+    return composite.split(v, list(np.cumsum(sizes)[:-1]), axis)
+
+
+def _preferred(op: str, u: Any, v: Any, preferred: Any) -> tuple[Any, Any, Any]:
+    """The operands widened to ``preferred_element_type`` (the products are exact there),
+    and that dtype (None: the usual one)."""
+    if preferred is None:
+        return u, v, None
+    want = dt.dtype(preferred, op=op)
+    if want.is_floating == u.dtype.is_floating and want.itemsize >= u.dtype.itemsize:
+        u, v = api.cast(u, want), api.cast(v, want)
+    return u, v, want
+
+
+def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
+    """``jax.lax.dot``: vector·vector, matrix·vector or matrix·matrix (``precision`` is
+    accepted and ignored: float16 and bfloat16 products accumulate in float32)."""
+    u, v = api.promote("lax.dot", (lhs, rhs))
+    u, v, want = _preferred("lax.dot", u, v, preferred_element_type)
+    r = api.matmul(u, v)
+    return r if want is None or r.dtype is want else api.cast(r, want)
+
+
+def dot_general(
+    lhs: Any,
+    rhs: Any,
+    dimension_numbers: Any,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    """``jax.lax.dot_general``: ``((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``;
+    the result is the batch axes, then ``lhs``'s free axes, then ``rhs``'s. One matmul of
+    the operands transposed and merged to ``[batch, free, contract]`` and
+    ``[batch, contract, free]``.
+
+    >>> import pypto as pto
+    >>> batched = (((2,), (1,)), ((0,), (0,)))  # contract 2 with 1, batch 0 with 0
+    >>> pto.lax.dot_general(pto.ones((2, 3, 4)), pto.ones((2, 4, 5)), batched).shape
+    (2, 3, 5)
+    """
+    op = "lax.dot_general"
+    u, v = api.promote(op, (lhs, rhs))
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+        lc, rc, lb, rb = (tuple(int(a) for a in t) for t in (lc, rc, lb, rb))
+    except (TypeError, ValueError):
+        raise ShapeError(
+            f"dimension_numbers {dimension_numbers!r:.80} is not "
+            "((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))",
+            op=op,
+        ) from None
+    us, vs = tuple(u.shape), tuple(v.shape)  # type: ignore[attr-defined]
+    if (
+        len(lc) != len(rc)
+        or len(lb) != len(rb)
+        or any(us[a] != vs[b] for a, b in zip(lc + lb, rc + rb, strict=True))
+    ):
+        raise ShapeError(
+            f"contracting {lc}/{rc} and batch {lb}/{rb} axes do not pair up between "
+            f"{api._aval(u)} and {api._aval(v)}",
+            op=op,
+        )
+    lf = tuple(a for a in range(len(us)) if a not in lc + lb)
+    rf = tuple(a for a in range(len(vs)) if a not in rc + rb)
+    batch = tuple(us[a] for a in lb)
+    k = math.prod(us[a] for a in lc)
+    m, n = math.prod(us[a] for a in lf), math.prod(vs[a] for a in rf)
+    a = api.reshape(api.transpose(u, (*lb, *lf, *lc)), (*batch, m, k))
+    b = api.reshape(api.transpose(v, (*rb, *rc, *rf)), (*batch, k, n))
+    a, b, want = _preferred(op, a, b, preferred_element_type)
+    r = api.reshape(api.matmul(a, b), (*batch, *(us[i] for i in lf), *(vs[i] for i in rf)))
+    return r if want is None or r.dtype is want else api.cast(r, want)
