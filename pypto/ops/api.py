@@ -448,12 +448,7 @@ def reduction_keywords(
     if mask is None:
         return v
     w = asvalue(mask, name)
-    shape = tuple(v.shape)  # type: ignore[attr-defined]
-    try:
-        fits = tuple(np.broadcast_shapes(tuple(w.shape), shape)) == shape  # type: ignore[attr-defined]
-    except ValueError:
-        fits = False
-    if not fits:
+    if not rules.broadcasts_to(w.shape, v.shape):  # type: ignore[attr-defined]
         raise ShapeError(
             f"where of shape {tuple(w.shape)} does not broadcast to the operand's "  # type: ignore[attr-defined]
             f"{_aval(v)}",

@@ -484,11 +484,7 @@ def variance(
 def _given_mean(name: str, m: Any, kept: tuple[int, ...]) -> Any:
     """A variance's ``mean=``: float32, with the shape of the mean computed with keepdims."""
     u = api.asvalue(m, name)
-    try:
-        fits = tuple(np.broadcast_shapes(tuple(u.shape), kept)) == kept  # type: ignore[attr-defined]
-    except ValueError:
-        fits = False
-    if not fits:
+    if not rules.broadcasts_to(u.shape, kept):  # type: ignore[attr-defined]
         raise ShapeError(
             f"mean of shape {tuple(u.shape)} does not broadcast to {kept}, the shape of the "  # type: ignore[attr-defined]
             "mean over the reduced axes with keepdims",

@@ -38,6 +38,16 @@ def broadcast_shapes(op: str, *avals: AVal) -> Shape:
     return tuple(out)
 
 
+def broadcasts_to(shape: Sequence[int], target: Sequence[int]) -> bool:
+    """Whether ``shape`` broadcasts to ``target`` itself (a mask or a kept-axes mean to its
+    operand's shape), not merely together with it."""
+    target = tuple(target)
+    try:
+        return tuple(np.broadcast_shapes(tuple(shape), target)) == target
+    except ValueError:
+        return False
+
+
 def normalize_axis(op: str, axis: int, ndim: int, aval: AVal | None = None) -> int:
     """``axis`` in ``[0, ndim)``; negative axes count from the end. Numpy ints are ints."""
     if type(axis) is not int:
