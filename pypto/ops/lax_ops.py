@@ -27,6 +27,7 @@ import numpy as np
 from pypto import dtypes as dt
 from pypto.core.errors import ShapeError
 from pypto.ops import activations, api, composite, numeric, numpy_lib, rules, trig
+from pypto.ops.conv import _BY_NAME, _lax_computations
 
 __all__ = [
     "abs",
@@ -37,6 +38,7 @@ __all__ = [
     "argmin",
     "asin",
     "asinh",
+    "associative_scan",
     "atan",
     "atan2",
     "atanh",
@@ -56,6 +58,7 @@ __all__ = [
     "convert_element_type",
     "cos",
     "cosh",
+    "cumlogsumexp",
     "cummax",
     "cummin",
     "cumprod",
@@ -98,6 +101,7 @@ __all__ = [
     "nextafter",
     "pow",
     "reciprocal",
+    "reduce",
     "reduce_and",
     "reduce_max",
     "reduce_min",
@@ -618,3 +622,110 @@ def dot_general(
     a, b, want = _preferred(op, a, b, preferred_element_type)
     r = api.reshape(api.matmul(a, b), (*batch, *(us[i] for i in lf), *(vs[i] for i in rf)))
     return r if want is None or r.dtype is want else api.cast(r, want)
+
+
+def _leaves(op: str, x: Any) -> tuple[list[Any], bool]:
+    """A single operand or a tuple/list of them, as a list and whether it was a sequence."""
+    if isinstance(x, tuple | list):
+        if not x:
+            raise ShapeError("no operands", op=op)
+        return [api.asvalue(v, op) for v in x], True
+    return [api.asvalue(x, op)], False
+
+
+def _apply(fn: Any, a: list[Any], b: list[Any], many: bool) -> list[Any]:
+    r = fn(tuple(a), tuple(b)) if many else fn(a[0], b[0])
+    return list(r) if many else [r]
+
+
+def _cut(vs: list[Any], axis: int, lo: int, hi: int) -> list[Any]:
+    return [slice_in_dim(v, lo, hi, 1, axis) for v in vs]
+
+
+def associative_scan(fn: Any, elems: Any, reverse: bool = False, axis: int = 0) -> Any:
+    """``jax.lax.associative_scan``: the running combination of ``elems`` along ``axis`` with
+    the associative ``fn`` (of two operands, or of two tuples when ``elems`` is a tuple or
+    list of operands), in ⌈log₂ n⌉ steps: each combines every element with the one ``d``
+    before it, ``d`` doubling (more combinations than a serial loop; as associative, the
+    same result up to rounding).
+
+    >>> import pypto as pto
+    >>> pto.lax.associative_scan(pto.add, pto.arange(5)).numpy()
+    array([ 0,  1,  3,  6, 10], dtype=int32)
+    """
+    op = "lax.associative_scan"
+    vs, many = _leaves(op, elems)
+    nd = len(vs[0].shape)
+    a = rules.normalize_axis(op, axis, nd, api._aval(vs[0]))
+    n = vs[0].shape[a]
+    if any(v.shape[a] != n for v in vs):
+        raise ShapeError(f"operands of different lengths along axis {axis}", op=op)
+    if reverse:
+        vs = [composite.flip(v, a) for v in vs]
+    d = 1
+    while d < n:
+        # element i combines with element i - d: the first d keep their values
+        later = _apply(fn, _cut(vs, a, 0, n - d), _cut(vs, a, d, n), many)
+        vs = [api.concat([h, t], a) for h, t in zip(_cut(vs, a, 0, d), later, strict=True)]
+        d *= 2
+    if reverse:
+        vs = [composite.flip(v, a) for v in vs]
+    return type(elems)(vs) if many else vs[0]
+
+
+def cumlogsumexp(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+    """The running ``log(sum(exp(x)))`` along ``axis`` (``jax.lax.cumlogsumexp``), by
+    :func:`associative_scan` of ``logaddexp``."""
+    return associative_scan(numpy_lib.logaddexp, operand, reverse, axis)
+
+
+_MONOIDS = {"add": api.sum, "maximum": api.max, "minimum": api.min, "mul": composite.prod}
+
+
+def reduce(operands: Any, init_values: Any, computation: Any, dimensions: Sequence[int]) -> Any:
+    """``jax.lax.reduce``: ``operands`` (one, or a tuple of them reduced together)
+    combined over ``dimensions`` with ``computation`` from ``init_values``. ``lax.add``,
+    ``lax.max``, ``lax.min`` and ``lax.mul`` (or pypto's, numpy's) are pypto's reductions;
+    any other function is folded as a tree of halves along each axis, then with the
+    initial values.
+
+    >>> import pypto as pto
+    >>> import jax
+    >>> pto.lax.reduce(pto.arange(6.0).reshape(2, 3), 0.0, jax.lax.add, (1,)).numpy()
+    array([ 3., 12.], dtype=float32)
+    """
+    op = "lax.reduce"
+    vs, many = _leaves(op, operands)
+    inits, _ = _leaves(op, init_values)
+    if len(inits) != len(vs):
+        raise ShapeError(f"{len(inits)} initial values for {len(vs)} operands", op=op)
+    inits = [api.cast(i, v.dtype) for i, v in zip(inits, vs, strict=True)]
+    dims = sorted(
+        (rules.normalize_axis(op, d, len(vs[0].shape), api._aval(vs[0])) for d in dimensions),
+        reverse=True,
+    )
+    name = None if many else _lax_computations().get(computation)
+    if name is not None:  # pypto's reduction, then the initial value (XLA starts from it)
+        r = _MONOIDS[name](vs[0], tuple(dims))
+        r = api.cast(r, vs[0].dtype) if r.dtype is not vs[0].dtype else r
+        return _BY_NAME[name](r, inits[0])
+    if any(vs[0].shape[a] == 0 for a in dims):  # nothing: the initial values
+        shape = tuple(n for a, n in enumerate(vs[0].shape) if a not in dims)
+        out0 = [api.broadcast_to(i, shape) for i in inits]
+        return type(operands)(out0) if many else out0[0]
+    for a in dims:  # highest axis first: the lower ones keep their numbers
+        n = vs[0].shape[a]
+        while n > 1:
+            h = n // 2
+            paired = _apply(computation, _cut(vs, a, 0, h), _cut(vs, a, h, 2 * h), many)
+            vs = (
+                [api.concat([p, o], a) for p, o in zip(paired, _cut(vs, a, 2 * h, n), strict=True)]
+                if n % 2
+                else paired
+            )
+            n = h + n % 2
+        vs = [composite.squeeze(v, a) if v.shape[a] == 1 else v for v in vs]
+    shape = tuple(vs[0].shape)
+    out = _apply(computation, [api.broadcast_to(i, shape) for i in inits], vs, many)
+    out = [api.cast(o, i.dtype) for o, i in zip(out, inits, strict=True)]
+    return type(operands)(out) if many else out[0]

@@ -110,6 +110,8 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], int]] = [
     ("dot_general", (F, G), {"dimension_numbers": (((1, 2), (1, 2)), ((), ()))}, 20),
     ("dot_general", (F, M), {"dimension_numbers": (((1,), (0,)), ((), ()))}, 4),
     ("batch_matmul", (F, np.transpose(G, (0, 2, 1))), {}, 5),
+    ("cumlogsumexp", (F,), {"axis": 2}, 5),
+    ("cumlogsumexp", (F,), {"axis": 1, "reverse": True}, 4),
 ]
 
 
@@ -150,6 +152,8 @@ def test_every_lax_function_is_tested() -> None:
     aliases |= {"sign", "sin", "sinh", "sqrt", "square", "stop_gradient", "tan", "tanh"}
     aliases |= {"bitwise_and", "bitwise_or", "cumprod", "cummin", "top_k", "split", "iota"}
     aliases |= {"broadcasted_iota", "full"}
+    # checked by test_scans_and_reductions_with_any_associative_function_match_jax
+    aliases |= {"associative_scan", "reduce"}
     assert untested <= aliases, f"untested: {sorted(untested - aliases)}"
 
 
@@ -185,6 +189,53 @@ def test_constructors_traced_starts_and_sorting_by_a_key_match_jax() -> None:
     assert_matches(npu(F, np.int32(1)), jax.lax.dynamic_slice(F, (1, 0, 1), (2, 4, 3)), what="npu")
 
 
+def _affine(a: Any, b: Any) -> Any:
+    """The composition of two affine maps x -> m x + c: associative, not commutative."""
+    return (a[0] * b[0], a[1] * b[0] + b[1])
+
+
+def test_scans_and_reductions_with_any_associative_function_match_jax() -> None:
+    for axis, reverse in ((1, False), (2, True), (0, False)):
+        want = jax.lax.associative_scan(_affine, (F, G), reverse=reverse, axis=axis)
+        got = pto.lax.associative_scan(_affine, (F, G), reverse=reverse, axis=axis)
+        for g, w in zip(got, want, strict=True):
+            assert_matches(g, w, F.shape[axis], what=f"associative_scan {axis} {reverse}")
+        traced = pto.jit(
+            lambda a, b, r=reverse, ax=axis: pto.lax.associative_scan(_affine, (a, b), r, ax),
+            backend="interpret",
+        )
+        for g, w in zip(traced(F, G), want, strict=True):
+            assert_matches(g, w, F.shape[axis], what="jit associative_scan")
+    assert_matches(
+        pto.lax.associative_scan(pto.maximum, I, axis=1),
+        jax.lax.associative_scan(jax.lax.max, I, axis=1),
+    )
+    for fn, init in ((jax.lax.add, 0.0), (jax.lax.max, -np.inf), (jax.lax.mul, 2.0)):
+        want = jax.lax.reduce(U, np.float32(init), fn, (1,))
+        assert_matches(pto.lax.reduce(U, init, fn, (1,)), want, 4, what=f"reduce {fn}")
+    # a function the op does not know: folded as a tree, then with the initial value
+    want = jax.lax.reduce(F, np.float32(0.5), lambda a, b: jax.lax.max(a, b), (0, 2))
+    assert_matches(pto.lax.reduce(F, 0.5, lambda a, b: pto.maximum(a, b), (0, 2)), want)
+    # two operands reduced together: the first maximum and its index (an argmax)
+    idx = np.broadcast_to(np.arange(5, dtype=np.int32), F.shape).copy()
+
+    def first_max(a: Any, b: Any) -> Any:
+        lib = jax.numpy if isinstance(a[0], jax.Array) else pto
+        pick = (a[0] > b[0]) | ((a[0] == b[0]) & (a[1] < b[1]))
+        return (lib.where(pick, a[0], b[0]), lib.where(pick, a[1], b[1]))
+
+    init = (np.float32(-np.inf), np.int32(0))
+    want = jax.lax.reduce((F, idx), init, first_max, (2,))
+    got = pto.lax.reduce((F, idx), init, first_max, (2,))
+    for g, w in zip(got, want, strict=True):
+        assert_matches(g, w)
+    empty = np.zeros((3, 0), np.float32)
+    assert_matches(
+        pto.lax.reduce(empty, 1.5, lambda a, b: a + b, (1,)),
+        jax.lax.reduce(empty, np.float32(1.5), jax.lax.add, (1,)),
+    )
+
+
 def test_lax_functions_refuse_what_jax_refuses() -> None:
     with pytest.raises(pto.ShapeError, match="rounding_method 3"):
         pto.lax.round(F, 3)
@@ -198,3 +249,25 @@ def test_lax_functions_refuse_what_jax_refuses() -> None:
         pto.lax.split(F, (1, 1), axis=1)
     with pytest.raises(pto.ShapeError, match="num_keys=2"):
         pto.lax.sort([F, G], num_keys=2)
+
+
+def test_scans_reductions_and_dot_general_on_the_npu_match_jax() -> None:
+    """The tree of slices and concatenations, and dot_general's one matmul, compile."""
+
+    def f(a: Any, b: Any) -> Any:
+        return (
+            pto.lax.cumlogsumexp(a, 2),
+            pto.lax.associative_scan(_affine, (a, b), axis=1)[1],
+            pto.lax.reduce(a, 0.5, lambda u, v: pto.maximum(u, v), (0,)),
+            pto.lax.dot_general(a, b, (((2,), (2,)), ((0,), (0,)))),
+        )
+
+    got = pto.jit(f, machine="tiny")(F, G)
+    want = (
+        jax.lax.cumlogsumexp(F, 2),
+        jax.lax.associative_scan(_affine, (F, G), axis=1)[1],
+        jax.lax.reduce(F, np.float32(0.5), jax.lax.max, (0,)),
+        jax.lax.dot_general(F, G, (((2,), (2,)), ((0,), (0,)))),
+    )
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert_matches(g, w, 5, what=f"out[{i}]")
