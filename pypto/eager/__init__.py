@@ -1,6 +1,7 @@
 """Eager mode: tensors that compute at once."""
 
 from pypto.eager import random
+from pypto.eager.io import NpzTensors, load, save, savez, savez_compressed
 from pypto.eager.tensor import (
     Tensor,
     arange,
@@ -27,6 +28,7 @@ from pypto.eager.tensor import (
 )
 
 __all__ = [
+    "NpzTensors",
     "Tensor",
     "arange",
     "array",
@@ -43,10 +45,14 @@ __all__ = [
     "geomspace",
     "identity",
     "linspace",
+    "load",
     "logspace",
     "ones",
     "ones_like",
     "random",
+    "save",
+    "savez",
+    "savez_compressed",
     "tensor",
     "zeros",
     "zeros_like",
