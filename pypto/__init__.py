@@ -8,7 +8,7 @@ float32
 
 import numpy as _np
 
-from pypto import block, dtypes, isa, lax, linalg, npu, tile
+from pypto import block, dtypes, isa, lax, linalg, nn, npu, tile
 from pypto.compiler import jit, make_graph
 from pypto.core.errors import (
     BoundsError,
@@ -787,6 +787,7 @@ __all__ = [
     "negative",
     "newaxis",
     "nextafter",
+    "nn",
     "nonzero",
     "norm",
     "not_equal",
