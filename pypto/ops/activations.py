@@ -403,12 +403,11 @@ def dot_product_attention(
     gives the logsumexp of each row of logits, ``[B, T, N]``.
 
     It is :func:`~pypto.scaled_dot_product_attention` on the heads: with no ``bias`` and no
-    residual, ``pto.jit`` compiles it to one flash-attention kernel. With one query head per
-    key/value head that kernel reads and writes the ``[B, T, N, H]`` layout in place; with
-    grouped heads the K/V heads broadcast over their group (no copy), and the queries',
-    values' and output's head transposes are layout kernels of their own. The logits are
-    rounded to the inputs' dtype once, as in ``scaled_dot_product_attention`` and the NPU's
-    fixpipe; JAX keeps float16 and bfloat16 logits in float32.
+    residual, ``pto.jit`` compiles it to one flash-attention kernel that reads and writes the
+    ``[B, T, N, H]`` layout in place, each group's K/V tiles broadcast over its query heads
+    (no copy). The logits are rounded to the inputs' dtype once, as in
+    ``scaled_dot_product_attention`` and the NPU's fixpipe; JAX keeps float16 and bfloat16
+    logits in float32.
 
     >>> import pypto as pto
     >>> q = pto.random.normal(0, (2, 8, 4, 16))  # [B, T, N, H]

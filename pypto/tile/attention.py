@@ -213,7 +213,7 @@ def match_attention(lw: Lowering, eqns: list[Eqn]) -> AttentionPlan | None:
     k = tr.inputs[0] if tr is not None and tr.out not in used_outside(lw.func, eqns) else None
     if not isinstance(k, Var):
         k, k_pos = None, ()
-    elif k_pos != tuple(range(len(k_pos))) and not via_fits(
+    elif k_pos != tuple(range(len(k_pos))) and not _fits(
         lw, (k, k_pos), kt.aval.shape[:-2], mm2.out.aval.shape[:-2]
     ):
         k, k_pos = None, ()  # K's layout does not give [bk, D] windows: transpose it first
@@ -224,6 +224,16 @@ def _is_causal(arr: np.ndarray, n: int) -> bool:
     """Whether a constant mask is the composite's own causal mask (the same array, as traced)."""
     cm = causal_mask(n, n)
     return arr is cm or np.array_equal(arr, cm)
+
+
+def _fits(lw: Lowering, via: Via, xbatch: tuple[int, ...], batch: tuple[int, ...]) -> bool:
+    """:func:`via_fits` for an operand whose batch dims may broadcast over the kernel's (the
+    K/V heads of grouped-query attention, one per group of query heads): its windows step
+    with the batch dims it has and stay put along the ones it broadcasts."""
+    spread = len(xbatch) == len(batch) and all(
+        x in (1, b) for x, b in zip(xbatch, batch, strict=True)
+    )
+    return spread and via_fits(lw, via, xbatch, xbatch)
 
 
 def _strides(shape: tuple[int, ...], out: tuple[int, ...]) -> list[int]:
@@ -264,7 +274,7 @@ def _claim_windows(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[Eqn
             xbatch = e.out.aval.shape[:-2]
         else:
             continue
-        if via[0] in lw.var_buf and via_fits(lw, via, xbatch, batch):
+        if via[0] in lw.var_buf and _fits(lw, via, xbatch, batch):
             took.append(e)
     return took
 
@@ -290,7 +300,7 @@ def _window_in(
     if e is None:
         return own
     via = _compose(e, pos)
-    if not via_fits(lw, via, xbatch, batch):
+    if not _fits(lw, via, xbatch, batch):
         # a kernel lowered since the claim gave the buffer another layout: copy after all
         lower_single(lw, e)
         return own
@@ -741,13 +751,17 @@ def _kernel(
         want = (v.aval.size // cols, cols)
         return buf if lw.view(buf, want) == want else relayout(lw, buf, want, loc)
 
-    def place(v: Var, rows: int, cols: int, via: Via | None) -> tuple[str, Expr, Expr]:
+    def place(
+        v: Var, rows: int, cols: int, via: Via | None, xb: tuple[int, ...] | None = None
+    ) -> tuple[str, Expr, Expr]:
         """The buffer of operand ``v``'s ``[.., rows, cols]`` tiles and the row and column
         where its tiles of batch ``%b..`` start: its own buffer, or through ``via`` a
-        window of the value it transposes (head split and merge without a copy)."""
+        window of the value it transposes (head split and merge without a copy); ``xb``,
+        the operand's batch dims (``v``'s by default), may broadcast over the output's."""
         if via is None:
             return gm(v, rows, cols), batch_rows(v.aval.shape, rows), Expr()
-        view, row, col = batch_window(via[0].aval.shape, via[1], ob, ob)
+        xbatch = v.aval.shape[:-2] if xb is None else xb
+        view, row, col = batch_window(via[0].aval.shape, via[1], xbatch, ob)
         buf = lw.buffer(via[0])
         lw.view(buf, view)
         return buf, row, col
@@ -854,7 +868,7 @@ def _kernel(
         # several products: each product's chunk)
         k1 = TileVar("k1", Space.L1, d_t, (bk, d))
         kin = _window_in(lw, p.k, p.k_pos, p.kt.aval.shape[:-2], ob)
-        kb, k_row, k_col = place(p.k, lk, d, kin)
+        kb, k_row, k_col = place(p.k, lk, d, kin, p.kt.aval.shape[:-2])
         k_load: list[Stmt] = [TLoad(k1, kb, k_row + kv0 + j * bk, k_col, loc)]
         if nc == 1:
             k_load.append(TOp("TTRANS", k0, (k1,), loc))
