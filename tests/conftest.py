@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 
 from hypothesis import HealthCheck, settings
 
@@ -22,6 +23,12 @@ os.environ["XLA_FLAGS"] = " ".join(
         "--xla_cpu_use_fusion_emitters=false",
     ]
 ).strip()
+
+# Hypothesis (6.170) makes each run of a parametrized @given test's settings fall back on the
+# previous run's, so the chain grows by one per parametrization, and with the CI profile's
+# database=None every run walks it to the root. test_library_matches_jax has hundreds of
+# parametrizations: on one worker the walk passed the default limit of 1000 frames.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
 
 settings.register_profile(
     "ci",
