@@ -212,6 +212,18 @@ def _pads(
     return pairs
 
 
+def preferred(op: str, u: Any, v: Any, dtype: Any) -> tuple[Any, Any, Any]:
+    """A product's operands widened to its ``preferred_element_type`` (the products of the
+    narrower dtype are exact there, so the sum accumulates in the wider one), and that dtype
+    (None: the usual one)."""
+    if dtype is None:
+        return u, v, None
+    want = dt.dtype(dtype, op=op)
+    if want.is_floating == u.dtype.is_floating and want.itemsize >= u.dtype.itemsize:
+        u, v = api.cast(u, want), api.cast(v, want)
+    return u, v, want
+
+
 def _to(canon: Any, spec: tuple[int, ...]) -> Any:
     """An array in the canonical axis order (batch, feature, spatial...) laid out as
     ``spec`` says: axis ``spec[j]`` of the result is axis ``j`` of ``canon``."""
@@ -319,14 +331,7 @@ def conv_general_dilated(
     patches = composite.stack(cuts, 2) if len(cuts) > 1 else composite.expand_dims(cuts[0], 2)
     patches = api.reshape(patches, (n, groups, (c // groups) * kk, pp))
     wg = api.reshape(w, (groups, o // groups, i * kk))
-    want = None if preferred_element_type is None else dt.dtype(preferred_element_type, op=_OP)
-    if (
-        want is not None
-        and want.is_floating == x.dtype.is_floating
-        and want.itemsize >= x.dtype.itemsize
-    ):
-        # accumulate in the wider dtype (the products of the narrower one are exact there)
-        patches, wg = api.cast(patches, want), api.cast(wg, want)
+    patches, wg, want = preferred(_OP, patches, wg, preferred_element_type)
     y = api.reshape(api.matmul(wg, patches), (n, o, *out))
     if want is not None and y.dtype is not want:
         y = api.cast(y, want)

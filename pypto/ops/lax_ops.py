@@ -27,7 +27,7 @@ import numpy as np
 from pypto import dtypes as dt
 from pypto.core.errors import ShapeError
 from pypto.ops import activations, api, composite, numeric, numpy_lib, rules, trig
-from pypto.ops.conv import _BY_NAME, _lax_computations
+from pypto.ops.conv import _BY_NAME, _lax_computations, preferred
 
 __all__ = [
     "abs",
@@ -553,22 +553,11 @@ def split(operand: Any, sizes: Sequence[int], axis: int = 0) -> list[Any]:
     return composite.split(v, list(np.cumsum(sizes)[:-1]), axis)
 
 
-def _preferred(op: str, u: Any, v: Any, preferred: Any) -> tuple[Any, Any, Any]:
-    """The operands widened to ``preferred_element_type`` (the products are exact there),
-    and that dtype (None: the usual one)."""
-    if preferred is None:
-        return u, v, None
-    want = dt.dtype(preferred, op=op)
-    if want.is_floating == u.dtype.is_floating and want.itemsize >= u.dtype.itemsize:
-        u, v = api.cast(u, want), api.cast(v, want)
-    return u, v, want
-
-
 def dot(lhs: Any, rhs: Any, precision: Any = None, preferred_element_type: Any = None) -> Any:
     """``jax.lax.dot``: vector·vector, matrix·vector or matrix·matrix (``precision`` is
     accepted and ignored: float16 and bfloat16 products accumulate in float32)."""
     u, v = api.promote("lax.dot", (lhs, rhs))
-    u, v, want = _preferred("lax.dot", u, v, preferred_element_type)
+    u, v, want = preferred("lax.dot", u, v, preferred_element_type)
     r = api.matmul(u, v)
     return r if want is None or r.dtype is want else api.cast(r, want)
 
@@ -619,7 +608,7 @@ def dot_general(
     m, n = math.prod(us[a] for a in lf), math.prod(vs[a] for a in rf)
     a = api.reshape(api.transpose(u, (*lb, *lf, *lc)), (*batch, m, k))
     b = api.reshape(api.transpose(v, (*rb, *rc, *rf)), (*batch, k, n))
-    a, b, want = _preferred(op, a, b, preferred_element_type)
+    a, b, want = preferred(op, a, b, preferred_element_type)
     r = api.reshape(api.matmul(a, b), (*batch, *(us[i] for i in lf), *(vs[i] for i in rf)))
     return r if want is None or r.dtype is want else api.cast(r, want)
 
