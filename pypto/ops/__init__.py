@@ -20,6 +20,7 @@ from pypto.ops import (  # noqa: F401  (registration)
     setops,
     solvers,
     sorting,
+    special,
     spectral,
     trig,
     vjp,
@@ -348,6 +349,21 @@ from pypto.ops.setops import (
     unique_values,
 )
 from pypto.ops.solvers import cholesky, det, inv, matrix_power, qr, slogdet, solve
+from pypto.ops.special import (
+    digamma,
+    entr,
+    erf_inv,
+    i0e,
+    kl_div,
+    lgamma,
+    log_ndtr,
+    logit,
+    ndtr,
+    ndtri,
+    rel_entr,
+    xlog1py,
+    xlogy,
+)
 from pypto.ops.spectral import eigh, eigvalsh, lstsq, matrix_rank, polyfit, svd, svdvals
 from pypto.ops.table import OPS, AVal, Op
 from pypto.ops.trig import arccos, arccosh, arcsin, arcsinh, arctan, arctan2, arctanh
@@ -381,6 +397,7 @@ power = pow
 radians = deg2rad
 subtract = sub
 true_divide = div
+
 
 __all__ = [
     "OPS",
@@ -478,6 +495,7 @@ __all__ = [
     "diagflat",
     "diagonal",
     "diff",
+    "digamma",
     "digitize",
     "div",
     "divide",
@@ -491,8 +509,10 @@ __all__ = [
     "eigvalsh",
     "einsum",
     "elu",
+    "entr",
     "equal",
     "erf",
+    "erf_inv",
     "erfc",
     "exp",
     "exp2",
@@ -534,6 +554,7 @@ __all__ = [
     "hstack",
     "hypot",
     "i0",
+    "i0e",
     "imag",
     "indices",
     "inner",
@@ -556,6 +577,7 @@ __all__ = [
     "isscalar",
     "ix_",
     "kaiser",
+    "kl_div",
     "kron",
     "layer_norm",
     "lcm",
@@ -565,11 +587,13 @@ __all__ = [
     "less",
     "less_equal",
     "lexsort",
+    "lgamma",
     "log",
     "log1mexp",
     "log1p",
     "log2",
     "log10",
+    "log_ndtr",
     "log_sigmoid",
     "log_softmax",
     "logaddexp",
@@ -578,6 +602,7 @@ __all__ = [
     "logical_not",
     "logical_or",
     "logical_xor",
+    "logit",
     "logmeanexp",
     "logsumexp",
     "lstsq",
@@ -616,6 +641,8 @@ __all__ = [
     "nansum",
     "nanvar",
     "ndim",
+    "ndtr",
+    "ndtri",
     "neg",
     "negative",
     "nextafter",
@@ -655,6 +682,7 @@ __all__ = [
     "real",
     "reciprocal",
     "reduce_window",
+    "rel_entr",
     "relu",
     "relu6",
     "remainder",
@@ -746,4 +774,6 @@ __all__ = [
     "vsplit",
     "vstack",
     "where",
+    "xlog1py",
+    "xlogy",
 ]

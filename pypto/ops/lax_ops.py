@@ -26,7 +26,7 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core.errors import ShapeError
-from pypto.ops import activations, api, composite, numeric, numpy_lib, rules, trig
+from pypto.ops import activations, api, composite, numeric, numpy_lib, rules, special, trig
 from pypto.ops.conv import _BY_NAME, _lax_computations, preferred
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "atan2",
     "atanh",
     "batch_matmul",
+    "bessel_i0e",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -63,6 +64,7 @@ __all__ = [
     "cummin",
     "cumprod",
     "cumsum",
+    "digamma",
     "div",
     "dot",
     "dot_general",
@@ -74,6 +76,7 @@ __all__ = [
     "dynamic_update_slice_in_dim",
     "eq",
     "erf",
+    "erf_inv",
     "erfc",
     "exp",
     "exp2",
@@ -89,6 +92,7 @@ __all__ = [
     "iota",
     "is_finite",
     "le",
+    "lgamma",
     "log",
     "log1p",
     "logistic",
@@ -155,6 +159,8 @@ sin, cos, tan, tanh = api.sin, api.cos, numpy_lib.tan, api.tanh
 sinh, cosh = numpy_lib.sinh, numpy_lib.cosh
 sqrt, rsqrt, reciprocal, logistic = api.sqrt, api.rsqrt, api.reciprocal, api.sigmoid
 cbrt, erf, erfc = numeric.cbrt, activations.erf, activations.erfc
+lgamma, digamma, erf_inv = special.lgamma, special.digamma, special.erf_inv
+bessel_i0e = special.i0e
 ceil, floor, sign, square = composite.ceil, composite.floor, composite.sign, composite.square
 nextafter, is_finite = numpy_lib.nextafter, composite.isfinite
 pow = api.pow

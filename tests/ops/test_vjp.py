@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
+import scipy.special
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -780,6 +781,26 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("standardize", [normal((3, 5), 239)], {"axis": 1}, 16),
     ("standardize", [normal((3, 5), 240)], {"axis": 0, "algorithm": "stable"}, 16),
     ("hard_silu", [uniform((3, 4), 182, -5.0, 5.0)], {}, 1),
+    # special functions: both sides of the reflections (digamma's on the positive side only:
+    # JAX's polygamma(1, x) is wrong below 0, see test_digamma_gradient_is_trigamma_below_zero)
+    (
+        "lgamma",
+        [np.append(uniform((10,), 250, -6.0, 8.0), [0.5, 1.0, 2.0, 30.0]).astype(f32)],
+        {},
+        4,
+    ),
+    ("digamma", [np.append(uniform((10,), 251, 0.05, 8.0), [1.0, 2.0, 30.0]).astype(f32)], {}, 4),
+    ("erf_inv", [np.append(uniform((10,), 252, -0.99, 0.99), [0.0, 0.999]).astype(f32)], {}, 4),
+    ("ndtri", [np.array([1e-30, 1e-9, 2e-7, 0.01, 0.3, 0.5, 0.9, 0.999], f32)], {}, 4),
+    ("ndtr", [normal((3, 4), 253) * 4], {}, 2),
+    ("log_ndtr", [np.append(normal((8,), 254) * 4, [-8.0, 6.0]).astype(f32)], {}, 4),
+    ("xlogy", [np.array([0.0, 0.0, 1.5, -2.0], f32), uniform((3, 4), 255, 0.1, 3.0)], {}, 1),
+    ("xlog1py", [np.array([0.0, 0.0, 1.5, -2.0], f32), uniform((3, 4), 256, -0.9, 3.0)], {}, 1),
+    ("logit", [uniform((3, 4), 257, 0.02, 0.98)], {}, 1),
+    ("entr", [uniform((3, 4), 258, 0.01, 3.0)], {}, 1),
+    ("rel_entr", [uniform((3, 4), 259, 0.01, 3.0), uniform((4,), 260, 0.01, 3.0)], {}, 1),
+    ("kl_div", [uniform((3, 4), 261, 0.01, 3.0), uniform((3, 1), 262, 0.01, 3.0)], {}, 1),
+    ("i0e", [np.append(normal((8,), 263) * 10, [0.5, -8.5, 40.0]).astype(f32)], {}, 2),
     ("hard_tanh", [uniform((3, 4), 183, -2.0, 2.0)], {}, 1),
     ("log_sigmoid", [normal((3, 4), 184) * 10], {}, 2),
     ("selu", [normal((3, 4), 185)], {}, 2),
@@ -808,6 +829,26 @@ def test_composite_vjp_through_its_decomposition(
     refs = jax_cotangents(reference(OPS[name], params), primals, ct)
     for i, (a, g, r) in enumerate(zip(primals, got, refs, strict=True)):
         assert_close(f"{name} cotangent {i}", g, r, a, k)
+
+
+def test_digamma_gradient_is_trigamma_below_zero() -> None:
+    """Through the reflection, ``ψ'(x) = π²/sin²(πx) - ψ'(1 - x)``: scipy's trigamma.
+    (JAX's rule, ``polygamma(1, x)`` through the Hurwitz zeta, is wrong there: -250.9 at
+    -8.75, where the trigamma is 19.1.)"""
+    x = np.array([-8.745642, -2.5, -0.3, -1e-3, 0.2, 3.0], f32)
+    got = np.asarray(pto.grad(lambda v: pto.digamma(v).sum())(pto.tensor(x)))
+    np.testing.assert_allclose(got, scipy.special.polygamma(1, x.astype(np.float64)), rtol=2e-5)
+
+
+def test_log_ndtr_gradient_in_the_far_tail_is_float64s() -> None:
+    """``d/dx log Φ(x) = φ(x)/Φ(x)`` through the decomposition keeps float32's precision far
+    into the lower tail, where JAX's float32 gradient (through its asymptotic series) is off
+    by 2e-5 at -30: compared with JAX's float64 gradient."""
+    x = np.array([-300.0, -30.0, -10.0, -1.0, 2.0, 9.0], f32)
+    got = np.asarray(pto.grad(lambda v: pto.log_ndtr(v).sum())(pto.tensor(x)))
+    with jax.enable_x64():
+        want = jax.grad(lambda v: jax.scipy.special.log_ndtr(v).sum())(x.astype(np.float64))
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-5)
 
 
 def test_copysign_gradient_goes_to_the_magnitude_alone() -> None:

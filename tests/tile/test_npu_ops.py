@@ -658,6 +658,25 @@ CASES: dict[str, Case] = {
         F,
     ),
     "glu": (lambda x: (pto.glu(x), pto.glu(x, 0)), [(X, "n")], F),
+    # special functions: both sides of lgamma's and digamma's reflection, erf_inv and ndtri
+    # towards their poles, log_ndtr far into the lower tail
+    "lgamma": (lambda x: (pto.lgamma(x * 4), pto.lgamma(x + 0.3)), [(X, "n")], F),
+    "digamma": (lambda x: (pto.digamma(x * 4), pto.digamma(0.5 - x * 0.4)), [(X, "p")], F),
+    "erf_inv": (lambda x: pto.erf_inv(pto.tanh(x)), [(X, "n")], F),
+    "ndtri": (lambda x: (pto.ndtri(x * 0.45), pto.ndtri(x * 1e-3)), [(X, "p")], F),
+    "ndtr": (lambda x: pto.ndtr(x * 3), [(X, "n")], F),
+    "log_ndtr": (lambda x: pto.log_ndtr(x * 8), [(X, "n")], F),
+    "xlogy": (
+        lambda x, y: (pto.xlogy(x, y), pto.xlogy(pto.relu(x), y - 1)),
+        [(X, "n"), (ROW, "p")],
+        F,
+    ),
+    "xlog1py": (lambda x, y: pto.xlog1py(pto.relu(x), y - 1), [(X, "n"), (COL, "p")], F),
+    "logit": (lambda x: pto.logit(x * 0.45), [(X, "p")], F),
+    "entr": (lambda x: pto.entr(x), [(X, "n")], F),
+    "rel_entr": (lambda x, y: pto.rel_entr(x, y - 0.5), [(X, "n"), (ROW, "p")], F),
+    "kl_div": (lambda x, y: pto.kl_div(x, y), [(X, "p"), (ROW, "p")], F),
+    "i0e": (lambda x: (pto.i0e(x * 12), pto.i0e(x)), [(X, "n")], F),
     "cross": (
         lambda x, y: (pto.cross(x[:, :3], y[:3]), pto.cross(x[:3], x[3:], axis=0)),
         [(X, "n"), (ROW, "n")],
