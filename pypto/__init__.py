@@ -338,6 +338,7 @@ from pypto.ops import (
     polyder,
     polydiv,
     polyfit,
+    polygamma,
     polyint,
     polymul,
     polysub,
@@ -451,6 +452,7 @@ from pypto.ops import (
     where,
     xlog1py,
     xlogy,
+    zeta,
 )
 from pypto.ops.index_tricks import c_, mgrid, ogrid, r_
 from pypto.reference import check, to_jax
@@ -833,6 +835,7 @@ __all__ = [
     "polyder",
     "polydiv",
     "polyfit",
+    "polygamma",
     "polyint",
     "polymul",
     "polysub",
@@ -970,4 +973,5 @@ __all__ = [
     "xlogy",
     "zeros",
     "zeros_like",
+    "zeta",
 ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+import scipy.special
 
 import pypto as pto
 from pypto.core.errors import DTypeError
@@ -50,6 +51,50 @@ def test_gamma_gradient_is_gamma_times_digamma() -> None:
     x = np.array([0.7, 2.5, 4.0, -0.5, -2.5], np.float32)
     got = pto.grad(lambda v: S.gamma(v).sum())(pto.tensor(x))
     assert_matches(got, jax.grad(lambda v: jax.scipy.special.gamma(v).sum())(x), 16)
+
+
+def test_zeta_and_polygamma_below_zero_are_scipys() -> None:
+    """For a negative q (an integer s) the series is summed term by term up to q + 16 >= 0:
+    the true values, which scipy gives and JAX's shifted series does not (-250.9 at
+    zeta(2, -8.75))."""
+    q = np.array([-0.5, -2.25, -8.745642, -15.9, -3.0, -17.5], np.float32)
+    got = np.asarray(pto.zeta(pto.tensor(np.float32(2.0)), pto.tensor(q)))
+    want = scipy.special.zeta(2.0, q.astype(np.float64))
+    want[-1] = np.nan  # below -16: not summed
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    x = np.array([-0.5, -2.25, -8.745642], np.float32)
+    for n in (1, 2, 3):
+        got = np.asarray(pto.polygamma(n, pto.tensor(x)))
+        np.testing.assert_allclose(got, scipy.special.polygamma(n, x.astype(np.float64)), rtol=1e-5)
+    # a fractional s below zero is NaN, as in JAX and scipy
+    assert np.isnan(float(pto.zeta(2.5, -0.5)))
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+def test_polygamma_gradient_matches_jax(n: int) -> None:
+    x = np.array([0.3, 1.0, 2.5, 7.0], np.float32)
+    got = pto.grad(lambda v: pto.polygamma(n, v).sum())(pto.tensor(x))
+    want = jax.grad(lambda v: jax.scipy.special.polygamma(n, v).sum())(x)
+    assert_matches(got, want, 16, what=f"polygamma {n}")
+
+
+def test_betaln_and_beta_match_jax_also_for_large_arguments() -> None:
+    a = np.array([0.5, 3.0, 7.9, 1e-3, 20.0, 1e3, 2.0, 1e6, -0.5], np.float32)
+    b = np.array([10.0, 8.0, 8.1, 50.0, 30.5, 2e3, 3.0, 1e6, 2.5], np.float32)
+    assert_matches(S.betaln(a, b), jax.scipy.special.betaln(a, b), 4)
+    assert_matches(S.betaln(b, a), jax.scipy.special.betaln(b, a), 4)
+    assert_matches(S.beta(a[:7], b[:7]), jax.scipy.special.beta(a[:7], b[:7]), 16)
+    # float64's value: no cancellation between gammaln(b) and gammaln(a + b)
+    np.testing.assert_allclose(float(S.betaln(1e6, 1e6)), scipy.special.betaln(1e6, 1e6), 1e-7)
+    got = pto.grad(lambda u, v: S.betaln(u, v).sum(), (0, 1))(pto.tensor(a[:7]), pto.tensor(b[:7]))
+    want = jax.grad(lambda u, v: jax.scipy.special.betaln(u, v).sum(), (0, 1))(a[:7], b[:7])
+    for g, w in zip(got, want, strict=True):
+        assert_matches(g, w, 16)
+
+
+def test_polygamma_refuses_a_float_order() -> None:
+    with pytest.raises(DTypeError, match="integer dtype"):
+        pto.polygamma(1.0, pto.tensor([2.0]))
 
 
 def test_factorial_exact_is_refused() -> None:

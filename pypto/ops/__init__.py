@@ -360,9 +360,11 @@ from pypto.ops.special import (
     logit,
     ndtr,
     ndtri,
+    polygamma,
     rel_entr,
     xlog1py,
     xlogy,
+    zeta,
 )
 from pypto.ops.spectral import eigh, eigvalsh, lstsq, matrix_rank, polyfit, svd, svdvals
 from pypto.ops.table import OPS, AVal, Op
@@ -661,6 +663,7 @@ __all__ = [
     "polyder",
     "polydiv",
     "polyfit",
+    "polygamma",
     "polyint",
     "polymul",
     "polysub",
@@ -776,4 +779,5 @@ __all__ = [
     "where",
     "xlog1py",
     "xlogy",
+    "zeta",
 ]

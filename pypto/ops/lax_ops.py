@@ -103,6 +103,7 @@ __all__ = [
     "ne",
     "neg",
     "nextafter",
+    "polygamma",
     "pow",
     "reciprocal",
     "reduce",
@@ -137,6 +138,7 @@ __all__ = [
     "tanh",
     "top_k",
     "transpose",
+    "zeta",
 ]
 
 # the same functions under jax.lax's names
@@ -160,7 +162,7 @@ sinh, cosh = numpy_lib.sinh, numpy_lib.cosh
 sqrt, rsqrt, reciprocal, logistic = api.sqrt, api.rsqrt, api.reciprocal, api.sigmoid
 cbrt, erf, erfc = numeric.cbrt, activations.erf, activations.erfc
 lgamma, digamma, erf_inv = special.lgamma, special.digamma, special.erf_inv
-bessel_i0e = special.i0e
+bessel_i0e, zeta = special.i0e, special.zeta
 ceil, floor, sign, square = composite.ceil, composite.floor, composite.sign, composite.square
 nextafter, is_finite = numpy_lib.nextafter, composite.isfinite
 pow = api.pow
@@ -724,3 +726,19 @@ def reduce(operands: Any, init_values: Any, computation: Any, dimensions: Sequen
     out = _apply(computation, [api.broadcast_to(i, shape) for i in inits], vs, many)
     out = [api.cast(o, i.dtype) for o, i in zip(out, inits, strict=True)]
     return type(operands)(out) if many else out[0]
+
+
+def polygamma(m: Any, x: Any) -> Any:
+    """``jax.lax.polygamma``: ``m`` of ``x``'s float dtype (integer values; NaN elsewhere), or
+    of an integer dtype as :func:`pto.polygamma` takes it.
+
+    >>> import pypto as pto
+    >>> pto.lax.polygamma(pto.tensor([1.0, 1.5]), pto.tensor([1.0, 1.0])).numpy()
+    array([1.644934,      nan], dtype=float32)
+    """
+    mv = api.asvalue(m, "polygamma")
+    if not mv.dtype.is_floating:  # type: ignore[attr-defined]
+        return special.polygamma(mv, x)
+    whole = api.equal(mv, composite.floor(mv))
+    order = api.cast(api.where(whole, mv, 0.0), dt.int32)
+    return api.where(whole, special.polygamma(order, x), math.nan)

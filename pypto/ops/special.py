@@ -20,11 +20,14 @@ the gradient is that of the steps, which equals the true derivative to float32 p
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from pypto import dtypes as dt
+from pypto.core.errors import DTypeError
 from pypto.ops import api, composite
 from pypto.ops.activations import _ERFC, _erfc32, _horner
 from pypto.ops.composite import _composite
@@ -287,6 +290,137 @@ def log_ndtr(x: Any) -> Any:
     lower = api.add(api.log(api.mul(t, 0.5)), api.sub(_horner(t, _ERFC), api.mul(z, z)))
     upper = composite.log1p(api.neg(ndtr(api.neg(api.where(neg, 0.0, v)))))
     return _narrow(api.where(neg, lower, upper), d)
+
+
+# Euler-Maclaurin for the Hurwitz zeta: the first _ZETA_N terms summed, the rest as the
+# integral plus B₂ⱼ/(2j)! corrections, j = 1.._ZETA_M (Bernoulli numbers B₂ … B₂₄)
+_ZETA_N = 9
+_BERNOULLI = (
+    Fraction(1, 6),
+    Fraction(-1, 30),
+    Fraction(1, 42),
+    Fraction(-1, 30),
+    Fraction(5, 66),
+    Fraction(-691, 2730),
+    Fraction(7, 6),
+    Fraction(-3617, 510),
+    Fraction(43867, 798),
+    Fraction(-174611, 330),
+    Fraction(854513, 138),
+    Fraction(-236364091, 2730),
+)
+_ZETA_B = tuple(float(b / math.factorial(2 * j + 2)) for j, b in enumerate(_BERNOULLI))
+# a negative q is first shifted by up to this many terms (q + k < 0 for an integer s)
+_ZETA_NEG = 16
+_MAX_FACTORIAL = 34  # the largest n with n! finite in float32
+
+
+def _pow_neg(base: Any, s: Any) -> Any:
+    """``base^-s`` for ``base > 0`` (``pow``, not ``exp(-s log base)``, which would multiply
+    the logarithm's rounding by ``s``)."""
+    return api.pow(base, api.neg(s))
+
+
+def _zeta32(s: Any, q: Any) -> Any:
+    qint = api.equal(q, composite.floor(q))
+    sint = api.equal(s, composite.floor(s))
+    neg = api.less(q, 0.0)
+    # q < 0 (s an integer): the terms (q + k)^-s of negative q + k one by one, their sign
+    # (-1)^s, until q + m >= 0; then the series from q + m
+    m = api.where(neg, api.minimum(composite.ceil(api.neg(q)), float(_ZETA_NEG)), 0.0)
+    odd = api.not_equal(composite.remainder(s, 2.0), 0.0)
+    total: Any = 0.0
+    for k in range(_ZETA_NEG):
+        here = api.less(float(k), m)
+        base = api.where(here, api.abs(api.add(q, float(k))), 1.0)
+        term = _pow_neg(base, s)
+        total = api.add(total, api.where(here, api.where(odd, api.neg(term), term), 0.0))
+    q0 = api.add(q, m)
+    # q + m = 0 (a pole), NaN or inf: decided below
+    q0 = api.where(composite.logical_and(api.greater(q0, 0.0), composite.isfinite(q0)), q0, 1.0)
+    for k in range(_ZETA_N):
+        total = api.add(total, _pow_neg(api.add(q0, float(k)), s))
+    a = api.add(q0, float(_ZETA_N))
+    a_s = _pow_neg(a, s)
+    sm1 = api.sub(s, 1.0)
+    total = api.add(total, api.div(api.mul(a, a_s), api.where(api.equal(sm1, 0.0), 1.0, sm1)))
+    total = api.add(total, api.mul(a_s, 0.5))
+    t = api.div(api.mul(s, a_s), a)  # s(s+1)…(s+2j-2) a^(-s-2j+1), j = 1
+    inv_a2 = api.div(1.0, api.mul(a, a))
+    for j, b in enumerate(_ZETA_B):
+        if j:
+            rise = api.mul(api.add(s, float(2 * j - 1)), api.add(s, float(2 * j)))
+            t = api.mul(api.mul(t, rise), inv_a2)
+        total = api.add(total, api.mul(t, b))
+    pole = composite.logical_or(
+        api.equal(s, 1.0), composite.logical_and(api.less_equal(q, 0.0), qint)
+    )
+    undefined = composite.logical_or(
+        api.less(s, 1.0),
+        composite.logical_or(
+            composite.logical_and(neg, composite.logical_not(sint)),
+            api.less(q, float(-_ZETA_NEG)),
+        ),
+    )
+    undefined = composite.logical_or(
+        undefined, composite.logical_or(composite.isnan(q), composite.isnan(s))
+    )
+    total = api.where(composite.isposinf(q), 0.0, total)  # every term vanishes
+    out = api.where(undefined, math.nan, api.where(pole, math.inf, total))
+    return api.where(api.equal(s, 1.0), math.inf, out)  # whatever q is, as JAX and scipy
+
+
+@_composite("zeta", "the Hurwitz zeta function Σₖ (q + k)^-s", jax.scipy.special.zeta)
+def zeta(s: Any, q: Any) -> Any:
+    """The Hurwitz zeta function ``ζ(s, q) = Σₖ₌₀^∞ (q + k)^-s`` (``jax.scipy.special.zeta``,
+    ``jax.lax.zeta``): the first 9 terms, then Euler-Maclaurin's integral and 12 Bernoulli
+    corrections, in float32 and rounded once. ``inf`` at ``s = 1`` and for ``q`` 0 or a
+    negative integer, 0 for ``q = inf`` (JAX gives NaN there), NaN for ``s < 1``. A negative
+    ``q`` needs an integer ``s`` (NaN
+    otherwise, as in JAX) and is summed term by term up to ``q + 16 >= 0``; below -16 it is
+    NaN. There pypto is exact where JAX's shifted series is not: ``ζ(2, -8.75)`` is 19.1,
+    the trigamma, where JAX gives -250.9.
+
+    >>> import pypto as pto
+    >>> pto.zeta(pto.tensor([2.0, 3.0, 2.0]), pto.tensor([1.0, 1.0, -0.5])).numpy()
+    array([1.644934 , 1.2020569, 8.934802 ], dtype=float32)
+    """
+    (sv, qv), d = _wide("zeta", s, q)
+    return _narrow(_zeta32(sv, qv), d)
+
+
+@_composite("polygamma", "ψ⁽ⁿ⁾(x), the n-th derivative of digamma", jax.scipy.special.polygamma)
+def polygamma(n: Any, x: Any) -> Any:
+    """The polygamma function ``ψ⁽ⁿ⁾(x)``, the ``n``-th derivative of :func:`digamma`
+    (``jax.scipy.special.polygamma``, ``jax.lax.polygamma``): ``digamma`` for ``n = 0``, and
+    ``(-1)ⁿ⁺¹ n! ζ(n + 1, x)`` above (see :func:`zeta`, also for negative ``x``, where pypto's
+    values are the true ones and JAX's are not). ``n`` must be of an integer dtype, as in
+    JAX; a negative ``n`` gives NaN.
+
+    >>> import pypto as pto
+    >>> pto.polygamma(1, pto.tensor([1.0, 0.5, -8.75])).numpy()
+    array([ 1.644934 ,  4.9348025, 19.631207 ], dtype=float32)
+    """
+    nv = api.asvalue(n, "polygamma")
+    if nv.dtype.is_floating:  # type: ignore[attr-defined]
+        raise DTypeError(
+            f"polygamma: n must be of an integer dtype, got {nv.dtype}",  # type: ignore[attr-defined]
+            op="polygamma",
+            hint="pass n as a Python int or an integer tensor (n.astype(pto.int32))",
+        )
+    (xv,), d = _wide("polygamma", x)
+    nf = api.cast(nv, dt.float32)
+    n1 = api.add(nf, 1.0)
+    sign = api.where(api.equal(composite.remainder(nf, 2.0), 0.0), -1.0, 1.0)  # (-1)^(n+1)
+    # n! as a product of the integers (exp(lgamma(n + 1)) would be 5e-7 off at n = 1); past
+    # 34! float32 overflows
+    fact: Any = 1.0
+    for k in range(2, _MAX_FACTORIAL + 1):
+        fact = api.mul(fact, api.where(api.less(nf, float(k)), 1.0, float(k)))
+    fact = api.where(api.greater(nf, float(_MAX_FACTORIAL)), math.inf, fact)
+    higher = api.mul(api.mul(sign, fact), _zeta32(n1, xv))
+    out = api.where(api.equal(nf, 0.0), _digamma32(xv), higher)
+    return _narrow(api.where(api.less(nf, 0.0), math.nan, out), d)
 
 
 @_composite("xlogy", "x·log(y), 0 where x is 0", jax.scipy.special.xlogy)

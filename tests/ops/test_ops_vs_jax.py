@@ -22,6 +22,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 import pytest
+import scipy.special
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jaxref import (
@@ -2350,6 +2351,44 @@ def _special(data: Draw, dtype: pto.DType, name: str) -> None:
     else:
         want = jax_elementwise(fn, *arrays)
     assert_matches(out, want, k, what=name)
+
+
+@case("zeta", "polygamma", dtypes=NUMERIC, group="library")
+def _zeta(data: Draw, dtype: pto.DType, name: str) -> None:
+    # q > 0, where JAX's series is right (below 0 see test_scipy.py); s from the pole at 1 up,
+    # with the specials in q
+    shape = data.draw(shapes())
+    q = values(data, dtype, shape, 0.0, 20.0, ints=(0, 20), specials=(0.0, np.inf, np.nan))
+    if name == "zeta":
+        sv = values(data, dtype, shape[data.draw(st.integers(0, len(shape))) :], 1.0, 12.0)
+        args = [sv, q]
+    else:
+        args = [np.asarray(rng(data).integers(0, 5, shape[len(shape) // 2 :]), np.int32), q]
+    out = getattr(pto, name)(*operands(data, args))
+    fn = ref(name)
+    if dtype in (pto.float16, pto.bfloat16):
+        fn = _rounded_last(fn)  # pypto computes in float32 and rounds once; JAX's float16 zeta
+        # sums in float16
+    want = jax_elementwise(fn, *args)
+    # at q = 0 and q = inf JAX's values are inconsistent (NaN for some orders, inf for
+    # others): scipy's float64 ones there, the limits (±inf at 0, 0 at inf)
+    edge = np.broadcast_to((np.asarray(q) == 0) | np.isposinf(np.asarray(q)), want.shape)
+    if name == "polygamma":  # digamma (n = 0) at 0 is NaN in JAX and pypto, -inf in scipy
+        edge = edge & np.broadcast_to(np.asarray(args[0]) > 0, want.shape)
+    if edge.any():
+        exact = getattr(scipy.special, name)(*(np.asarray(a, np.float64) for a in args))
+        want = np.where(edge, np.asarray(exact).astype(want.dtype), want)
+    assert_matches(out, want, 16, what=name)
+
+
+def _rounded_last(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` with its last operand in float32, the result rounded to that operand's dtype."""
+
+    def wide(*args: Any) -> Any:
+        d = jnp.result_type(args[-1])
+        return fn(*args[:-1], jnp.asarray(args[-1]).astype(jnp.float32)).astype(d)
+
+    return wide
 
 
 def _x64(fn: Callable[..., Any], *arrays: np.ndarray) -> np.ndarray:

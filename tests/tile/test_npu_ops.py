@@ -676,6 +676,16 @@ CASES: dict[str, Case] = {
     "entr": (lambda x: pto.entr(x), [(X, "n")], F),
     "rel_entr": (lambda x, y: pto.rel_entr(x, y - 0.5), [(X, "n"), (ROW, "p")], F),
     "kl_div": (lambda x, y: pto.kl_div(x, y), [(X, "p"), (ROW, "p")], F),
+    "zeta": (
+        lambda x, y: (pto.zeta(x * 4 + 1.1, y), pto.zeta(3.0, -y * 2.5)),
+        [(X, "p"), (ROW, "p")],
+        F,
+    ),
+    "polygamma": (
+        lambda n, x: (pto.polygamma(n, x * 3), pto.polygamma(1, 0.3 - x)),
+        [(X, "x"), (X, "p")],
+        F,
+    ),
     "i0e": (lambda x: (pto.i0e(x * 12), pto.i0e(x)), [(X, "n")], F),
     "cross": (
         lambda x, y: (pto.cross(x[:, :3], y[:3]), pto.cross(x[:3], x[3:], axis=0)),
