@@ -433,7 +433,8 @@ def xlogy(x: Any, y: Any) -> Any:
     >>> pto.xlogy(pto.tensor([0.0, 2.0]), pto.tensor([0.0, 3.0])).numpy()
     array([0.       , 2.1972246], dtype=float32)
     """
-    return _xlog(*api.promote("xlogy", (x, y), inexact=True), api.log)
+    u, v = api.promote("xlogy", (x, y), inexact=True)
+    return _xlog(u, v, api.log)
 
 
 @_composite("xlog1py", "x·log1p(y), 0 where x is 0", jax.scipy.special.xlog1py)
@@ -445,7 +446,8 @@ def xlog1py(x: Any, y: Any) -> Any:
     >>> pto.xlog1py(pto.tensor([0.0, 2.0]), pto.tensor([-1.0, 1e-8])).numpy()
     array([0.e+00, 2.e-08], dtype=float32)
     """
-    return _xlog(*api.promote("xlog1py", (x, y), inexact=True), composite.log1p)
+    u, v = api.promote("xlog1py", (x, y), inexact=True)
+    return _xlog(u, v, composite.log1p)
 
 
 def _xlog(u: Any, v: Any, log: Any) -> Any:

@@ -5,6 +5,6 @@
 3.178054...
 """
 
-from pypto.scipy import special
+from pypto.scipy import special, stats
 
-__all__ = ["special"]
+__all__ = ["special", "stats"]

@@ -1,0 +1,52 @@
+"""``pto.scipy.stats``: ``jax.scipy.stats``'s distributions, one module each, with JAX's
+functions and arguments (``loc``, ``scale`` and the shape parameters broadcast).
+
+They are plain functions over pypto's ops (``norm.logcdf`` is :func:`pto.log_ndtr`,
+``gamma.logpdf`` uses :func:`pto.lgamma` and :func:`pto.xlogy`), so they trace,
+differentiate and compile for the NPU. The CDFs that need the incomplete gamma or beta
+functions (``gamma``, ``beta``, ``chi2``, ``poisson``) are not there yet.
+
+>>> import pypto as pto
+>>> pto.scipy.stats.norm.cdf(pto.tensor([0.0, 1.96])).numpy()
+array([0.5      , 0.9750021], dtype=float32)
+"""
+
+from pypto.scipy.stats import (
+    bernoulli,
+    beta,
+    cauchy,
+    chi2,
+    expon,
+    gamma,
+    geom,
+    gumbel_l,
+    gumbel_r,
+    laplace,
+    logistic,
+    multivariate_normal,
+    norm,
+    pareto,
+    poisson,
+    t,
+    uniform,
+)
+
+__all__ = [
+    "bernoulli",
+    "beta",
+    "cauchy",
+    "chi2",
+    "expon",
+    "gamma",
+    "geom",
+    "gumbel_l",
+    "gumbel_r",
+    "laplace",
+    "logistic",
+    "multivariate_normal",
+    "norm",
+    "pareto",
+    "poisson",
+    "t",
+    "uniform",
+]
