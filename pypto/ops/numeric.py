@@ -563,26 +563,57 @@ def poly(seq_of_zeros: Any) -> Any:
 # Lookups
 
 
-def _interp_jax(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any:
-    return jnp.interp(x, xp, fp, left, right)
+def _interp_jax(
+    x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None
+) -> Any:
+    return jnp.interp(x, xp, fp, left, right, period)
 
 
 @_composite("interp", "piecewise-linear interpolation at x of the points (xp, fp)", _interp_jax)
-def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any:
+def interp(
+    x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None
+) -> Any:
     """The piecewise-linear function through ``(xp, fp)`` (``xp`` increasing) at ``x``, as
-    ``jnp.interp``: ``left``/``right`` (default ``fp[0]``/``fp[-1]``) outside ``xp``'s range.
+    ``jnp.interp``: ``left``/``right`` (default ``fp[0]``/``fp[-1]``) outside ``xp``'s range,
+    or ``"extrapolate"`` to continue the first or last segment. With ``period`` the points
+    repeat with that period (``xp`` in any order; ``left`` and ``right`` are not used).
 
     >>> import pypto as pto
     >>> xp, fp = pto.tensor([0.0, 1.0, 3.0]), pto.tensor([0.0, 10.0, 30.0])
     >>> pto.interp(pto.tensor([0.5, 2.5, 9.0]), xp, fp).numpy()
     array([ 5., 25., 30.], dtype=float32)
+    >>> pto.interp(pto.tensor([-1.0, 4.5]), xp, fp, period=4.0).numpy()
+    array([30.,  5.], dtype=float32)
     """
+    for side, v in (("left", left), ("right", right)):
+        if isinstance(v, str) and v != "extrapolate":
+            raise ShapeError(
+                f"interp: the only string {side}= takes is 'extrapolate', got {v!r}",
+                op="interp",
+                hint=f"pass {side}='extrapolate', a value, or None (fp's end value)",
+            )
     xv, xpv, fpv = _inexact("interp", x, xp, fp)
     if len(xpv.shape) != 1 or tuple(xpv.shape) != tuple(fpv.shape) or not xpv.shape[0]:
         raise ShapeError(
             f"xp {api._aval(xpv)} and fp {api._aval(fpv)} must be 1-d, of one nonzero length",
             op="interp",
         )
+    if period is not None:
+        # a Python number stays weakly typed (float16 points stay float16)
+        pv: Any = abs(period) if isinstance(period, int | float) else api.asvalue(period, "interp")
+        if not isinstance(pv, int | float):
+            if len(pv.shape):
+                raise ShapeError(
+                    f"interp: period must be a scalar, got shape {tuple(pv.shape)}",
+                    op="interp",
+                )
+            pv = api.abs(pv)
+        xv, xpv = composite.remainder(xv, pv), composite.remainder(xpv, pv)
+        order = composite.argsort(xpv)
+        xpv, fpv = api.take(xpv, order, 0), api.take(fpv, order, 0)
+        # one point beyond each end, from the other end: the segment that wraps around
+        xpv = api.concat([api.sub(xpv[-1:], pv), xpv, api.add(xpv[:1], pv)], 0)
+        fpv = api.concat([fpv[-1:], fpv, fpv[:1]], 0)
     n = xpv.shape[0]
     # as JAX: with one point i is 0 and i - 1 reads it from the end
     i = composite.clip(composite.searchsorted(xpv, xv, "right"), 1, n - 1)
@@ -597,9 +628,14 @@ def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None) -> Any
         f0,
         api.add(f0, api.mul(api.div(api.sub(xv, x0), api.where(flat, 1.0, dx)), api.sub(f1, f0))),
     )
+    if period is not None:
+        return f
     first, last = api.getitem(fpv, 0), api.getitem(fpv, -1)
-    f = api.where(api.less(xv, api.getitem(xpv, 0)), first if left is None else left, f)
-    return api.where(api.greater(xv, api.getitem(xpv, -1)), last if right is None else right, f)
+    if left != "extrapolate":
+        f = api.where(api.less(xv, api.getitem(xpv, 0)), first if left is None else left, f)
+    if right != "extrapolate":
+        f = api.where(api.greater(xv, api.getitem(xpv, -1)), last if right is None else right, f)
+    return f
 
 
 def _digitize_jax(x: Any, bins: Any, right: bool = False) -> Any:

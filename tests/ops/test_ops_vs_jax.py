@@ -3125,10 +3125,17 @@ def _signals(data: Draw, dtype: pto.DType, name: str) -> None:
         assert_matches(out, jitted(ref(name), ("right",))(xq, xp, right=right), what="digitize")
         return
     fp = values(data, dtype, (m,), -10.0, 10.0, ints=(-9, 9))
-    left = data.draw(st.sampled_from([None, -99.0]), label="left")
-    out = pto.interp(as_input(data, xq), xp, fp, left)
-    want = jitted(ref(name))(xq, xp, fp, left)
-    assert_matches(out, want, 4, what=f"interp xp={xp}")
+    left = data.draw(st.sampled_from([None, -99.0, "extrapolate"]), label="left")
+    right = data.draw(st.sampled_from([None, 7.0, "extrapolate"]), label="right")
+    period = data.draw(st.sampled_from([None, 4.0, -7.5]), label="period")
+    if period is not None:  # xp in any order, repeated with the period
+        xp = data.draw(st.permutations(list(xp)), label="xp order")
+        xp = np.asarray(xp, np.dtype(dtype.np))
+    out = pto.interp(as_input(data, xq), xp, fp, left, right, period)
+    # all three static: one jit of JAX's with 'left' static and another with 'right' static
+    # share a cache entry, and the second then reads its arguments swapped
+    want = jitted(ref(name), ("left", "right", "period"))(xq, xp, fp, left, right, period)
+    assert_matches(out, want, 4, what=f"interp x={xq} xp={xp} fp={fp} {left} {right} {period}")
 
 
 @case(

@@ -738,6 +738,18 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
         {},
         4,
     ),
+    (
+        "interp",
+        [uniform((5,), 267, -6.0, 9.0), np.array([2.5, 0.0, 3.0, 1.0], f32), normal((4,), 268)],
+        {"period": 3.5},
+        4,
+    ),
+    (
+        "interp",
+        [uniform((5,), 269, -1.0, 4.0), np.array([0.0, 1.0, 2.5, 3.0], f32), normal((4,), 270)],
+        {"left": "extrapolate", "right": "extrapolate"},
+        4,
+    ),
     ("diag", [normal((4,), 233)], {"k": -1}, 1),
     ("diagflat", [normal((2, 2), 234)], {"k": 2}, 1),
     ("cumulative_sum", [normal((3, 4), 235)], {"axis": 1, "include_initial": True}, 4),

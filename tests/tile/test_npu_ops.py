@@ -177,7 +177,11 @@ CASES: dict[str, Case] = {
     "convolve": (lambda x, y: pto.convolve(y, x[0, :5]), [(X, "n"), (ROW, "n")], F),
     "correlate": (lambda x, y: pto.correlate(x[0, :5], y, "same"), [(X, "n"), (ROW, "n")], F),
     "interp": (
-        lambda x, y: pto.interp(x, pto.cumsum(y), y),
+        lambda x, y: (
+            pto.interp(x, pto.cumsum(y), y),
+            pto.interp(x * 9, y * 7, y, period=5.0),
+            pto.interp(x, pto.cumsum(y) - 2, y, "extrapolate", "extrapolate"),
+        ),
         [(X, "n"), (ROW, "p")],
         F,
     ),
