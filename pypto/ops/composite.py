@@ -922,6 +922,8 @@ def logsumexp(
     else:
         v, w = api.promote("logsumexp", (x, b), inexact=True)
         w = api.broadcast_to(w, tuple(v.shape))  # type: ignore[attr-defined]
+        # a term scaled by 0 is left out, as in JAX: inf·0 or NaN·0 would make the sum NaN
+        v = api.where(api.not_equal(w, 0.0), v, -math.inf)
     axes = rules.normalize_axes("logsumexp", axis, api._aval(v))
     m: Any = 0.0  # no shift over nothing: the sum of no terms is 0, its log -inf (as JAX)
     if 0 not in [v.shape[a] for a in axes]:  # type: ignore[attr-defined]
