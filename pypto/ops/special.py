@@ -7,6 +7,8 @@ JAX. ``erf_inv`` is Giles' single-precision polynomial in ``w = -log(1 - x²)`` 
 ``ndtri`` evaluates the same polynomials from ``p`` itself, so the tails keep their digits
 (``2p - 1`` would round them away). ``log_ndtr`` takes the logarithm of ``erfc``'s formula
 term by term, so it stays finite far into the lower tail, where ``ndtr`` underflows.
+``zeta`` is the Hurwitz zeta by Euler-Maclaurin summation, and ``polygamma`` of order ``n >= 1``
+is ``(-1)ⁿ⁺¹ n! ζ(n + 1, x)``.
 
 The transcendental ones run in float32 and are rounded once (float16 and bfloat16 in, the same
 dtype out; integers and bools give float32); ``xlogy``, ``entr`` and their relatives compute
@@ -228,7 +230,7 @@ def erf_inv(x: Any) -> Any:
 def ndtri(p: Any) -> Any:
     """The quantile function of the standard normal distribution, ``√2 erf⁻¹(2p - 1)``
     (``jax.scipy.special.ndtri``). Giles' polynomials take ``1 - (2p - 1)² = 4p(1 - p)``
-    formed from ``p`` itself; below ``p = 1e-7``, beyond their range, an asymptotic guess
+    formed from ``p`` itself; below ``p ≈ 1.3e-7``, beyond their range, an asymptotic guess
     refined by two Newton steps on :func:`log_ndtr` keeps the far tail accurate:
     ``ndtri(1e-30)`` is ``-11.464``. ``-inf`` at 0, ``inf`` at 1, NaN outside ``[0, 1]``.
 
@@ -293,7 +295,7 @@ def log_ndtr(x: Any) -> Any:
 
 
 # Euler-Maclaurin for the Hurwitz zeta: the first _ZETA_N terms summed, the rest as the
-# integral plus B₂ⱼ/(2j)! corrections, j = 1.._ZETA_M (Bernoulli numbers B₂ … B₂₄)
+# integral plus B₂ⱼ/(2j)! corrections, j = 1..12 (the Bernoulli numbers B₂ … B₂₄)
 _ZETA_N = 9
 _BERNOULLI = (
     Fraction(1, 6),
@@ -376,10 +378,9 @@ def zeta(s: Any, q: Any) -> Any:
     ``jax.lax.zeta``): the first 9 terms, then Euler-Maclaurin's integral and 12 Bernoulli
     corrections, in float32 and rounded once. ``inf`` at ``s = 1`` and for ``q`` 0 or a
     negative integer, 0 for ``q = inf`` (JAX gives NaN there), NaN for ``s < 1``. A negative
-    ``q`` needs an integer ``s`` (NaN
-    otherwise, as in JAX) and is summed term by term up to ``q + 16 >= 0``; below -16 it is
-    NaN. There pypto is exact where JAX's shifted series is not: ``ζ(2, -8.75)`` is 19.1,
-    the trigamma, where JAX gives -250.9.
+    ``q`` needs an integer ``s`` (NaN otherwise, as in JAX) and is summed term by term up to
+    ``q + 16 >= 0``; below -16 it is NaN. There pypto is exact where JAX's shifted series is
+    not: ``ζ(2, -8.75)`` is 19.1, the trigamma, where JAX gives -250.9.
 
     >>> import pypto as pto
     >>> pto.zeta(pto.tensor([2.0, 3.0, 2.0]), pto.tensor([1.0, 1.0, -0.5])).numpy()

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import math
 import operator
+from fractions import Fraction
 from typing import Any
+
+import numpy as np
 
 from pypto.core.errors import DTypeError
 from pypto.ops import (
@@ -45,16 +48,23 @@ from pypto.ops import (
 )
 from pypto.ops import erf_inv as erfinv
 from pypto.ops import sigmoid as expit
+from pypto.ops.activations import _ERFC, _horner
+from pypto.ops.numpy_lib import _narrow, _wide
 
 gammaln = lgamma
 
 __all__ = [
+    "bernoulli",
     "beta",
     "betaln",
+    "boxcox",
+    "boxcox1p",
+    "comb",
     "digamma",
     "entr",
     "erf",
     "erfc",
+    "erfcx",
     "erfinv",
     "expit",
     "factorial",
@@ -66,11 +76,13 @@ __all__ = [
     "kl_div",
     "log_ndtr",
     "log_softmax",
+    "loggamma",
     "logit",
     "logsumexp",
     "multigammaln",
     "ndtr",
     "ndtri",
+    "poch",
     "polygamma",
     "rel_entr",
     "softmax",
@@ -197,3 +209,127 @@ def beta(a: Any, b: Any) -> Any:
     u, v = api.promote("beta", (a, b), inexact=True)
     sign = api.mul(api.mul(gammasgn(u), gammasgn(v)), gammasgn(api.add(u, v)))
     return api.mul(sign, api.exp(betaln(u, v)))
+
+
+def poch(z: Any, m: Any) -> Any:
+    """The Pochhammer symbol ``(z)ₘ = Γ(z + m) / Γ(z)``, 1 for ``m = 0``, as
+    ``jax.scipy.special.poch``.
+
+    >>> import pypto as pto
+    >>> poch(pto.tensor([3.0, 0.5]), pto.tensor([2.0, 0.0])).numpy().round(4)
+    array([12.,  1.], dtype=float32)
+    """
+    u, v = api.promote("poch", (z, m), inexact=True)
+    return api.where(api.equal(v, 0.0), 1.0, api.div(gamma(api.add(u, v)), gamma(u)))
+
+
+def comb(n: Any, k: Any, *, repetition: bool = False) -> Any:
+    """The binomial coefficient ``n! / (k! (n - k)!)`` through ``gammaln``, 0 outside
+    ``0 <= k <= n``; with ``repetition``, ``comb(n + k - 1, k)`` (1 for ``k = 0``), as
+    ``jax.scipy.special.comb``.
+
+    >>> import pypto as pto
+    >>> comb(pto.tensor([5.0, 10.0, 3.0]), pto.tensor([2.0, 3.0, 4.0])).numpy().round(3)
+    array([ 10., 120.,   0.], dtype=float32)
+    """
+    u, v = api.promote("comb", (n, k), inexact=True)
+    if repetition:
+        first = composite.logical_and(api.equal(v, 0.0), api.greater_equal(u, 0.0))
+        return api.where(first, 1.0, comb(api.sub(api.add(u, v), 1.0), v))
+    ok = composite.logical_and(
+        composite.logical_and(api.less_equal(v, u), api.greater_equal(u, 0.0)),
+        api.greater_equal(v, 0.0),
+    )
+    us, vs = api.where(ok, u, 0.0), api.where(ok, v, 0.0)
+    logc = api.sub(
+        api.sub(lgamma(api.add(us, 1.0)), lgamma(api.add(vs, 1.0))),
+        lgamma(api.add(api.sub(us, vs), 1.0)),
+    )
+    return api.where(ok, api.exp(logc), 0.0)
+
+
+def loggamma(x: Any) -> Any:
+    """``log Γ(x)`` for positive ``x``, NaN elsewhere (real arguments), as
+    ``jax.scipy.special.loggamma``.
+
+    >>> import pypto as pto
+    >>> loggamma(pto.tensor([5.0, -0.5])).numpy()
+    array([3.1780548,       nan], dtype=float32)
+    """
+    (v,) = api.promote("loggamma", (x,), inexact=True)
+    return api.where(api.greater(v, 0.0), lgamma(v), math.nan)
+
+
+def _boxcox(name: str, x: Any, lmbda: Any, log: Any) -> Any:
+    u, lam = api.promote(name, (x, lmbda), inexact=True)
+    zero = api.equal(lam, 0.0)
+    lx = log(u)
+    safe = api.where(zero, 1.0, lam)
+    return api.where(zero, lx, api.div(composite.expm1(api.mul(safe, lx)), safe))
+
+
+def boxcox(x: Any, lmbda: Any) -> Any:
+    """The Box-Cox transform ``(x^λ - 1) / λ`` (``expm1(λ log x) / λ``), ``log x`` at
+    ``λ = 0``, as ``jax.scipy.special.boxcox``.
+
+    >>> import pypto as pto
+    >>> boxcox(pto.tensor([1.0, 4.0]), pto.tensor([0.5, 0.0])).numpy()
+    array([0.       , 1.3862944], dtype=float32)
+    """
+    return _boxcox("boxcox", x, lmbda, api.log)
+
+
+def boxcox1p(x: Any, lmbda: Any) -> Any:
+    """``boxcox(1 + x, λ)`` without the rounding of ``1 + x``, as
+    ``jax.scipy.special.boxcox1p``.
+
+    >>> import pypto as pto
+    >>> boxcox1p(pto.tensor([1e-8, 3.0]), pto.tensor([0.5, 0.0])).numpy()
+    array([9.9999999e-09, 1.3862944e+00], dtype=float32)
+    """
+    return _boxcox("boxcox1p", x, lmbda, composite.log1p)
+
+
+def erfcx(x: Any) -> Any:
+    """The scaled complementary error function ``exp(x²) erfc(x)`` (real ``x``), as
+    ``jax.scipy.special.erfcx``. For ``x >= 0`` the ``exp(-x²)`` of ``erfc``'s formula is
+    left out rather than computed and divided away, so it is finite (``1/(x√π)``) however
+    large ``x`` is; below 0 it is ``2 exp(x²) - erfcx(-x)``, which overflows with ``exp(x²)``.
+
+    >>> import pypto as pto
+    >>> erfcx(pto.tensor([0.0, 1.0, 1e4])).numpy()
+    array([1.0000000e+00, 4.2758363e-01, 5.6418954e-05], dtype=float32)
+    """
+    (v,), d = _wide("erfcx", x)
+    z = api.abs(v)
+    t = api.div(1.0, api.add(api.mul(z, 0.5), 1.0))
+    pos = api.mul(t, api.exp(_horner(t, _ERFC)))
+    neg = api.sub(api.mul(api.exp(api.mul(v, v)), 2.0), pos)
+    return _narrow(api.where(api.less(v, 0.0), neg, pos), d)
+
+
+def bernoulli(n: int) -> Any:
+    """The Bernoulli numbers ``B₀ … Bₙ`` (``B₁ = -½``), as ``jax.scipy.special.bernoulli``:
+    computed exactly as fractions and rounded once to float32.
+
+    >>> bernoulli(6).numpy()
+    array([ 1.        , -0.5       ,  0.16666667,  0.        , -0.03333334,  0.        ,
+            0.02380952], dtype=float32)
+    """
+    n = operator.index(n)
+    if n < 0:
+        raise DTypeError(
+            f"bernoulli: n must be a non-negative integer, got {n}",
+            op="bernoulli",
+        )
+    # Akiyama-Tanigawa: B_m from the row 1, 1/2, 1/3, ... (that gives B₁ = +½; scipy's is -½)
+    row: list[Fraction] = []
+    out: list[Fraction] = []
+    for m in range(n + 1):
+        row.append(Fraction(1, m + 1))
+        for j in range(m, 0, -1):
+            row[j - 1] = j * (row[j - 1] - row[j])
+        out.append(row[0])
+    if n >= 1:
+        out[1] = -out[1]
+    return api.asvalue(np.array([float(b) for b in out], np.float32))
