@@ -1697,7 +1697,10 @@ def _ramp(v: Any, ax: int, k: int, side: int, end: Any) -> Any:
     t = api.asvalue(j.reshape(shape).astype(work.np))
     one_minus = api.sub(1.0, t)
     start = api.cast(api.asvalue(np.asarray(end)), work)
-    r = api.add(api.mul(start, one_minus), api.mul(api.cast(border, work), t))
+    if k == 1:  # linspace's one point is its start itself (a NaN or inf border is not read)
+        r = api.broadcast_to(start, tuple(border.shape))
+    else:
+        r = api.add(api.mul(start, one_minus), api.mul(api.cast(border, work), t))
     if not d.is_floating and d is not dt.bool_:
         r = composite.floor(r)  # (a bool is the truth of the value, as JAX converts it)
     r = api.cast(r, d)

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from pypto.ops import api, composite, xlog1py, xlogy
-from pypto.scipy.stats._common import args
+from pypto.scipy.stats._common import args, outside_unit
 
 __all__ = ["cdf", "logpmf", "pmf", "ppf"]
 
@@ -32,8 +32,8 @@ def pmf(k: Any, p: Any, loc: Any = 0) -> Any:
 
 
 def _bad_p(k: Any, p: Any) -> Any:
-    nan = composite.logical_or(composite.isnan(k), composite.isnan(p))
-    return composite.logical_or(nan, composite.logical_or(api.less(p, 0.0), api.greater(p, 1.0)))
+    """NaN in ``k``, or ``p`` NaN or outside ``[0, 1]``."""
+    return composite.logical_or(composite.isnan(k), outside_unit(p))
 
 
 def cdf(k: Any, p: Any) -> Any:
@@ -46,7 +46,5 @@ def cdf(k: Any, p: Any) -> Any:
 def ppf(q: Any, p: Any) -> Any:
     """0 for ``q <= 1 - p``, 1 above; NaN for NaN or ``p``, ``q`` outside ``[0, 1]``."""
     q, p = args("bernoulli.ppf", q, p)
-    bad = composite.logical_or(
-        _bad_p(q, p), composite.logical_or(api.less(q, 0.0), api.greater(q, 1.0))
-    )
+    bad = composite.logical_or(outside_unit(q), outside_unit(p))
     return api.where(bad, math.nan, api.where(api.less_equal(q, api.sub(1.0, p)), 0.0, 1.0))

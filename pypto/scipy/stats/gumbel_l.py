@@ -12,19 +12,14 @@ import math
 from typing import Any
 
 from pypto.ops import api, composite, xlog1py, xlogy
-from pypto.scipy.stats._common import args
+from pypto.scipy.stats._common import args, standardized
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]
 
 
-def _z(name: str, x: Any, loc: Any, scale: Any) -> tuple[Any, Any, Any]:
-    x, loc, scale = args(name, x, loc, scale)
-    return api.div(api.sub(x, loc), scale), scale, api.greater(scale, 0.0)
-
-
 def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """``-log(scale) + z - exp(z)``; NaN for ``scale <= 0``."""
-    z, scale, ok = _z("gumbel_l.logpdf", x, loc, scale)
+    z, scale, ok = standardized("gumbel_l.logpdf", x, loc, scale)
     logp = api.add(xlogy(-1.0, scale), api.sub(z, api.exp(z)))
     return api.where(ok, logp, math.nan)
 
@@ -36,7 +31,7 @@ def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 def logcdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """``log(-expm1(-exp(z)))``."""
-    z, scale, ok = _z("gumbel_l.logcdf", x, loc, scale)
+    z, scale, ok = standardized("gumbel_l.logcdf", x, loc, scale)
     return api.where(ok, api.log(api.neg(composite.expm1(api.neg(api.exp(z))))), math.nan)
 
 
@@ -47,7 +42,7 @@ def cdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 def logsf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """``-exp(z)``."""
-    z, scale, ok = _z("gumbel_l.logsf", x, loc, scale)
+    z, scale, ok = standardized("gumbel_l.logsf", x, loc, scale)
     return api.where(ok, api.neg(api.exp(z)), math.nan)
 
 

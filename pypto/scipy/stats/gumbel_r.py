@@ -12,19 +12,14 @@ import math
 from typing import Any
 
 from pypto.ops import api, composite, log1mexp, xlogy
-from pypto.scipy.stats._common import args
+from pypto.scipy.stats._common import args, standardized
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]
 
 
-def _z(name: str, x: Any, loc: Any, scale: Any) -> tuple[Any, Any, Any]:
-    x, loc, scale = args(name, x, loc, scale)
-    return api.div(api.sub(x, loc), scale), scale, api.greater(scale, 0.0)
-
-
 def logpdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """``-log(scale) - z - exp(-z)``; NaN for ``scale <= 0``."""
-    z, scale, ok = _z("gumbel_r.logpdf", x, loc, scale)
+    z, scale, ok = standardized("gumbel_r.logpdf", x, loc, scale)
     logp = api.add(xlogy(-1.0, scale), api.neg(api.add(z, api.exp(api.neg(z)))))
     return api.where(ok, logp, math.nan)
 
@@ -36,7 +31,7 @@ def pdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 def logcdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """``-exp(-z)``."""
-    z, scale, ok = _z("gumbel_r.logcdf", x, loc, scale)
+    z, scale, ok = standardized("gumbel_r.logcdf", x, loc, scale)
     return api.where(ok, api.neg(api.exp(api.neg(z))), math.nan)
 
 
@@ -47,13 +42,13 @@ def cdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
 
 def logsf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """``log(1 - exp(-exp(-z)))`` (:func:`pto.log1mexp`)."""
-    z, scale, ok = _z("gumbel_r.logsf", x, loc, scale)
+    z, scale, ok = standardized("gumbel_r.logsf", x, loc, scale)
     return api.where(ok, log1mexp(api.exp(api.neg(z))), math.nan)
 
 
 def sf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """``1 - exp(-exp(-z))``."""
-    z, scale, ok = _z("gumbel_r.sf", x, loc, scale)
+    z, scale, ok = standardized("gumbel_r.sf", x, loc, scale)
     return api.where(ok, api.sub(1.0, api.exp(api.neg(api.exp(api.neg(z))))), math.nan)
 
 

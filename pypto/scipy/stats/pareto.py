@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from pypto.ops import api, composite
-from pypto.scipy.stats._common import args
+from pypto.scipy.stats._common import args, outside_unit
 
 __all__ = ["cdf", "logcdf", "logpdf", "logsf", "pdf", "ppf", "sf"]
 
@@ -61,7 +61,5 @@ def ppf(q: Any, b: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """``loc + scale · (1 - q)^(-1/b)``; NaN outside ``[0, 1]``."""
     q, b, loc, scale = args("pareto.ppf", q, b, loc, scale)
     val = api.add(loc, api.mul(scale, api.pow(api.sub(1.0, q), api.neg(api.div(1.0, b)))))
-    bad = composite.logical_or(
-        composite.isnan(q), composite.logical_or(api.less(q, 0.0), api.greater(q, 1.0))
-    )
+    bad = outside_unit(q)
     return api.where(bad, math.nan, val)

@@ -12,7 +12,7 @@ import math
 from typing import Any
 
 from pypto.ops import api, composite
-from pypto.scipy.stats._common import args
+from pypto.scipy.stats._common import args, outside_unit
 
 __all__ = ["cdf", "logpdf", "pdf", "ppf"]
 
@@ -44,7 +44,5 @@ def cdf(x: Any, loc: Any = 0, scale: Any = 1) -> Any:
 def ppf(q: Any, loc: Any = 0, scale: Any = 1) -> Any:
     """``loc + scale · q``; NaN outside ``[0, 1]``."""
     q, loc, scale = args("uniform.ppf", q, loc, scale)
-    bad = composite.logical_or(
-        composite.isnan(q), composite.logical_or(api.less(q, 0.0), api.greater(q, 1.0))
-    )
+    bad = outside_unit(q)
     return api.where(bad, math.nan, api.add(loc, api.mul(scale, q)))
