@@ -9,7 +9,7 @@ import pytest
 import scipy.special
 
 import pypto as pto
-from pypto.core.errors import DTypeError
+from pypto.core.errors import DTypeError, ShapeError
 from tests.ops.jaxref import assert_matches
 
 S = pto.scipy.special
@@ -130,3 +130,8 @@ def test_the_other_functions_over_the_ops_match_jax() -> None:
     assert float(S.erfcx(pto.tensor(np.float32(9.3)))) == pytest.approx(0.0603207515, rel=1e-6)
     assert_matches(S.bernoulli(12), js.bernoulli(12), 4)
     assert_matches(S.bernoulli(1), js.bernoulli(1))
+
+
+def test_bernoulli_refuses_a_negative_n() -> None:
+    with pytest.raises(ShapeError, match="non-negative"):
+        S.bernoulli(-1)

@@ -561,6 +561,17 @@ def _chebyshev(t: Any, coeffs: Sequence[float]) -> Any:
     return api.mul(api.sub(b0, b2), 0.5)
 
 
+def i0e_series(a: Any) -> Any:
+    """``exp(-a)·I₀(a)`` for ``a = |x|``: Cephes' Chebyshev series on ``[0, 8]`` and above."""
+    small = api.less_equal(a, 8.0)
+    # each series only where it applies (no 32/0), chosen with where: a minimum's gradient
+    # would be halved at the tie |x| = 8
+    big = api.where(small, 8.0, a)
+    near = _chebyshev(api.sub(api.mul(api.where(small, a, 8.0), 0.5), 2.0), _I0E_SMALL)
+    far = api.div(_chebyshev(api.sub(api.div(32.0, big), 2.0), _I0E_LARGE), api.sqrt(big))
+    return api.where(small, near, far)
+
+
 @_composite("i0", "the modified Bessel function of the first kind, order 0", jnp.i0)
 def i0(x: Any) -> Any:
     """``I₀(x)``, as ``jnp.i0``: ``exp(|x|)`` times Chebyshev series of ``exp(-|x|)·I₀(|x|)``
@@ -574,16 +585,10 @@ def i0(x: Any) -> Any:
     """
     (v,), d = _wide("i0", x)
     a = api.abs(v)
-    small = api.less_equal(a, 8.0)
-    # each series only where it applies (no 32/0), chosen with where: a minimum's gradient
-    # would be halved at the tie |x| = 8
-    big = api.where(small, 8.0, a)
-    near = _chebyshev(api.sub(api.mul(api.where(small, a, 8.0), 0.5), 2.0), _I0E_SMALL)
-    far = api.div(_chebyshev(api.sub(api.div(32.0, big), 2.0), _I0E_LARGE), api.sqrt(big))
     # e^|x| in two halves: finite wherever I₀ is (|x| up to ~91.9 in float32, where e^|x|
     # alone overflows past 88.7), and inf at ±inf (where JAX's product is inf·0 = NaN)
     half = api.exp(api.mul(a, 0.5))
-    r = api.mul(api.mul(api.where(small, near, far), half), half)
+    r = api.mul(api.mul(i0e_series(a), half), half)
     r = api.where(api.equal(a, 0.0), 1.0, r)  # (the series' float32 sum is 1 ulp low there)
     return _narrow(api.where(composite.isinf(a), math.inf, r), d)
 

@@ -33,7 +33,7 @@ from pypto.core.errors import DTypeError
 from pypto.ops import api, composite
 from pypto.ops.activations import _ERFC, _erfc32, _horner
 from pypto.ops.composite import _composite
-from pypto.ops.numpy_lib import _I0E_LARGE, _I0E_SMALL, _chebyshev, _narrow, _wide
+from pypto.ops.numpy_lib import _narrow, _wide, i0e_series
 
 # Lanczos' approximation, g = 7: Γ(z + 1) = √(2π) (z + g + ½)^(z + ½) e^-(z + g + ½) A(z),
 # A(z) = c₀ + Σᵢ cᵢ / (z + i)
@@ -297,21 +297,23 @@ def log_ndtr(x: Any) -> Any:
 # Euler-Maclaurin for the Hurwitz zeta: the first _ZETA_N terms summed, the rest as the
 # integral plus B₂ⱼ/(2j)! corrections, j = 1..12 (the Bernoulli numbers B₂ … B₂₄)
 _ZETA_N = 9
-_BERNOULLI = (
-    Fraction(1, 6),
-    Fraction(-1, 30),
-    Fraction(1, 42),
-    Fraction(-1, 30),
-    Fraction(5, 66),
-    Fraction(-691, 2730),
-    Fraction(7, 6),
-    Fraction(-3617, 510),
-    Fraction(43867, 798),
-    Fraction(-174611, 330),
-    Fraction(854513, 138),
-    Fraction(-236364091, 2730),
+
+
+def bernoulli_numbers(n: int) -> list[Fraction]:
+    """``B₀ … Bₙ`` exactly, by the Akiyama-Tanigawa algorithm (its ``B₁`` is ``+½``)."""
+    row: list[Fraction] = []
+    out: list[Fraction] = []
+    for m in range(n + 1):
+        row.append(Fraction(1, m + 1))
+        for j in range(m, 0, -1):
+            row[j - 1] = j * (row[j - 1] - row[j])
+        out.append(row[0])
+    return out
+
+
+_ZETA_B = tuple(
+    float(b / math.factorial(2 * j + 2)) for j, b in enumerate(bernoulli_numbers(24)[2::2])
 )
-_ZETA_B = tuple(float(b / math.factorial(2 * j + 2)) for j, b in enumerate(_BERNOULLI))
 # a negative q is first shifted by up to this many terms (q + k < 0 for an integer s)
 _ZETA_NEG = 16
 _MAX_FACTORIAL = 34  # the largest n with n! finite in float32
@@ -530,9 +532,5 @@ def i0e(x: Any) -> Any:
     """
     (v,), d = _wide("i0e", x)
     a = api.abs(v)
-    small = api.less_equal(a, 8.0)
-    big = api.where(small, 8.0, a)
-    near = _chebyshev(api.sub(api.mul(api.where(small, a, 8.0), 0.5), 2.0), _I0E_SMALL)
-    far = api.div(_chebyshev(api.sub(api.div(32.0, big), 2.0), _I0E_LARGE), api.sqrt(big))
-    r = api.where(api.equal(a, 0.0), 1.0, api.where(small, near, far))
+    r = api.where(api.equal(a, 0.0), 1.0, i0e_series(a))
     return _narrow(api.where(composite.isinf(a), 0.0, r), d)

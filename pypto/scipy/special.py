@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import math
 import operator
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from pypto.core.errors import DTypeError
+from pypto.core.errors import DTypeError, ShapeError
 from pypto.ops import (
     api,
     composite,
@@ -50,6 +49,7 @@ from pypto.ops import erf_inv as erfinv
 from pypto.ops import sigmoid as expit
 from pypto.ops.activations import _ERFC, _horner
 from pypto.ops.numpy_lib import _narrow, _wide
+from pypto.ops.special import bernoulli_numbers
 
 gammaln = lgamma
 
@@ -318,18 +318,8 @@ def bernoulli(n: int) -> Any:
     """
     n = operator.index(n)
     if n < 0:
-        raise DTypeError(
-            f"bernoulli: n must be a non-negative integer, got {n}",
-            op="bernoulli",
-        )
-    # Akiyama-Tanigawa: B_m from the row 1, 1/2, 1/3, ... (that gives B₁ = +½; scipy's is -½)
-    row: list[Fraction] = []
-    out: list[Fraction] = []
-    for m in range(n + 1):
-        row.append(Fraction(1, m + 1))
-        for j in range(m, 0, -1):
-            row[j - 1] = j * (row[j - 1] - row[j])
-        out.append(row[0])
+        raise ShapeError(f"bernoulli: n must be a non-negative integer, got {n}", op="bernoulli")
+    out = bernoulli_numbers(n)  # B₁ = +½ there; scipy's is -½
     if n >= 1:
         out[1] = -out[1]
     return api.asvalue(np.array([float(b) for b in out], np.float32))
