@@ -16,7 +16,9 @@ from pypto.core.errors import ShapeError
 from tests.ops.jaxref import assert_matches
 
 ST = pto.scipy.stats
-FUNCS = [(d, f) for d in ST.__all__ if d != "multivariate_normal" for f in getattr(ST, d).__all__]
+# the multivariate ones take vectors: tested on their own below
+MULTI = ("multivariate_normal", "dirichlet", "multinomial")
+FUNCS = [(d, f) for d in ST.__all__ if d not in MULTI for f in getattr(ST, d).__all__]
 
 
 def _arg(name: str, fname: str, pos: int, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -151,3 +153,38 @@ def test_densities_compile(backend: str) -> None:
         + st.logistic.logpdf(x)
     )
     assert_matches(got, want, 16)
+
+
+def test_dirichlet_and_multinomial_match_jax() -> None:
+    rng = np.random.default_rng(4)
+    alpha = np.array([0.5, 2.0, 3.5], np.float32)
+    x = rng.dirichlet(alpha, 6).T.astype(np.float32)  # components on the first axis
+    x[:, 0] = [0.5, 0.6, -0.1]  # off the simplex
+    d, jd = ST.dirichlet, jax.scipy.stats.dirichlet
+    assert_matches(d.logpdf(x, alpha), jd.logpdf(x, alpha), 16)
+    assert_matches(d.pdf(x[:2], alpha), jd.pdf(x[:2], alpha), 16)  # the last one implied
+    got = pto.grad(lambda a: d.logpdf(x[:, 1:], a).sum())(pto.tensor(alpha))
+    want = jax.grad(lambda a: jd.logpdf(x[:, 1:], a).sum())(alpha)
+    assert_matches(got, want, 16)
+    with pytest.raises(ShapeError, match="3 or 2 components"):
+        d.logpdf(x[:1], alpha)
+    counts = np.array([[2, 0, 3], [1, 1, 3]], np.int32)
+    p = np.array([0.2, 0.3, 0.5], np.float32)
+    m, jm = ST.multinomial, jax.scipy.stats.multinomial
+    for n in (5, 10):
+        assert_matches(m.logpmf(counts[0], n, p), jm.logpmf(counts[0], n, p), 16)
+        assert_matches(m.pmf(counts, n, p), jm.pmf(counts, n, p), 16)
+    got = pto.grad(lambda q: m.logpmf(counts[0], 5, q))(pto.tensor(p))
+    assert_matches(got, jax.grad(lambda q: jm.logpmf(counts[0], 5, q))(p), 4)
+    with pytest.raises(pto.DTypeError, match="must be integers"):
+        m.logpmf(counts.astype(np.float32), 5, p)
+
+
+def test_truncnorm_in_every_case_of_its_mass_matches_jax() -> None:
+    x = np.linspace(-4, 4, 17, dtype=np.float32)
+    tn, jtn = ST.truncnorm, jax.scipy.stats.truncnorm
+    # left tail, right tail, the middle, far out, and a >= b
+    for a, b in ((-3.0, -1.0), (0.5, 2.0), (-1.0, 1.5), (-30.0, -20.0), (1.0, 1.0)):
+        for f in tn.__all__:
+            got = getattr(tn, f)(x, a, b, 0.2, 1.3)
+            assert_matches(got, getattr(jtn, f)(x, a, b, 0.2, 1.3), 64, what=f"{f} {a} {b}")

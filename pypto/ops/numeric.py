@@ -588,7 +588,7 @@ def interp(
     for side, v in (("left", left), ("right", right)):
         if isinstance(v, str) and v != "extrapolate":
             raise ShapeError(
-                f"interp: the only string {side}= takes is 'extrapolate', got {v!r}",
+                f"the only string {side}= takes is 'extrapolate', got {v!r}",
                 op="interp",
                 hint=f"pass {side}='extrapolate', a value, or None (fp's end value)",
             )
@@ -604,7 +604,7 @@ def interp(
         if not isinstance(pv, int | float):
             if len(pv.shape):
                 raise ShapeError(
-                    f"interp: period must be a scalar, got shape {tuple(pv.shape)}",
+                    f"period must be a scalar, got shape {tuple(pv.shape)}",
                     op="interp",
                 )
             pv = api.abs(pv)

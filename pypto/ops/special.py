@@ -407,7 +407,7 @@ def polygamma(n: Any, x: Any) -> Any:
     nv = api.asvalue(n, "polygamma")
     if nv.dtype.is_floating:  # type: ignore[attr-defined]
         raise DTypeError(
-            f"polygamma: n must be of an integer dtype, got {nv.dtype}",  # type: ignore[attr-defined]
+            f"n must be of an integer dtype, got {nv.dtype}",  # type: ignore[attr-defined]
             op="polygamma",
             hint="pass n as a Python int or an integer tensor (n.astype(pto.int32))",
         )

@@ -133,7 +133,7 @@ def factorial(n: Any, exact: bool = False) -> Any:
     """
     if exact:
         raise DTypeError(
-            "factorial: exact=True is not supported",
+            "exact=True is not supported",
             op="factorial",
             hint="use exact=False (float results, as jax.scipy.special.factorial)",
         )
@@ -318,7 +318,7 @@ def bernoulli(n: int) -> Any:
     """
     n = operator.index(n)
     if n < 0:
-        raise ShapeError(f"bernoulli: n must be a non-negative integer, got {n}", op="bernoulli")
+        raise ShapeError(f"n must be a non-negative integer, got {n}", op="bernoulli")
     out = bernoulli_numbers(n)  # B₁ = +½ there; scipy's is -½
     if n >= 1:
         out[1] = -out[1]

@@ -4,7 +4,8 @@ functions and arguments (``loc``, ``scale`` and the shape parameters broadcast).
 They are plain functions over pypto's ops (``norm.logcdf`` is :func:`pto.log_ndtr`,
 ``gamma.logpdf`` uses :func:`pto.lgamma` and :func:`pto.xlogy`), so they trace,
 differentiate and compile for the NPU. The CDFs that need the incomplete gamma or beta
-functions (``gamma``, ``beta``, ``chi2``, ``poisson``) are not there yet.
+functions (``gamma``, ``beta``, ``chi2``, ``poisson``, ``gennorm``) are not there yet, nor
+is ``gaussian_kde``.
 
 >>> import pypto as pto
 >>> pto.scipy.stats.norm.cdf(pto.tensor([0.0, 1.96])).numpy()
@@ -14,39 +15,57 @@ array([0.5      , 0.9750021], dtype=float32)
 from pypto.scipy.stats import (
     bernoulli,
     beta,
+    betabinom,
+    binom,
     cauchy,
     chi2,
+    dirichlet,
     expon,
     gamma,
+    gennorm,
     geom,
     gumbel_l,
     gumbel_r,
     laplace,
     logistic,
+    multinomial,
     multivariate_normal,
+    nbinom,
     norm,
     pareto,
     poisson,
     t,
+    truncnorm,
     uniform,
+    vonmises,
+    wrapcauchy,
 )
 
 __all__ = [
     "bernoulli",
     "beta",
+    "betabinom",
+    "binom",
     "cauchy",
     "chi2",
+    "dirichlet",
     "expon",
     "gamma",
+    "gennorm",
     "geom",
     "gumbel_l",
     "gumbel_r",
     "laplace",
     "logistic",
+    "multinomial",
     "multivariate_normal",
+    "nbinom",
     "norm",
     "pareto",
     "poisson",
     "t",
+    "truncnorm",
     "uniform",
+    "vonmises",
+    "wrapcauchy",
 ]

@@ -25,7 +25,7 @@ def logpdf(x: Any, mean: Any, cov: Any, allow_singular: None = None) -> Any:
     case, as in JAX. ``x`` and ``mean`` broadcast over leading axes."""
     if allow_singular is not None:
         raise ShapeError(
-            "multivariate_normal.logpdf: allow_singular is not supported",
+            "allow_singular is not supported",
             op="multivariate_normal.logpdf",
             hint="leave allow_singular=None (JAX does not support it either)",
         )
@@ -41,8 +41,7 @@ def logpdf(x: Any, mean: Any, cov: Any, allow_singular: None = None) -> Any:
         return api.sub(api.mul(quad, -0.5), api.mul(api.add(api.log(cov), log2pi), n / 2))
     if len(cov.shape) < 2 or tuple(cov.shape[-2:]) != (n, n):
         raise ShapeError(
-            f"multivariate_normal.logpdf: cov of shape {tuple(cov.shape)} does not fit a "
-            f"mean of {n} dimensions",
+            f"cov of shape {tuple(cov.shape)} does not fit a mean of {n} dimensions",
             op="multivariate_normal.logpdf",
             hint=f"pass a [..., {n}, {n}] covariance",
         )
