@@ -5,6 +5,7 @@ log-densities' gradients against ``jax.grad``, and a few under ``pto.jit`` on th
 from __future__ import annotations
 
 import inspect
+import types
 from typing import Any
 
 import jax
@@ -18,7 +19,8 @@ from tests.ops.jaxref import assert_matches
 ST = pto.scipy.stats
 # the multivariate ones take vectors: tested on their own below
 MULTI = ("multivariate_normal", "dirichlet", "multinomial")
-FUNCS = [(d, f) for d in ST.__all__ if d not in MULTI for f in getattr(ST, d).__all__]
+DISTS = [d for d in ST.__all__ if isinstance(getattr(ST, d), types.ModuleType)]
+FUNCS = [(d, f) for d in DISTS if d not in MULTI for f in getattr(ST, d).__all__]
 
 
 def _arg(name: str, fname: str, pos: int, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -57,7 +59,8 @@ def test_matches_jax(dist: str, fname: str) -> None:
 
 
 def test_every_distribution_has_jaxs_functions() -> None:
-    for dist in ST.__all__:
+    assert set(ST.__all__) - set(DISTS) == {"ModeResult", "mode", "rankdata", "sem"}
+    for dist in DISTS:
         ours, theirs = getattr(ST, dist), getattr(jax.scipy.stats, dist)
         assert set(ours.__all__) <= set(dir(theirs)), dist
     # what is left out needs the incomplete gamma and beta functions
@@ -188,3 +191,47 @@ def test_truncnorm_in_every_case_of_its_mass_matches_jax() -> None:
         for f in tn.__all__:
             got = getattr(tn, f)(x, a, b, 0.2, 1.3)
             assert_matches(got, getattr(jtn, f)(x, a, b, 0.2, 1.3), 64, what=f"{f} {a} {b}")
+
+
+@pytest.mark.parametrize("method", ["average", "min", "max", "dense", "ordinal"])
+def test_rankdata_matches_jax(method: str) -> None:
+    rng = np.random.default_rng(8)
+    a = rng.integers(0, 4, (5, 6)).astype(np.float32)  # many ties
+    for axis in (None, 0, 1, -1):
+        got = ST.rankdata(a, method, axis=axis)
+        assert_matches(got, jax.scipy.stats.rankdata(a, method, axis=axis), what=f"{axis}")
+    a[2, 3] = np.nan  # its row (or everything) is NaN
+    for axis in (None, 1):
+        got = ST.rankdata(a, method, axis=axis)
+        assert_matches(got, jax.scipy.stats.rankdata(a, method, axis=axis), what=f"{axis}")
+    ints = rng.integers(-3, 3, 9).astype(np.int32)
+    assert_matches(ST.rankdata(ints, method), jax.scipy.stats.rankdata(ints, method))
+    staged = pto.jit(lambda v: ST.rankdata(v, method, axis=1), backend="npu", machine="tiny")
+    assert_matches(staged(pto.tensor(a[:, :4])), jax.scipy.stats.rankdata(a[:, :4], method, axis=1))
+
+
+def test_mode_and_sem_match_jax() -> None:
+    rng = np.random.default_rng(9)
+    b = rng.integers(0, 3, (7, 4)).astype(np.int32)
+    for axis in (None, 0, 1, -1):
+        for keepdims in (False, True):
+            got, want = (
+                ST.mode(b, axis, keepdims=keepdims),
+                jax.scipy.stats.mode(b, axis, keepdims=keepdims),
+            )
+            assert_matches(got.mode, want.mode, what=f"mode {axis} {keepdims}")
+            assert_matches(got.count, want.count, what=f"count {axis} {keepdims}")
+    c = np.array([1.0, np.nan, np.nan, 2.0, 1.0, np.nan], np.float32)  # NaNs count as one
+    got, want = ST.mode(c), jax.scipy.stats.mode(c)
+    assert_matches(got.mode, want.mode)
+    assert_matches(got.count, want.count)
+    a = rng.normal(size=(5, 6)).astype(np.float32)
+    a[2, 3] = np.nan
+    for axis in (None, 0, 1):
+        assert_matches(ST.sem(a, axis), jax.scipy.stats.sem(a, axis), 8)
+        omit = ST.sem(a, axis, nan_policy="omit")
+        assert_matches(omit, jax.scipy.stats.sem(a, axis, nan_policy="omit"), 8)
+    with pytest.raises(ShapeError, match="nan_policy 'raise'"):
+        ST.sem(a, nan_policy="raise")
+    with pytest.raises(ShapeError, match="unknown method 'mean'"):
+        ST.rankdata(a, "mean")

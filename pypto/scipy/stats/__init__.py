@@ -40,8 +40,10 @@ from pypto.scipy.stats import (
     vonmises,
     wrapcauchy,
 )
+from pypto.scipy.stats._summary import ModeResult, mode, rankdata, sem
 
 __all__ = [
+    "ModeResult",
     "bernoulli",
     "beta",
     "betabinom",
@@ -57,12 +59,15 @@ __all__ = [
     "gumbel_r",
     "laplace",
     "logistic",
+    "mode",
     "multinomial",
     "multivariate_normal",
     "nbinom",
     "norm",
     "pareto",
     "poisson",
+    "rankdata",
+    "sem",
     "t",
     "truncnorm",
     "uniform",
