@@ -129,6 +129,13 @@ def test_the_other_functions_over_the_ops_match_jax() -> None:
     assert_matches(S.erfcx(e), want64, 4)
     assert float(S.erfcx(pto.tensor(np.float32(9.3)))) == pytest.approx(0.0603207515, rel=1e-6)
     assert_matches(S.bernoulli(12), js.bernoulli(12), 4)
+    b = np.r_[rng.uniform(-88, 88, 12), [0.0, 1e-3, np.nan]].astype(np.float32)
+    assert_matches(S.i1(b), js.i1(b), 8)
+    # past 88.7 JAX's exp(|x|)·i1e overflows (inf at 89, NaN at ±inf); pypto's halves do not
+    big = np.array([89.0, -90.0, np.inf, -np.inf], np.float32)
+    np.testing.assert_allclose(
+        np.asarray(S.i1(big)), [1.8905e37, -5.1111e37, np.inf, -np.inf], 1e-4
+    )
     assert_matches(S.bernoulli(1), js.bernoulli(1))
 
 

@@ -44,6 +44,7 @@ __all__ = [
     "atanh",
     "batch_matmul",
     "bessel_i0e",
+    "bessel_i1e",
     "bitwise_and",
     "bitwise_not",
     "bitwise_or",
@@ -162,7 +163,7 @@ sinh, cosh = numpy_lib.sinh, numpy_lib.cosh
 sqrt, rsqrt, reciprocal, logistic = api.sqrt, api.rsqrt, api.reciprocal, api.sigmoid
 cbrt, erf, erfc = numeric.cbrt, activations.erf, activations.erfc
 lgamma, digamma, erf_inv = special.lgamma, special.digamma, special.erf_inv
-bessel_i0e, zeta = special.i0e, special.zeta
+bessel_i0e, bessel_i1e, zeta = special.i0e, special.i1e, special.zeta
 ceil, floor, sign, square = composite.ceil, composite.floor, composite.sign, composite.square
 nextafter, is_finite = numpy_lib.nextafter, composite.isfinite
 pow = api.pow

@@ -29,6 +29,7 @@ from pypto.ops import (
     erfc,
     i0,
     i0e,
+    i1e,
     kl_div,
     lgamma,
     log_ndtr,
@@ -73,6 +74,8 @@ __all__ = [
     "gammasgn",
     "i0",
     "i0e",
+    "i1",
+    "i1e",
     "kl_div",
     "log_ndtr",
     "log_softmax",
@@ -323,3 +326,18 @@ def bernoulli(n: int) -> Any:
     if n >= 1:
         out[1] = -out[1]
     return api.asvalue(np.array([float(b) for b in out], np.float32))
+
+
+def i1(x: Any) -> Any:
+    """The modified Bessel function of order 1, ``I₁(x) = exp(|x|) i1e(x)``, as
+    ``jax.scipy.special.i1``; the exponential in two halves, so it is finite wherever ``I₁``
+    is (JAX's overflows from 88.7 and is NaN at ±inf, where this is ±inf).
+
+    >>> import pypto as pto
+    >>> i1(pto.tensor([0.0, 1.0, -2.0])).numpy()
+    array([ 0.       ,  0.565159 , -1.5906371], dtype=float32)
+    """
+    (v,), d = _wide("i1", x)
+    half = api.exp(api.mul(api.abs(v), 0.5))
+    r = api.mul(api.mul(i1e(v), half), half)
+    return _narrow(api.where(composite.isinf(v), v, r), d)

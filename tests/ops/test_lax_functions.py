@@ -60,6 +60,7 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], int]] = [
     ("digamma", (np.abs(F) * 4 + 0.1,), {}, 4),
     ("erf_inv", (np.tanh(F),), {}, 4),
     ("bessel_i0e", (F * 10,), {}, 1),
+    ("bessel_i1e", (F * 10,), {}, 1),
     ("zeta", (np.abs(F) * 3 + 1.2, np.abs(G) + 0.1), {}, 4),
     ("polygamma", (np.floor(np.abs(G) * 2), np.abs(F) * 3 + 0.2), {}, 4),
     ("is_finite", (np.array([1.0, np.inf, np.nan], np.float32),), {}, 1),

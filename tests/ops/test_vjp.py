@@ -812,6 +812,7 @@ COMPOSITE_CASES: list[tuple[str, list[np.ndarray], dict[str, Any], int]] = [
     ("entr", [uniform((3, 4), 258, 0.01, 3.0)], {}, 1),
     ("rel_entr", [uniform((3, 4), 259, 0.01, 3.0), uniform((4,), 260, 0.01, 3.0)], {}, 1),
     ("kl_div", [uniform((3, 4), 261, 0.01, 3.0), uniform((3, 1), 262, 0.01, 3.0)], {}, 1),
+    ("i1e", [np.append(normal((8,), 271) * 12, [0.5, -19.9, 20.5, 40.0]).astype(f32)], {}, 2),
     ("zeta", [uniform((3, 4), 264, 1.5, 6.0), uniform((4,), 265, 0.2, 5.0)], {}, 2),
     ("i0e", [np.append(normal((8,), 263) * 10, [0.5, -8.5, 40.0]).astype(f32)], {}, 2),
     ("hard_tanh", [uniform((3, 4), 183, -2.0, 2.0)], {}, 1),

@@ -680,6 +680,7 @@ CASES: dict[str, Case] = {
     "entr": (lambda x: pto.entr(x), [(X, "n")], F),
     "rel_entr": (lambda x, y: pto.rel_entr(x, y - 0.5), [(X, "n"), (ROW, "p")], F),
     "kl_div": (lambda x, y: pto.kl_div(x, y), [(X, "p"), (ROW, "p")], F),
+    "i1e": (lambda x: (pto.i1e(x * 30), pto.i1e(x)), [(X, "n")], F),
     "zeta": (
         lambda x, y: (pto.zeta(x * 4 + 1.1, y), pto.zeta(3.0, -y * 2.5)),
         [(X, "p"), (ROW, "p")],
