@@ -59,7 +59,7 @@ def test_matches_jax(dist: str, fname: str) -> None:
 
 
 def test_every_distribution_has_jaxs_functions() -> None:
-    assert set(ST.__all__) - set(DISTS) == {"ModeResult", "mode", "rankdata", "sem"}
+    assert set(ST.__all__) - set(DISTS) == {"ModeResult", "gaussian_kde", "mode", "rankdata", "sem"}
     for dist in DISTS:
         ours, theirs = getattr(ST, dist), getattr(jax.scipy.stats, dist)
         assert set(ours.__all__) <= set(dir(theirs)), dist
@@ -235,3 +235,36 @@ def test_mode_and_sem_match_jax() -> None:
         ST.sem(a, nan_policy="raise")
     with pytest.raises(ShapeError, match="unknown method 'mean'"):
         ST.rankdata(a, "mean")
+
+
+@pytest.mark.parametrize("d", [1, 2, 3])
+def test_gaussian_kde_matches_jax(d: int) -> None:
+    rng = np.random.default_rng(d)
+    data = rng.normal(size=(d, 40)).astype(np.float32)
+    w = rng.uniform(0.5, 2, 40).astype(np.float32)
+    pts = (rng.normal(size=(d, 7)) * 2).astype(np.float32)
+    jkde = jax.scipy.stats.gaussian_kde
+    for bw in (None, "silverman", 0.4):
+        for weights in (None, w):
+            k, jk = ST.gaussian_kde(data, bw, weights), jkde(data, bw, weights)
+            for f in ("evaluate", "logpdf", "pdf"):
+                assert_matches(getattr(k, f)(pts), getattr(jk, f)(pts), 16, what=f"{f} {bw}")
+            mean, cov = np.full(d, 0.3, np.float32), np.eye(d, dtype=np.float32)
+            assert_matches(k.integrate_gaussian(mean, cov), jk.integrate_gaussian(mean, cov), 16)
+            other = data[:, :10] + 1
+            assert_matches(
+                k.integrate_kde(ST.gaussian_kde(other)), jk.integrate_kde(jkde(other)), 16
+            )
+            if d == 1:
+                assert_matches(k.integrate_box_1d(-0.5, 1.0), jk.integrate_box_1d(-0.5, 1.0), 16)
+    # far from the data the log-density is a logsumexp, not log(0)
+    far = np.full((d, 1), 50.0, np.float32)
+    assert_matches(ST.gaussian_kde(data).logpdf(far), jkde(data).logpdf(far), 16)
+    # resampling: a datum by its weight plus the kernel's noise (pypto's seeds, not JAX's)
+    sample = ST.gaussian_kde(data, weights=w).resample(3, (4000,))
+    assert sample.shape == (d, 4000)
+    wn = w / w.sum()
+    mean = (data * wn).sum(1)
+    np.testing.assert_allclose(np.asarray(sample).mean(1), mean, atol=0.1)
+    with pytest.raises(ShapeError, match="points have dimension"):
+        ST.gaussian_kde(data).evaluate(np.zeros((d + 1, 2), np.float32))

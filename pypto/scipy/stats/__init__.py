@@ -4,8 +4,7 @@ functions and arguments (``loc``, ``scale`` and the shape parameters broadcast).
 They are plain functions over pypto's ops (``norm.logcdf`` is :func:`pto.log_ndtr`,
 ``gamma.logpdf`` uses :func:`pto.lgamma` and :func:`pto.xlogy`), so they trace,
 differentiate and compile for the NPU. The CDFs that need the incomplete gamma or beta
-functions (``gamma``, ``beta``, ``chi2``, ``poisson``, ``gennorm``) are not there yet, nor
-is ``gaussian_kde``.
+functions (``gamma``, ``beta``, ``chi2``, ``poisson``, ``gennorm``) are not there yet.
 
 >>> import pypto as pto
 >>> pto.scipy.stats.norm.cdf(pto.tensor([0.0, 1.96])).numpy()
@@ -40,6 +39,7 @@ from pypto.scipy.stats import (
     vonmises,
     wrapcauchy,
 )
+from pypto.scipy.stats._kde import gaussian_kde
 from pypto.scipy.stats._summary import ModeResult, mode, rankdata, sem
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "dirichlet",
     "expon",
     "gamma",
+    "gaussian_kde",
     "gennorm",
     "geom",
     "gumbel_l",
