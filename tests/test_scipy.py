@@ -142,3 +142,25 @@ def test_the_other_functions_over_the_ops_match_jax() -> None:
 def test_bernoulli_refuses_a_negative_n() -> None:
     with pytest.raises(ShapeError, match="non-negative"):
         S.bernoulli(-1)
+
+
+def test_exponential_integrals_match_scipy_and_jax() -> None:
+    # scipy's float64 over the whole range (JAX's own loops are slow to compile at inf)
+    x = np.r_[np.linspace(-80, 88, 841), [1e-30, 1e-8, 0.999, 39.99, 40.01]].astype(np.float32)
+    for name in ("exp1", "expi"):
+        want = getattr(scipy.special, name)(x.astype(np.float64)).astype(np.float32)
+        got = np.asarray(getattr(S, name)(pto.tensor(x)))
+        tiny = np.abs(want) < 1e-37  # subnormal results
+        np.testing.assert_allclose(got[~tiny], want[~tiny], rtol=2e-6, err_msg=name)
+    edges = np.array([0.0, np.inf, -np.inf, np.nan], np.float32)
+    np.testing.assert_array_equal(np.asarray(S.exp1(edges)), [np.inf, 0.0, np.nan, np.nan])
+    np.testing.assert_array_equal(np.asarray(S.expi(edges)), [-np.inf, np.inf, 0.0, np.nan])
+    y = np.array([0.5, 1.0, 2.0, 10.0, 3.0], np.float32)
+    assert_matches(S.exp1(y), jax.scipy.special.exp1(y), 8)
+    assert_matches(S.expi(y - 4), jax.scipy.special.expi(y - 4), 8)
+    # the derivatives: -exp(-x)/x and exp(x)/x
+    g1 = np.asarray(pto.grad(lambda v: S.exp1(v).sum())(pto.tensor(y)))
+    np.testing.assert_allclose(g1, -np.exp(-y) / y, rtol=1e-4)
+    g2 = np.asarray(pto.grad(lambda v: S.expi(v).sum())(pto.tensor(y * 5 - 2)))
+    z = y * 5 - 2
+    np.testing.assert_allclose(g2, np.exp(z) / z, rtol=1e-4)

@@ -67,6 +67,8 @@ __all__ = [
     "erfc",
     "erfcx",
     "erfinv",
+    "exp1",
+    "expi",
     "expit",
     "factorial",
     "gamma",
@@ -341,3 +343,80 @@ def i1(x: Any) -> Any:
     half = api.exp(api.mul(api.abs(v), 0.5))
     r = api.mul(api.mul(i1e(v), half), half)
     return _narrow(api.where(composite.isinf(v), v, r), d)
+
+
+_EULER = 0.57721566490153286061
+_E1_CF_DEPTH = 30  # the continued fraction from x = 1 up: 1e-10 there at this depth
+_EI_SERIES = 100  # Ei's series up to x = 40: its terms fall below float32's precision by then
+_EI_SWITCH = 40.0
+
+
+def _e1_positive(x: Any) -> Any:
+    """``E₁(x)`` for ``x > 0``: its series below 1, the continued fraction
+    ``e⁻ˣ / (x + 1 - 1/(x + 3 - 4/(x + 5 - …)))`` evaluated from a fixed depth above."""
+    small = api.less(x, 1.0)
+    xs = api.where(small, x, 0.5)
+    term = api.neg(xs)  # (-x)ᵏ / k!, k = 1
+    total = term
+    for k in range(2, 20):
+        term = api.mul(term, api.div(api.neg(xs), float(k)))
+        total = api.add(total, api.div(term, float(k)))
+    near = api.sub(api.neg(api.add(api.log(xs), _EULER)), total)
+    xb = api.where(small, 1.0, x)
+    f = api.add(xb, float(2 * _E1_CF_DEPTH + 1))
+    for k in range(_E1_CF_DEPTH, 0, -1):
+        f = api.sub(api.add(xb, float(2 * k - 1)), api.div(float(k * k), f))
+    far = api.div(api.exp(api.neg(xb)), f)
+    return api.where(small, near, far)
+
+
+def exp1(x: Any) -> Any:
+    """The exponential integral ``E₁(x) = ∫₁^∞ e^(-xt)/t dt`` for real ``x``: its series
+    below 1 and its continued fraction above; ``inf`` at 0, NaN below. As
+    ``jax.scipy.special.exp1``.
+
+    >>> import pypto as pto
+    >>> exp1(pto.tensor([0.5, 1.0, 10.0])).numpy()
+    array([5.5977362e-01, 2.1938393e-01, 4.1569683e-06], dtype=float32)
+    """
+    (v,), d = _wide("exp1", x)
+    pos = api.greater(v, 0.0)
+    r = _e1_positive(api.where(pos, v, 1.0))
+    r = api.where(composite.isposinf(v), 0.0, r)
+    return _narrow(api.where(pos, r, api.where(api.equal(v, 0.0), math.inf, math.nan)), d)
+
+
+def expi(x: Any) -> Any:
+    """The exponential integral ``Ei(x)``, the principal value of ``∫₋∞ˣ eᵗ/t dt``: its
+    series ``log x + Σ xᵏ/(k·k!)`` plus Euler's constant up to 40, its asymptotic
+    expansion above, and ``-E₁(-x)`` below 0; ``-inf`` at 0. As ``jax.scipy.special.expi``.
+
+    >>> import pypto as pto
+    >>> expi(pto.tensor([-1.0, 0.5, 5.0])).numpy()
+    array([-0.21938393,  0.45421994, 40.185276  ], dtype=float32)
+    """
+    (v,), d = _wide("expi", x)
+    pos = api.greater(v, 0.0)
+    xs = api.where(pos, api.minimum(v, _EI_SWITCH), 1.0)
+    term = xs  # xᵏ / k!, k = 1
+    total = term
+    for k in range(2, _EI_SERIES):
+        term = api.mul(term, api.div(xs, float(k)))
+        total = api.add(total, api.div(term, float(k)))
+    series = api.add(api.add(api.log(xs), _EULER), total)
+    # above 40: eˣ/x Σ k!/xᵏ (its terms fall to 3e-11 by k = 12), eˣ in two halves so that it
+    # stays finite as long as Ei is
+    xb = api.where(api.greater(v, _EI_SWITCH), v, 2 * _EI_SWITCH)
+    inv = api.div(1.0, xb)
+    acc: Any = 1.0
+    for k in range(12, 0, -1):
+        acc = api.add(api.mul(api.mul(acc, inv), float(k)), 1.0)
+    half = api.exp(api.mul(xb, 0.5))
+    asym = api.mul(api.mul(api.mul(half, inv), acc), half)
+    positive = api.where(api.greater(v, _EI_SWITCH), asym, series)
+    negative = api.neg(
+        _e1_positive(api.where(pos, 1.0, api.where(api.less(v, 0.0), api.neg(v), 1.0)))
+    )
+    out = api.where(pos, positive, api.where(api.equal(v, 0.0), -math.inf, negative))
+    out = api.where(composite.isneginf(v), 0.0, api.where(composite.isposinf(v), math.inf, out))
+    return _narrow(api.where(composite.isnan(v), math.nan, out), d)
