@@ -1,11 +1,13 @@
 """Convolutions and windowed reductions with ``jax.lax``'s signatures:
 ``conv_general_dilated`` and its wrappers, and ``reduce_window`` (pooling).
 
-A convolution is a composite: the input padded (and dilated, for a transposed convolution),
-its patches cut as one strided slice per kernel offset and stacked (im2col), and one
-matmul of the kernel ``[groups, O/groups, I·K]`` by the patches ``[N, groups, I·K, P]``.
-So it runs on the cube cores like any other product, the slices are data movement, and
-its gradient is the decomposition's (slices scatter back, the matmul transposes).
+A convolution is a composite: the input padded (and dilated, for a transposed convolution)
+and one matmul of its patches by the kernel. At stride 1 the patches are contiguous rows of
+the flattened, padded input, shifted once per kernel offset (:func:`_shifted_rows`), which the
+NPU's matmul reads in place; otherwise they are cut as one strided slice per kernel offset
+and stacked (im2col), and the kernel ``[groups, O/groups, I·K]`` multiplies the patches
+``[N, groups, I·K, P]``. Either way it runs on the cube cores like any other product, and its
+gradient is the decomposition's (slices scatter back, the matmul transposes).
 
 >>> import pypto as pto
 >>> x = pto.ones((1, 1, 4, 4))  # NCHW
@@ -231,6 +233,87 @@ def _to(canon: Any, spec: tuple[int, ...]) -> Any:
     return canon if perm == tuple(range(len(perm))) else api.transpose(canon, perm)
 
 
+SHIFT_WASTE = 2.0
+"""the most rows of the padded input per output row the shifted-rows convolution computes
+(the rest are cut away after the product); beyond it the convolution cuts its patches"""
+
+
+def _shifted_rows(
+    x: Any,
+    w: Any,
+    dn: ConvDimensionNumbers,
+    pads: list[tuple[int, int]],
+    ldil: tuple[int, ...],
+    rdil: tuple[int, ...],
+    strides: tuple[int, ...],
+    groups: int,
+    preferred_element_type: Any,
+) -> Any:
+    """A stride-1 convolution as one matmul over *shifted rows* of the padded input, or None
+    when it does not apply (strides, feature groups, or too much waste).
+
+    Flattened channels-last, the padded input is a ``[rows, C]`` matrix, and each kernel
+    offset reads it shifted by a fixed number of rows: the offset's row in the flat padded
+    grid. So the patches are the input's rows at nine (for 3x3) contiguous shifts side by side
+    — no strided gathers — and the product runs over every position of the padded grid; the
+    positions whose window would wrap past an edge are cut away after it (:data:`SHIFT_WASTE`
+    bounds that waste). On the NPU each shift is one window of the padded input.
+    """
+    if any(s != 1 for s in strides) or groups != 1:
+        return None
+    nd = len(x.shape)
+    n, c = x.shape[dn.lhs_spec[0]], x.shape[dn.lhs_spec[1]]
+    o = w.shape[dn.rhs_spec[0]]
+    space = [x.shape[a] for a in dn.lhs_spec[2:]]
+    kernel = [w.shape[a] for a in dn.rhs_spec[2:]]
+    padded = [
+        lo + hi + (sz - 1) * d + 1 if sz else lo + hi
+        for (lo, hi), sz, d in zip(pads, space, ldil, strict=True)
+    ]
+    window = [(k - 1) * r + 1 for k, r in zip(kernel, rdil, strict=True)]
+    out = [p - e + 1 for p, e in zip(padded, window, strict=True)]
+    if min(out, default=1) <= 0 or 0 in kernel or 0 in space or n * c * o == 0:
+        return None
+    grid, valid = math.prod(padded), math.prod(out)
+    if grid > SHIFT_WASTE * valid:
+        return None
+    # channels last: [N, *space, C] and the kernel [*kernel, I, O]
+    xl = _permuted(x, (dn.lhs_spec[0], *dn.lhs_spec[2:], dn.lhs_spec[1]))
+    wl = _permuted(w, (*dn.rhs_spec[2:], dn.rhs_spec[1], dn.rhs_spec[0]))
+    pitch = [math.prod(padded[j + 1 :]) for j in range(len(padded))]
+    shifts = [
+        sum(k * r * p for k, r, p in zip(offs, rdil, pitch, strict=True))
+        for offs in itertools.product(*(range(k) for k in kernel))
+    ]
+    # the last image's last windows read past its end: one more image of zeros (in the same
+    # pad, so the input is copied once), fewer rows than a second pad would copy
+    extra = 1 if shifts[-1] else 0
+    if extra or any(p != (0, 0) for p in pads) or ldil != (1,) * len(ldil):
+        cfg = [(0, extra, 0), *((lo, hi, d - 1) for (lo, hi), d in zip(pads, ldil, strict=True))]
+        xl = lax_pad(xl, 0, [*cfg, (0, 0, 0)])
+    rows = n * grid
+    flat = api.reshape(xl, ((n + extra) * grid, c))
+    cuts = [api.getitem(flat, (slice(s, s + rows),)) if extra else flat for s in shifts]
+    patches = api.concat(cuts, axis=1) if len(cuts) > 1 else cuts[0]
+    wf = api.reshape(wl, (math.prod(kernel) * c, o))
+    patches, wf, want = preferred(_OP, patches, wf, preferred_element_type)
+    y = api.reshape(api.matmul(patches, wf), (n, *padded, o))
+    if out != padded:
+        y = api.getitem(y, (slice(None), *(slice(0, m) for m in out)))
+    if want is not None and y.dtype is not want:
+        y = api.cast(y, want)
+    # y is [N, *out, O]: axis spec[j] of the result is canonical axis j (N, O, spatial...)
+    perm = [0] * nd
+    perm[dn.out_spec[0]], perm[dn.out_spec[1]] = 0, nd - 1
+    for j, a in enumerate(dn.out_spec[2:]):
+        perm[a] = j + 1
+    return _permuted(y, tuple(perm))
+
+
+def _permuted(x: Any, perm: tuple[int, ...]) -> Any:
+    return x if perm == tuple(range(len(perm))) else api.transpose(x, perm)
+
+
 @_composite(
     "conv_general_dilated", "N-d convolution with jax.lax's options (im2col + matmul)", _conv_jax
 )
@@ -291,10 +374,8 @@ def conv_general_dilated(
             hint="batch groups arise in the weight gradient of a grouped convolution; "
             "pto.grad of the convolution computes it without them",
         )
-    x = api.transpose(x, dn.lhs_spec) if dn.lhs_spec != tuple(range(nd)) else x
-    w = api.transpose(w, dn.rhs_spec) if dn.rhs_spec != tuple(range(nd)) else w
-    n, c, *space = x.shape
-    o, i, *kernel = w.shape
+    n, c, *space = (xs[a] for a in dn.lhs_spec)
+    o, i, *kernel = (ws[a] for a in dn.rhs_spec)
     if groups < 1 or c % groups or o % groups or c // groups != i:
         raise ShapeError(
             f"{c} input features in {groups} group(s) for a kernel of {i} input and {o} "
@@ -311,6 +392,11 @@ def conv_general_dilated(
             hint="give (low, high) pairs, or use pto.lax.conv_transpose",
         )
     pads = _pads(padding, tuple(space), window, strides)
+    shifted = _shifted_rows(x, w, dn, pads, ldil, rdil, strides, groups, preferred_element_type)
+    if shifted is not None:
+        return shifted
+    x = api.transpose(x, dn.lhs_spec) if dn.lhs_spec != tuple(range(nd)) else x
+    w = api.transpose(w, dn.rhs_spec) if dn.rhs_spec != tuple(range(nd)) else w
     if any(p != (0, 0) for p in pads) or ldil != (1,) * ns:
         cfg = [
             (0, 0, 0),

@@ -266,6 +266,8 @@ def _claim_windows(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[Eqn
     batch = plan.out.aval.shape[:-2]
     took = []
     for e in cands:
+        if e.op != "transpose":
+            continue
         if e.out is plan.k:
             via = _compose(e, plan.k_pos)
             xbatch = plan.kt.aval.shape[:-2]

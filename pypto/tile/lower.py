@@ -336,11 +336,13 @@ LAYOUT_OPS = ("slice", "transpose", "concat")
 @dataclass(frozen=True)
 class Window:
     """A row-kernel input read straight from another buffer: ``src`` with its leading axes
-    permuted by ``perm`` (the last axis stays last), from column ``lo`` (a last-axis slice)."""
+    permuted by ``perm`` (the last axis stays last), from column ``lo`` (a last-axis slice)
+    and from row ``row`` of its rows (a slice of the first axis, unpermuted sources only)."""
 
     src: Var
     perm: tuple[int, ...]
     lo: int
+    row: int = 0
 
 
 @dataclass
@@ -497,10 +499,21 @@ def _window_of(
         base = Window(x, tuple(range(n)), 0)
     xs = x.aval.shape
     lo, hi, step = index[-1]
-    lead_full = all(i == (0, d, 1) for i, d in zip(index[:-1], xs[:-1], strict=True))
-    if not lead_full or step != 1 or hi - lo != S[-1] or xs[:-1] != S[:-1]:
+    if step != 1 or hi - lo != S[-1] or xs[1:-1] != S[1:-1]:
         return None
-    return Window(base.src, base.perm, base.lo + lo)
+    row = 0
+    if n > 1 and index[0] != (0, xs[0], 1):
+        # a run of the first axis: the window starts that many rows down (a shifted-rows
+        # convolution's taps), when the source's rows are its own
+        r0, r1, rstep = index[0]
+        if rstep != 1 or r1 - r0 != S[0] or base.perm != tuple(range(n)):
+            return None
+        row = r0 * math.prod(xs[1:-1])
+    elif xs[0] != S[0]:
+        return None
+    if not all(i == (0, d, 1) for i, d in zip(index[1:-1], xs[1:-1], strict=True)):
+        return None
+    return Window(base.src, base.perm, base.lo + lo, base.row + row)
 
 
 def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan | None:
@@ -760,7 +773,7 @@ class RowBuilder:
         t = self.new(v.aval.dtype, plan.kinds[v], "x")
         P, k = w.src.aval.shape, len(w.perm) - 1
         if w.perm[:k] == tuple(range(k)):
-            rows, cols, row = math.prod(P[:k]), P[-1], self.row
+            rows, cols, row = math.prod(P[:k]), P[-1], self.row + w.row
             col = self.col + w.lo
         else:
             # the output's leading index i of the tile's first row, source axis perm[i];
@@ -1362,8 +1375,12 @@ def lower_func(
     def flush() -> None:
         if pending:
             eqns = [e for _, es in pending for e in es]
-            if all(e.op in LAYOUT_OPS for e in eqns):
-                # nothing to compute: the layout kernels move the bytes
+            if all(e.op in LAYOUT_OPS for e in eqns) and not (
+                any(e.op == "concat" for e in eqns)
+                and plan_row(lw, eqns, used_outside(f, eqns)) is not None
+            ):
+                # nothing to compute: the layout kernels move the bytes (a concatenation of
+                # windows is one row kernel: each piece loaded and stored once)
                 release()
                 pending.clear()
                 for e in eqns:
@@ -1424,6 +1441,11 @@ def lower_func(
                 # slices and transposes wait for the compute that reads them through windows
                 if plan_row(lw, eqns, used_outside(f, eqns)) is not None:
                     pending.append((gname, eqns))
+                    continue
+                # or for a concatenation of them, itself a row kernel of windows
+                if any(e.op == "concat" for e in eqns) and _merge_into(
+                    lw, f, pending, (gname, eqns), release
+                ):
                     continue
             elif _merge_into(lw, f, pending, (gname, eqns), release):
                 continue
@@ -1536,13 +1558,20 @@ def _claim(
     """The pending transposes that ``group``'s kernel reads through windows instead (see
     :data:`GROUP_WINDOWS`), taken out of ``pending``: only ones the group alone reads."""
     inside = {id(e) for e in group}
+    waiting = [e for _, es in pending for e in es]
+    # transposes the group alone reads; slices and concatenations the group reads through
+    # each other (a concatenation of row windows as a matmul's A)
+    through = inside | {id(e) for e in waiting if e.op in ("slice", "concat")}
     cands = [
         e
-        for _, es in pending
-        for e in es
-        if e.op == "transpose"
+        for e in waiting
+        if e.op in ("transpose", "slice", "concat")
         and e.out not in lw.outputs_of
-        and all(id(c) in inside for c in f.eqns if e.out in c.inputs)
+        and all(
+            id(c) in (inside if e.op == "transpose" else through)
+            for c in f.eqns
+            if e.out in c.inputs
+        )
     ]
     if not cands:
         return []
@@ -1663,11 +1692,13 @@ reads its result only through windows of head-split ``views`` of it (reshapes ``
 (registered by :mod:`pypto.tile.matmul`)."""
 
 GROUP_WINDOWS: list[Callable[[Lowering, list[Eqn], list[Eqn]], list[Eqn]]] = []
-"""``rule(lw, group, transposes)``: which of the ``transposes`` before a group (each read
-only by it) its group rule would read through DMA windows of their operands instead of
-running them as kernels (attention's head splits, a matmul's transposed or head-split
-operands; registered by :mod:`pypto.tile.attention` and :mod:`pypto.tile.matmul`). The rule
-that takes the group then finds them in ``lw.windows`` and must read each one so."""
+"""``rule(lw, group, layout)``: which of the ``layout`` equations waiting before a group —
+transposes only it reads, slices and concatenations it reads through each other — its group
+rule would read through DMA windows of their operands instead of running them as kernels
+(attention's head splits, a matmul's transposed or head-split operands, a concatenation of
+row windows as a matmul's A; registered by :mod:`pypto.tile.attention` and
+:mod:`pypto.tile.matmul`). The rule that takes the group then finds them in ``lw.windows``
+and must read each one so."""
 
 
 def lower_split(lw: Lowering, eqns: Sequence[Eqn], pre: Sequence[Eqn] = ()) -> None:

@@ -56,7 +56,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from pypto import dtypes as dt
-from pypto.core.errors import SourceLoc, TileError
+from pypto.core.errors import SourceLoc, TileError, at_location
 from pypto.graph.ir import Eqn, Var
 from pypto.isa.ir import Expr, Space
 from pypto.isa.verify import cast_ok, matmul_result
@@ -309,11 +309,14 @@ def choose_cube_tiles(
     m: Machine,
     epilogue: Callable[[int, int], tuple[bool, float]] | None,
     epilogue_edges: bool = False,
+    k_part: int = 0,
 ) -> CubeTiles:
     """The cheapest tiles under :func:`_estimate` among divisors of M, K and N that fit the
     buffers (double-buffered L0A/L0B/L1; with an epilogue, even m1 and its UB need), and
     edge tiles that need not divide M and N (with an epilogue only where ``epilogue_edges``,
-    every extent's rows even and its UB need met)."""
+    every extent's rows even and its UB need met). With ``k_part``, A is read in parts of
+    that many K columns (:func:`_shifted_parts`): K blocks divide a part, and no reuse."""
+    kdiv = k_part or g.K
     # tiles under 16 waste the cube's 16-wide fractal unless the axis is that short
     cands_m = [x for x in divisors(g.M) if min(16, g.M) <= x <= 512]
     cands_n = [x for x in divisors(g.N) if min(16, g.N) <= x <= 1024 and _aligned(x, g.N, d, m)]
@@ -322,7 +325,7 @@ def choose_cube_tiles(
         # tile row or column is partial), so awkward sizes get full-sized tiles and waves
         cands_m += [x for x in range(64, min(g.M, 513), 16) if g.M % x]
         cands_n += [x for x in range(64, min(g.N, 1025), 16) if g.N % x and _aligned(x, g.N, d, m)]
-    cands_k = [x for x in divisors(g.K) if min(16, g.K) <= x <= 1024 and _aligned(x, g.K, d, m)]
+    cands_k = [x for x in divisors(kdiv) if min(16, kdiv) <= x <= 1024 and _aligned(x, g.K, d, m)]
     s = d.itemsize
     best: tuple[tuple[int, int, float], CubeTiles] | None = None
     for m0 in cands_m:
@@ -348,13 +351,18 @@ def choose_cube_tiles(
                 # L1 blocks: one L0 step, or the most that fit (fewer, longer DMAs)
                 js = [
                     j
-                    for j in divisors(g.K // k0)
+                    for j in divisors(kdiv // k0)
                     if (j == 1 or k0 * j <= 4096) and 2 * (m0 + n0) * k0 * j * s <= m.l1_bytes
                 ]
                 for j in sorted({js[0], js[-1]}) if js else []:
                     reuse = [1]
                     a_block = 2 * (m0 * g.K + k0 * j * n0) * d.itemsize
-                    if epilogue is None and a_block <= m.l1_bytes and not _edges(g, m0, n0):
+                    if (
+                        epilogue is None
+                        and a_block <= m.l1_bytes
+                        and not _edges(g, m0, n0)
+                        and not k_part
+                    ):
                         reuse += [r for r in divisors(g.N // n0) if 1 < r <= 8]
                     for r in reuse:
                         tr = CubeTiles(m0, m0, k0, k0 * j, n0, n0, r)
@@ -440,11 +448,12 @@ def cube_tiles(
     d: dt.DType,
     epilogue: Callable[[int, int], tuple[bool, float]] | None = None,
     epilogue_edges: bool = False,
+    k_part: int = 0,
 ) -> CubeTiles:
     """The user's cube tiles, checked, or the automatic choice."""
 
     def auto() -> CubeTiles:
-        return choose_cube_tiles(g, d, lw.machine, epilogue, epilogue_edges)
+        return choose_cube_tiles(g, d, lw.machine, epilogue, epilogue_edges, k_part)
 
     if lw.cfg.cube is not None:
         return _check_user(lw.cfg.cube, g, d, lw.machine, auto, epilogue)
@@ -529,6 +538,100 @@ class _Cube:
     cuts the ``[m0, k0]`` steps out of them"""
     tb: bool = False
     """B is stored transposed (``[N, K]``): L1 blocks ``[n1, k1]``, steps by ``TEXTRACT_T``"""
+    part_k: int = 0
+    """A is a concatenation along K of row windows of one buffer, ``part_k`` columns each (a
+    shifted-rows convolution's taps, :class:`_Shifted`): the operand is part 0's window, and
+    K block ``%kb`` is read ``shift`` rows further down, at its column within its part"""
+    radix: tuple[tuple[int, int], ...] = ()
+    """the parts' row shifts as digits: (count, rows per step) from the outermost; part ``p``
+    is ``p``'s mixed-radix digits times those rows"""
+
+    def digits(self, part: Expr) -> tuple[list[Stmt], Expr]:
+        """Scalar code that splits the part index ``part`` into its digits (``%pd<i>``; the
+        outermost is what the divisions leave, ``%pq``), and the part's row shift."""
+        out: list[Stmt] = []
+        shift = Expr()
+        for i in range(len(self.radix) - 1, 0, -1):
+            n, rows = self.radix[i]
+            out += [
+                SOp("SMOD", f"pd{i}", (part, Expr.of(n))),
+                SOp("SDIV", "pq", (part, Expr.of(n))),
+            ]
+            shift = shift + Expr.reg(f"pd{i}") * rows
+            part = Expr.reg("pq")
+        if self.radix:
+            shift = part * self.radix[0][1] + shift
+        return out, shift
+
+    def part_regs(self) -> tuple[list[Stmt], Expr]:
+        """Scalar code at the top of K block ``%kb``: its part's row shift, and its block
+        within the part (``%kc``) when a part has several."""
+        cb = self.part_k // self.t.k1
+        kb = Expr.reg("kb")
+        out: list[Stmt] = []
+        if cb > 1:
+            out += [SOp("SDIV", "pt", (kb, Expr.of(cb))), SOp("SMOD", "kc", (kb, Expr.of(cb)))]
+            kb = Expr.reg("pt")
+        sops, shift = self.digits(kb)
+        return out + sops, shift
+
+    def shifted_load(self, a1: TileVar, a: tuple[str, Expr, Expr]) -> list[Stmt]:
+        """The scalar code and the load of K block ``%kb``'s window of A, read in parts."""
+        sops, shift = self.part_regs()
+        col = Expr.reg("kc") * self.t.k1 if self.part_k > self.t.k1 else Expr()
+        return [*sops, TLoad(a1, a[0], a[1] + shift, a[2] + col, self.loc)]
+
+    def span(self) -> int:
+        """The rows between the first part's window and the last one's."""
+        return sum((n - 1) * rows for n, rows in self.radix)
+
+    def im2col_body(
+        self,
+        a: tuple[str, Expr, Expr],
+        b: tuple[str, Expr, Expr],
+        stores: list[Stmt],
+        b_whole: bool,
+    ) -> list[Stmt]:
+        """The K loops of a grid point whose A is read in parts, with every part's window
+        in one L1 block: ``m1 + span`` rows of each K chunk loaded once, and each part's L0
+        steps cut from it at the part's row shift (as the chip's image-to-column load cuts a
+        convolution's windows from a feature map in L1). ``b_whole``: B's ``[K, n1]`` block
+        is loaded once per grid point too."""
+        t, d = self.t, self.d
+        P = math.prod(n for n, _ in self.radix)
+        CB, KK = self.part_k // t.k1, t.k1 // t.k0
+        im, jn = t.m1 // t.m0, t.n1 // t.n0
+        a1 = TileVar("a1", Space.L1, d, self.a_block(t.m1 + self.span(), t.k1))
+        b1 = TileVar("b1", Space.L1, d, self.b_block(self.g.K if b_whole else t.k1, t.n1))
+        a0 = [TileVar(f"a0_{i}", Space.L0A, d, (t.m0, t.k0)) for i in range(im)]
+        b0 = [TileVar(f"b0_{j}", Space.L0B, d, (t.k0, t.n0)) for j in range(jn)]
+        acc = self.accs()
+        kc, pt, kk = Expr.reg("kc"), Expr.reg("pt"), Expr.reg("kk")
+        sops, shift = self.digits(pt)
+        b_row = pt * self.part_k + kc * t.k1  # B's row of this part's chunk
+        cuts: list[Stmt] = [self.a_cut(a0[i], a1, shift + i * t.m0, kk * t.k0) for i in range(im)]
+        b_at = b_row + kk * t.k0 if b_whole else kk * t.k0
+        cuts += [self.b_cut(b0[j], b1, b_at, Expr.of(j * t.n0)) for j in range(jn)]
+
+        def mms(op: str) -> tuple[Stmt, ...]:
+            return tuple(
+                TOp(op, acc[i][j], (a0[i], b0[j]), self.loc) for i in range(im) for j in range(jn)
+            )
+
+        step: list[Stmt] = [
+            *cuts,
+            SOp("SMIN", "z", ((kc * P + pt) * KK + kk, Expr.of(1))),
+            For("i0", Expr.reg("z"), Expr.of(1), 1, mms("TMATMUL")),
+            For("i1", Expr(), Expr.reg("z"), 1, mms("TMATMUL_ACC")),
+        ]
+        inner = For("kk", Expr(), Expr.of(KK), 1, tuple(step))
+        per_part: list[Stmt] = [*sops]
+        if not b_whole:
+            per_part.append(self.load_b(b1, b, b_row))
+        parts = For("pt", Expr(), Expr.of(P), 1, (*per_part, inner))
+        chunks = For("kc", Expr(), Expr.of(CB), 1, (self.load_a(a1, a, kc * t.k1), parts))
+        head = [self.load_b(b1, b, Expr())] if b_whole else []
+        return [*head, chunks, *stores]
 
     def a_cut(self, dst: TileVar, a1: TileVar, row: Expr, k: Expr) -> TOp:
         """The L0A step of A at (row, k) of its L1 block."""
@@ -550,7 +653,8 @@ class _Cube:
         return (cols, k) if self.tb else (k, cols)
 
     def load_a(self, a1: TileVar, a: tuple[str, Expr, Expr], k: Expr) -> TLoad:
-        """The L1 block of A from K column ``k`` (a row of A's stored ``[K, M]``)."""
+        """The L1 block of A from K column ``k`` (a row of A's stored ``[K, M]``; in parts,
+        block ``%kb`` after :meth:`part_regs`)."""
         if self.ta:
             return TLoad(a1, a[0], a[1] + k, a[2], self.loc)
         return TLoad(a1, a[0], a[1], a[2] + k, self.loc)
@@ -571,7 +675,10 @@ class _Cube:
         ]
 
     def body(
-        self, a: tuple[str, Expr, Expr], b: tuple[str, Expr, Expr], stores: list[Stmt]
+        self,
+        a: tuple[str, Expr, Expr],
+        b: tuple[str, Expr, Expr],
+        stores: list[Stmt],
     ) -> list[Stmt]:
         """The K loops of one grid point followed by ``stores`` (with ``reuse``: an A block
         loaded once, then a loop ``%nn`` over the output tiles sharing it)."""
@@ -589,6 +696,9 @@ class _Cube:
         loads: list[Stmt] = [self.load_b(b1, b, kb * t.k1)]
         if not whole:
             loads.insert(0, a_load)
+        if self.part_k:
+            assert not whole
+            loads[:1] = self.shifted_load(a1, a)
         a_col = kb * t.k1 + kk * t.k0 if whole else kk * t.k0
         cuts: list[Stmt] = [self.a_cut(a0[i], a1, Expr.of(i * t.m0), a_col) for i in range(im)]
         cuts += [self.b_cut(b0[j], b1, kk * t.k0, Expr.of(j * t.n0)) for j in range(jn)]
@@ -617,7 +727,6 @@ class _Cube:
         either). ``a``/``b`` give the GM window of each extent, ``c`` the result's window."""
         t, d, g = self.t, self.d, self.g
         assert t.m0 == t.m1 and t.n0 == t.n1 and t.reuse == 1
-        KB, KK = g.K // t.k1, t.k1 // t.k0
         acc_dt = _acc_dtype(d)
         assert acc_dt is not None
         mt, nt = -(-g.M // t.m1), -(-g.N // t.n1)
@@ -640,7 +749,7 @@ class _Cube:
         def both(emit: Callable[[int, int], list[Stmt]]) -> list[Stmt]:
             return pick("em", ms, lambda me: pick("en", ns, lambda ne: emit(me, ne)))
 
-        kb, kk = Expr.reg("kb"), Expr.reg("kk")
+        kk = Expr.reg("kk")
 
         def a1(me: int) -> TileVar:
             return TileVar("a1", Space.L1, d, self.a_block(me, t.k1))
@@ -657,7 +766,14 @@ class _Cube:
         def acc(me: int, ne: int) -> TileVar:
             return TileVar("acc_0_0", Space.L0C, acc_dt, (me, ne))
 
-        loads = pick("em", ms, lambda me: [self.load_a(a1(me), a[me], kb * t.k1)])
+        kb = Expr.reg("kb")
+
+        def load_a(me: int) -> list[Stmt]:
+            if self.part_k:
+                return self.shifted_load(a1(me), a[me])
+            return [self.load_a(a1(me), a[me], kb * t.k1)]
+
+        loads = pick("em", ms, load_a)
         loads += pick("en", ns, lambda ne: [self.load_b(b1(ne), b[ne], kb * t.k1)])
         cuts = pick("em", ms, lambda me: [self.a_cut(a0(me), a1(me), Expr(), kk * t.k0)])
         cuts += pick("en", ns, lambda ne: [self.b_cut(b0(ne), b1(ne), kk * t.k0, Expr())])
@@ -665,7 +781,7 @@ class _Cube:
         def mms(op: str) -> tuple[Stmt, ...]:
             return tuple(both(lambda me, ne: [TOp(op, acc(me, ne), (a0(me), b0(ne)), self.loc)]))
 
-        k_loop = _k_loop(loads, cuts, mms, KB, KK)
+        k_loop = _k_loop(loads, cuts, mms, g.K // t.k1, t.k1 // t.k0)
         stores = both(lambda me, ne: [TStore(c[0], c[1], c[2], acc(me, ne), self.loc)])
         return [*head, k_loop, *stores]
 
@@ -783,7 +899,8 @@ def _transposed(lw: Lowering, e: Eqn) -> tuple[Stored | None, Stored | None]:
     out: list[Stored | None] = []
     for x in e.inputs:
         tr = lw.windows.get(x) if isinstance(x, Var) else None
-        out.append(_stored(x, tr) if tr is not None and isinstance(x, Var) else None)
+        ok = tr is not None and tr.op == "transpose" and isinstance(x, Var)
+        out.append(_stored(x, tr) if ok and isinstance(x, Var) and tr is not None else None)
     return out[0], out[1]
 
 
@@ -829,6 +946,144 @@ def _cube_operands(
     gb = _b_operand(lw, e, g, t.k1, t.n1, _n_col(t), sb)
     c_row = g.rows(g.c_strides, g.M) + m_row
     return ga, gb, c_row
+
+
+@dataclass(frozen=True)
+class _Shifted:
+    """A matmul's A that is a concatenation along K of row windows of one 2-D buffer,
+    ``concat([src[r : r + M, col : col + width] for r in rows], axis=1)``, where the rows
+    ``r`` step as the digits of a mixed-radix count (``radix``): the patches of a
+    shifted-rows convolution (``pypto/ops/conv.py``), each part one kernel offset."""
+
+    src: Var
+    row: int
+    col: int
+    width: int
+    radix: tuple[tuple[int, int], ...]
+    """(count, rows per step) from the outermost digit: part ``p`` starts at ``row`` plus
+    ``p``'s digits times these rows"""
+    eqns: tuple[Eqn, ...]
+    """the slices, then the concatenation"""
+
+
+def _radix(rel: list[int]) -> list[tuple[int, int]] | None:
+    """``rel`` (the parts' rows after the first's) as mixed-radix digits times fixed steps,
+    from the outermost digit, with as few digits as possible; None when they are not."""
+    n = len(rel)
+    if n == 1:
+        return []
+    for k in sorted((d for d in divisors(n) if d > 1), reverse=True):
+        step = rel[1]
+        if all(rel[q + j] == rel[q] + j * step for q in range(0, n, k) for j in range(k)):
+            outer = _radix(rel[::k])
+            if outer is not None:
+                return [*outer, (k, step)]
+    return None
+
+
+def _shifted_of(cat: Eqn, slices: dict[Var, Eqn]) -> _Shifted | None:
+    """The row windows concatenation ``cat`` makes of ``slices`` (None: it is not one)."""
+    out = cat.out
+    if cat.op != "concat" or out.aval.ndim != 2 or cat.kwargs["axis"] % 2 != 1:
+        return None
+    src: Var | None = None
+    rows: list[int] = []
+    cols = set()
+    for p in cat.inputs:
+        sl = slices.get(p) if isinstance(p, Var) else None
+        if sl is None or not isinstance(sl.inputs[0], Var) or sl.inputs[0].aval.ndim != 2:
+            return None
+        if src is not None and sl.inputs[0] is not src:
+            return None
+        src = sl.inputs[0]
+        (r0, r1, rs), (c0, c1, cs) = sl.kwargs["index"]
+        if rs != 1 or cs != 1 or r1 - r0 != out.aval.shape[0]:
+            return None
+        rows.append(r0)
+        cols.add((c0, c1))
+    radix = _radix([r - rows[0] for r in rows]) if rows else None
+    if src is None or len(cols) != 1 or radix is None:
+        return None
+    ((c0, c1),) = cols
+    eqns = tuple(dict.fromkeys(slices[p] for p in cat.inputs if isinstance(p, Var)))
+    return _Shifted(src, rows[0], c0, c1 - c0, tuple(radix), (*eqns, cat))
+
+
+def _shifted_parts(lw: Lowering, e: Eqn) -> _Shifted | None:
+    """A's parts when the group claimed a concatenation of row windows as A."""
+    a = e.inputs[0]
+    cat = lw.windows.get(a) if isinstance(a, Var) else None
+    if cat is None or cat.op != "concat":
+        return None
+    slices = {q.out: q for q in lw.windows.values() if q.op == "slice"}
+    return _shifted_of(cat, slices)
+
+
+def _shifted_body(
+    lw: Lowering,
+    cube: _Cube,
+    a: tuple[str, Expr, Expr],
+    b: tuple[str, Expr, Expr],
+    stores: list[Stmt],
+) -> list[Stmt]:
+    """A grid point of a product whose A is read in parts: every part's window from one L1
+    block when two of those blocks (and B's blocks, or all of B's K) fit L1, else each K
+    block's window loaded on its own."""
+    t, s, cap = cube.t, cube.d.itemsize, lw.machine.l1_bytes
+    a_big = 2 * (t.m1 + cube.span()) * t.k1 * s
+    if a_big + 2 * t.k1 * t.n1 * s > cap:
+        return cube.body(a, b, stores)
+    return cube.im2col_body(a, b, stores, a_big + 2 * cube.g.K * t.n1 * s <= cap)
+
+
+def _lower_shifted(lw: Lowering, e: Eqn, g: Geom, d: dt.DType, sh: _Shifted) -> bool:
+    """A plain 2-D product whose A is read in parts (:class:`_Shifted`): each K block of A
+    is loaded from its part's window of the source, so the patches are never written. False
+    when no tiles take it (the user's K blocks straddle a part)."""
+    try:
+        t = cube_tiles(lw, g, d, None, True, k_part=sh.width)
+    except TileError:
+        return False
+    if sh.width % t.k1 or t.reuse > 1 or (_edges(g, t.m1, t.n1) and t.m0 != t.m1):
+        return False
+    sa, sb = _transposed(lw, e)
+    assert sa is None
+    view = sh.src.aval.shape
+    m_row = Expr.reg("m") * t.m1
+    mt, nt = -(-g.M // t.m1), -(-g.N // t.n1)
+    order = _Order.of(g, mt, nt, lw.machine.clusters, lw.cfg.swizzle)
+    cube = _Cube(g, t, d, e.loc, False, sb is not None and sb[2], sh.width, sh.radix)
+
+    def part0(rows: int) -> tuple[str, Expr, Expr]:
+        # the window of part 0; each K block's is this many rows further down
+        buf, r, c = _operand(
+            lw, sh.src, (view[0], view[1]), (rows, t.k1), m_row + sh.row, Expr.of(sh.col)
+        )
+        assert lw.views[buf][1] == view[1]  # rows of the layout are the source's rows
+        return buf, r, c
+
+    if _edges(g, t.m1, t.n1):
+        ms = {t.m1, g.M - (mt - 1) * t.m1}
+        ns = {t.n1, g.N - (nt - 1) * t.n1}
+        ga = {me: part0(me) for me in ms}
+        gb = {ne: _b_operand(lw, e, g, t.k1, ne, Expr.reg("n") * t.n1, sb) for ne in ns}
+        c = lw.buffer(e.out)
+        lw.view(c, (g.M, g.N))
+        body = cube.edge_body(ga, gb, (c, m_row, Expr.reg("n") * t.n1))
+    else:
+        ga1 = part0(t.m1)
+        gb1 = _b_operand(lw, e, g, t.k1, t.n1, _n_col(t), sb)
+        c, c_row, c_col = _result(lw, e, g, t, m_row)
+        acc = cube.accs()
+        stores: list[Stmt] = [
+            TStore(c, c_row + i * t.m0, c_col + _n_col(t) + j * t.n0, acc[i][j], e.loc)
+            for i in range(len(acc))
+            for j in range(len(acc[0]))
+        ]
+        body = _shifted_body(lw, cube, ga1, gb1, stores)
+    sections = [Section("aic", (*order.head, *body))]
+    lw.add_kernel(_cube_kernel(lw.fresh("matmul"), e, g, t, order, sections))
+    return True
 
 
 MAX_EPILOGUE_CHUNKS = 4
@@ -880,9 +1135,18 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     assert isinstance(a, Var) and isinstance(b, Var)
     d = a.aval.dtype
     out = e.out
+    g = geometry(a.aval.shape, b.aval.shape)
+    shifted = _shifted_parts(lw, e)
+    if shifted is not None:
+        if not epilogue and _lower_shifted(lw, e, g, d, shifted):
+            return True
+        # the patches after all: the windows' kernels, then the product as it is
+        for q in shifted.eqns:
+            lw.windows.pop(q.out, None)
+            with at_location(q.loc):
+                lower_single(lw, q)
     if not epilogue and _transposed_product(lw, e):
         return True
-    g = geometry(a.aval.shape, b.aval.shape)
     acc_dt = _acc_dtype(d)
     if acc_dt is None:  # int32: no cube path
         if epilogue:
@@ -1004,7 +1268,8 @@ def lower_head_epilogue(lw: Lowering, e: Eqn, views: list[Eqn], plan: RowPlan) -
     srcs = {v.out for v in views}
     C = plan.C
     halves = all(
-        w.src in srcs and w.perm == (1, 0, 2) and w.lo + C <= D for w in plan.windows.values()
+        w.src in srcs and w.perm == (1, 0, 2) and w.lo + C <= D and not w.row
+        for w in plan.windows.values()
     )
     if (
         plan.reduces
@@ -1507,15 +1772,35 @@ def _claim_transposes(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[
     """The transposes that make a cube matmul's A or B and keep the source's last axis as one
     of its last two (``x @ w.T``, the weight and activation transposes of a backward pass,
     head splits): the cube core loads the source's blocks and cuts its L0 steps from them
-    (``TEXTRACT_T`` where transposed), so no transpose kernel."""
+    (``TEXTRACT_T`` where transposed), so no transpose kernel. And a plain product's A that
+    is a concatenation of row windows of one buffer (:class:`_Shifted`), with its slices:
+    each K block is loaded from its window, so the patches are never written."""
     e = group[0]
     if e.op != "matmul" or any(q.op == "matmul" for q in group[1:]):
         return []
     a, b = e.inputs
     if not isinstance(a, Var) or not isinstance(b, Var) or _acc_dtype(a.aval.dtype) is None:
         return []
-    took = []
+    took: list[Eqn] = []
+    slices = {q.out: q for q in cands if q.op == "slice"}
+    for cat in cands:
+        sh = _shifted_of(cat, slices) if cat.out is a and len(group) == 1 else None
+        s, align = a.aval.dtype.itemsize, lw.machine.align_bytes
+        if (
+            sh is not None
+            and b.aval.ndim == 2
+            and sh.src in lw.var_buf
+            # each part's rows start 32-byte aligned, and its K blocks are whole fractals
+            and (sh.src.aval.shape[1] * s) % align == 0
+            and (sh.col * s) % align == 0
+            and sh.width % 16 == 0
+            and all([q for q in lw.func.eqns if sl.out in q.inputs] == [cat] for sl in sh.eqns[:-1])
+        ):
+            # a concatenation of row windows (a convolution's shifted taps): read in parts
+            took += sh.eqns
     for tr in cands:
+        if tr.op != "transpose":
+            continue
         src = tr.inputs[0]
         if src not in lw.var_buf or tr.out not in (a, b) or _stored(tr.out, tr) is None:
             continue
