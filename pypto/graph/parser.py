@@ -54,7 +54,10 @@ def parse_aval(s: str) -> AVal:
 def _param_value(key: str, text: str) -> Any:
     if key == "dtype":
         return dt.dtype(text)
+    if text.strip() in ("nan", "-nan"):
+        return float("nan")
     py = re.sub(r"\bnone\b", "None", text)
+    py = re.sub(r"\binf\b", "1e999", py)  # what repr prints for an infinite float
     py = re.sub(r"\btrue\b", "True", py)
     py = re.sub(r"\bfalse\b", "False", py)
     return ast.literal_eval(py)

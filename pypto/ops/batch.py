@@ -146,7 +146,7 @@ def slice_(args: list[V], batched: list[bool], size: int, out: AVal, **params: A
 
 @register_rule("batch", "lax_pad")
 def pad(args: list[V], batched: list[bool], size: int, out: AVal, **params: Any) -> V:
-    return _bind("lax_pad", args, config=((0, 0, 0), *params["config"]))
+    return _bind("lax_pad", args, **{**params, "config": ((0, 0, 0), *params["config"])})
 
 
 @register_rule("batch", "concat")

@@ -220,7 +220,7 @@ TAKE = register(
 PadConfig = tuple[tuple[int, int, int], ...]
 
 
-def _pad_shape(x: AVal, *, config: PadConfig) -> Shape:
+def _pad_shape(x: AVal, *, config: PadConfig, value: float = 0) -> Shape:
     if len(config) != x.ndim:
         raise ShapeError(f"pad config has {len(config)} dims for {x}", op="lax_pad")
     if any(p < 0 for dim in config for p in dim):
@@ -234,11 +234,11 @@ def _pad_shape(x: AVal, *, config: PadConfig) -> Shape:
     )
 
 
-def _pad_impl(x: np.ndarray, *, config: PadConfig) -> np.ndarray:
+def _pad_impl(x: np.ndarray, *, config: PadConfig, value: float = 0) -> np.ndarray:
     shape = tuple(
         lo + hi + n + max(n - 1, 0) * mid for (lo, hi, mid), n in zip(config, x.shape, strict=True)
     )
-    out = np.zeros(shape, x.dtype)
+    out = np.full(shape, value, x.dtype)
     out[
         tuple(
             slice(lo, lo + n + max(n - 1, 0) * mid, mid + 1)
@@ -248,16 +248,17 @@ def _pad_impl(x: np.ndarray, *, config: PadConfig) -> np.ndarray:
     return out
 
 
-def _pad_jax(x: Any, *, config: PadConfig) -> Any:
+def _pad_jax(x: Any, *, config: PadConfig, value: float = 0) -> Any:
     # lax, because interior padding has no jax.numpy form.
-    return jax.lax.pad(x, jnp.zeros((), x.dtype), config)
+    return jax.lax.pad(x, jnp.asarray(value, x.dtype), config)
 
 
 PAD = register(
     Op(
         name="lax_pad",
         kind="layout",
-        doc="zeros around (low, high) and between (interior) elements, per dim, as jax.lax.pad",
+        doc="value (default 0) around (low, high) and between (interior) elements, per dim, "
+        "as jax.lax.pad",
         shape_rule=_pad_shape,
         dtype_rule=lambda x, **p: x.dtype,
         impl=_pad_impl,

@@ -1785,6 +1785,25 @@ def _mirror(v: Any, ax: int, before: int, after: int, reflect: bool, odd: bool =
     return v
 
 
+def _static_pad_value(pv: Any, d: dt.DType) -> bool | int | float | None:
+    """A padding value known now, as the ``lax_pad`` primitive's ``value`` for dtype ``d``
+    (None: traced, not a scalar, or not exactly representable by an int or bool dtype)."""
+    if not isinstance(pv, bool | int | float | np.generic | np.ndarray):
+        return None
+    a = np.asarray(pv)
+    if a.ndim or a.dtype.kind not in "biuf":
+        return None
+    if d.is_floating:
+        return float(a)
+    if a.dtype.kind == "f" and not float(a).is_integer():
+        return None
+    if d is dt.bool_:
+        return bool(a) if a in (0, 1) else None
+    info = np.iinfo(d.np)
+    n = int(a)
+    return n if info.min <= n <= info.max else None
+
+
 def lax_pad(operand: Any, padding_value: Any, padding_config: Sequence[Sequence[int]]) -> Any:
     """``jax.lax.pad``: ``(low, high, interior)`` per axis, filled with ``padding_value``;
     negative ``low``/``high`` crop.
@@ -1804,10 +1823,16 @@ def lax_pad(operand: Any, padding_value: Any, padding_config: Sequence[Sequence[
         )
     if any(c[2] < 0 for c in cfg):
         raise ShapeError(f"negative interior padding in {cfg}", op="lax.pad")
-    grow = {"config": tuple((max(lo, 0), max(hi, 0), mid) for lo, hi, mid in cfg)}
-    out = dispatch.bind(OPS["lax_pad"], (v,), grow)
-    static = isinstance(padding_value, bool | int | float | np.generic | np.ndarray)
-    if not static or np.asarray(padding_value) != 0 or np.signbit(padding_value):
+    grow: dict[str, Any] = {"config": tuple((max(lo, 0), max(hi, 0), mid) for lo, hi, mid in cfg)}
+    value = _static_pad_value(padding_value, v.dtype)  # type: ignore[attr-defined]
+    if value is not None:
+        # a constant: the pad fills with it (one op); 0 is the primitive's default
+        if value != 0 or np.signbit(value):
+            grow["value"] = value
+        out = dispatch.bind(OPS["lax_pad"], (v,), grow)
+    else:
+        # a traced value (or one the dtype cannot hold): zeros, then a select of the value
+        out = dispatch.bind(OPS["lax_pad"], (v,), grow)
         fill = api.cast(api.asvalue(padding_value, "lax.pad"), v.dtype)  # type: ignore[attr-defined]
         true = api.broadcast_to(api.asvalue(np.True_), tuple(v.shape))  # type: ignore[attr-defined]
         out = api.where(dispatch.bind(OPS["lax_pad"], (true,), grow), out, fill)

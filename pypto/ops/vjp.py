@@ -421,8 +421,9 @@ def slice_(ct: V, x: V, *, out: V, index: layout.SliceSpec) -> Cts:
 
 @register_rule("vjp", "lax_pad")
 @_floats_only
-def pad(ct: V, x: V, *, out: V, config: layout.PadConfig) -> Cts:
-    """The window of the cotangent where the input's elements were placed (a strided slice)."""
+def pad(ct: V, x: V, *, out: V, config: layout.PadConfig, value: float = 0) -> Cts:
+    """The window of the cotangent where the input's elements were placed (a strided slice);
+    the padding value is a constant."""
     key = tuple(
         slice(lo, lo + n + builtins.max(n - 1, 0) * mid, mid + 1)
         for (lo, _, mid), n in zip(config, x.shape, strict=True)

@@ -717,7 +717,9 @@ def _pad(lw: Lowering, e: Eqn) -> None:
     shape = e.out.aval.shape
     d = e.out.aval.dtype
     dst = _out(lw, e, shape)
-    copy(lw, "pad_zero", dst, Access(None, d, (), ()), shape, e.loc)
+    # the padding value everywhere first (one constant fill), then the input over it
+    fill = float(e.kwargs.get("value", 0))
+    copy(lw, "pad_zero", dst, Access(None, d, (), (), fill), shape, e.loc)
     src = _source(lw, x, d)
     if src.buf is None:
         src = replace(src, shape=(1,) * len(shape), axes=tuple((None, 0, 0) for _ in shape))

@@ -201,6 +201,20 @@ def test_traced_ir_round_trips_with_constants() -> None:
     assert print_func(parse(print_func(h)).verify()) == print_func(h)
 
 
+def test_infinite_and_nan_parameters_round_trip() -> None:
+    """A constant padding value is the pad's own parameter, printed as Python prints the
+    float (``-inf``, ``nan``), and parses back to the same graph."""
+
+    def f(x):
+        return pto.lax.pad(x, -np.inf, [(1, 2, 1)]), pto.lax.pad(x, np.nan, [(0, 1, 0)])
+
+    g = pto.jit(f).lower(pto.ones((3,))).tensor_ir
+    text = print_func(g)
+    assert "lax_pad %x [config=((1, 2, 1),) value=-inf]" in text
+    assert "value=nan]" in text and "where" not in text
+    assert print_func(parse(text).verify()) == text
+
+
 @pytest.mark.parametrize(
     ("text", "where", "expected"),
     [

@@ -770,13 +770,22 @@ def _pad(data: Draw, dtype: pto.DType, name: str) -> None:
         (data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2)), data.draw(st.integers(0, 2)))
         for _ in a.shape
     )
-    out = dispatch.bind(OPS[name], (x,), {"config": config})
+    # the padding value: the default 0, or a constant of the dtype (specials for floats)
+    params: dict[str, Any] = {"config": config}
+    if data.draw(st.booleans(), label="value"):
+        if dtype.is_floating:
+            params["value"] = data.draw(st.sampled_from([-np.inf, np.inf, np.nan, -0.0, 2.5]))
+        elif dtype is pto.bool_:
+            params["value"] = True
+        else:
+            params["value"] = data.draw(st.integers(-100, 100), label="int value")
+    out = dispatch.bind(OPS[name], (x,), params)
     # JAX pads 1 + the source positions with zeros; 0 marks a padding element.
     iota = np.arange(1, a.size + 1, dtype=np.int32).reshape(a.shape)
     pos = np.asarray(jitted(ref(name), ("config",))(iota, config=config))
-    zero = np.zeros((), a.dtype)
-    expected = np.where(pos == 0, zero, np.append(zero, a.reshape(-1))[pos])
-    assert_matches(out, expected, what=f"pad {config}")
+    fill = np.asarray(params.get("value", 0)).astype(a.dtype)
+    expected = np.where(pos == 0, fill, np.append(fill, a.reshape(-1))[pos])
+    assert_matches(out, expected, what=f"pad {params}")
 
 
 @pto.custom_vjp

@@ -321,7 +321,14 @@ CASES: dict[str, Case] = {
     "concat": (lambda x, y: pto.concat([x, y], axis=0), [(X, "n"), (X, "n")], F),
     "slice": (lambda x: x[1:5, 3:30] * 2, [(X, "n")], F),
     "take": (lambda x, i: pto.take(x, i, axis=0), [(X, "n"), ((4,), "x")], F),
-    "lax_pad": (lambda x: pto.grad(lambda y: (y[1:5, 2:9] * y[1:5, 2:9]).sum())(x), [(X, "n")], F),
+    "lax_pad": (  # the transpose of slices, and a constant fill with interior padding
+        lambda x: (
+            pto.grad(lambda y: (y[1:5, 2:9] * y[1:5, 2:9]).sum())(x),
+            pto.lax.pad(x[:4, :6], -np.inf, [(1, 2, 1), (0, 3, 0)]),
+        ),
+        [(X, "n")],
+        F,
+    ),
     "matmul": (lambda a, b: a @ b, [((16, 32), "n"), ((32, 24), "n")], F),
     "sum": (lambda x: (x.sum(axis=-1), x.sum(axis=0), x.sum()), [(X, "n")], F + I),
     "max": (lambda x: (x.max(axis=-1), x.max(axis=0, keepdims=True)), [(X, "n")], F + I),

@@ -116,7 +116,7 @@ def _cast_chain(e: Eqn, ctx: Ctx) -> Any:
 def _span(p: Eqn) -> tuple[int, int, int] | None:
     """(axis, first, end) of the one axis a pad widens without interior padding, or None."""
     axes = [i for i, (lo, hi, mid) in enumerate(p.kwargs["config"]) if lo or hi or mid]
-    if len(axes) != 1:
+    if len(axes) != 1 or p.kwargs.get("value", 0):
         return None
     ax = axes[0]
     lo, _, mid = p.kwargs["config"][ax]
