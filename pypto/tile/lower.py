@@ -343,6 +343,9 @@ class Window:
     perm: tuple[int, ...]
     lo: int
     row: int = 0
+    lead: tuple[tuple[int, int], ...] = ()
+    """a strided slice of the (unpermuted) source's leading axes: (start, step) per axis, the
+    last one's step 1 (so a tile's rows within one block of it are one rectangle)"""
 
 
 @dataclass
@@ -368,7 +371,7 @@ class RowPlan:
         period, nor crosses a block of rows a transposed window reads as one rectangle."""
         blocks = set(self.period.values())
         for w in self.windows.values():
-            if w.perm[:-1] != tuple(range(len(w.perm) - 1)):
+            if w.perm[:-1] != tuple(range(len(w.perm) - 1)) or w.lead:
                 blocks.add(self.S[-2])
         return sorted(blocks)
 
@@ -499,8 +502,16 @@ def _window_of(
         base = Window(x, tuple(range(n)), 0)
     xs = x.aval.shape
     lo, hi, step = index[-1]
-    if step != 1 or hi - lo != S[-1] or xs[1:-1] != S[1:-1]:
+    if step != 1 or hi - lo != S[-1]:
         return None
+    if xs[1:-1] != S[1:-1] or any(i[2] != 1 for i in index[1:-1]):
+        # strided or offset leading axes (pooling's window offsets): one (start, step) each,
+        # read per tile from its leading indices; the last leading axis must step by 1
+        plain = base.perm == tuple(range(n)) and not base.row and not base.lead
+        if n < 3 or not plain or index[-2][2] != 1 or any(i[2] < 1 for i in index[:-1]):
+            return None
+        lead = tuple((i[0], i[2]) for i in index[:-1])
+        return Window(base.src, base.perm, base.lo + lo, 0, lead)
     row = 0
     if n > 1 and index[0] != (0, xs[0], 1):
         # a run of the first axis: the window starts that many rows down (a shifted-rows
@@ -772,7 +783,14 @@ class RowBuilder:
         lw, plan = self.lw, self.plan
         t = self.new(v.aval.dtype, plan.kinds[v], "x")
         P, k = w.src.aval.shape, len(w.perm) - 1
-        if w.perm[:k] == tuple(range(k)):
+        if w.lead:
+            # the tile's first row's leading indices, each stepped and offset into the source
+            rows, cols, col = math.prod(P[:k]), P[-1], self.col + w.lo
+            row = Expr.of(sum(st * math.prod(P[i + 1 : k]) for i, (st, _) in enumerate(w.lead)))
+            for i, (_, step) in enumerate(w.lead):
+                if plan.S[i] > 1:
+                    row = row + Expr.reg(self._axis_index(i)) * (step * math.prod(P[i + 1 : k]))
+        elif w.perm[:k] == tuple(range(k)):
             rows, cols, row = math.prod(P[:k]), P[-1], self.row + w.row
             col = self.col + w.lo
         else:

@@ -1268,7 +1268,7 @@ def lower_head_epilogue(lw: Lowering, e: Eqn, views: list[Eqn], plan: RowPlan) -
     srcs = {v.out for v in views}
     C = plan.C
     halves = all(
-        w.src in srcs and w.perm == (1, 0, 2) and w.lo + C <= D and not w.row
+        w.src in srcs and w.perm == (1, 0, 2) and w.lo + C <= D and not (w.row or w.lead)
         for w in plan.windows.values()
     )
     if (

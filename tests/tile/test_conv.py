@@ -64,6 +64,11 @@ CASES = {
         (5, 48, 16),
         {"padding": "VALID", "dimension_numbers": ("NWC", "WIO", "NWC")},
     ),
+    "ndhwc_3d_valid": (  # three digits: part p = 4·d + 2·h + w, shift 49·d + 7·h + w
+        (1, 7, 7, 7, 16),
+        (2, 2, 2, 16, 16),
+        {"padding": "VALID", "dimension_numbers": ("NDHWC", "DHWIO", "NDHWC")},
+    ),
     "transposed": (  # lhs dilation: the zeros are in the padded input the rows are cut from
         (1, 7, 6, 16),
         (2, 2, 16, 16),

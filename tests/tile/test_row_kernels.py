@@ -327,6 +327,27 @@ LAYOUT_CASES: dict[str, tuple[Any, list[tuple[int, ...]], list[str]]] = {
         [(32, 64)],
         ["slice_softmax"],
     ),
+    # rows further down: a run of the first axis starts the window that many rows later
+    "shifted rows": (lambda x: x[3:35] * x[0:32] + x[1:33], [(40, 16)], ["slice_mul_add"]),
+    # strided and offset leading axes (a pooling window's offsets): each tile's first row's
+    # leading indices, stepped, address the source
+    "strided leading axes": (
+        lambda x: pto.maximum(x[:, 0:7:2, 1:5], x[:, 1:8:2, 0:4]) * 2.0,
+        [(3, 9, 6, 16)],
+        ["slice_maximum_mul"],
+    ),
+    # a concatenation of windows is one kernel of loads and stores, not a copy per slice
+    "a concat of windows": (
+        lambda x: pto.concat([x[0:30], x[1:31], x[5:35]], axis=-1),
+        [(36, 16)],
+        ["slice_concat"],
+    ),
+    # stepping the last leading axis is not a rectangle of rows: the slice stays a copy
+    "strided last leading axis": (
+        lambda x: x[:, ::2] + 1.0,
+        [(4, 12, 16)],
+        ["slice", "add"],
+    ),
     # the transpose is read by two later slices, one after the compute: it stays a copy
     "a transpose read twice": (
         lambda x, c: (lambda t: pto.concat([t[..., :8] * c, t[..., 8:]], axis=-1))(
