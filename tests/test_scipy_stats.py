@@ -257,6 +257,14 @@ def test_gaussian_kde_matches_jax(d: int) -> None:
             )
             if d == 1:
                 assert_matches(k.integrate_box_1d(-0.5, 1.0), jk.integrate_box_1d(-0.5, 1.0), 16)
+
+    # one broadcast difference per pair of points, not a loop: the graph does not grow with
+    # the number of points of the smaller estimate
+    def kde_product(a: Any, b: Any) -> Any:
+        return ST.gaussian_kde(a).integrate_kde(ST.gaussian_kde(b))
+
+    sizes = {len(pto.jit(kde_product).lower(data, data[:, :n] + 1).tensor_ir.eqns) for n in (5, 20)}
+    assert len(sizes) == 1, sizes
     # far from the data the log-density is a logsumexp, not log(0)
     far = np.full((d, 1), 50.0, np.float32)
     assert_matches(ST.gaussian_kde(data).logpdf(far), jkde(data).logpdf(far), 16)

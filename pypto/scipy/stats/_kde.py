@@ -147,18 +147,24 @@ class gaussian_kde:
                 f"dimension {self.d}",
                 op="gaussian_kde",
             )
-        return self._convolve(api.add(self.covariance, c), self.dataset, self.weights, m)
+        total = api.add(self.covariance, c)
+        out = self._convolve(total, self.dataset, self.weights, composite.expand_dims(m, -1))
+        return api.reshape(out, ())
 
-    def _convolve(self, total_cov: Any, target: Any, weights: Any, mean: Any) -> Any:
-        """``Σᵢ wᵢ N(targetᵢ; mean, total_cov)``."""
+    def _convolve(self, total_cov: Any, target: Any, weights: Any, means: Any) -> Any:
+        """``Σᵢ wᵢ N(targetᵢ; meanⱼ, total_cov)`` for each column ``meanⱼ`` of ``means``
+        (``[d, k]`` → ``[k]``): every difference in one ``[d, n·k]`` solve."""
         chol = cholesky(total_cov)
         norm_term = api.mul(
             composite.prod(composite.diagonal(chol)), math.sqrt(2 * math.pi) ** self.d
         )
-        diff = api.sub(target, composite.expand_dims(mean, -1))
+        n, k = target.shape[1], means.shape[1]
+        diff = api.sub(composite.expand_dims(target, -1), composite.expand_dims(means, 1))
+        diff = api.reshape(diff, (self.d, n * k))
         alpha = solve(total_cov, diff)
-        arg = api.mul(api.sum(api.mul(diff, alpha), 0), 0.5)
-        return api.div(api.sum(api.mul(api.exp(api.neg(arg)), weights)), norm_term)
+        arg = api.reshape(api.mul(api.sum(api.mul(diff, alpha), 0), 0.5), (n, k))
+        kernels = api.mul(api.exp(api.neg(arg)), composite.expand_dims(weights, -1))
+        return api.div(api.sum(kernels, 0), norm_term)
 
     def integrate_box_1d(self, low: Any, high: Any) -> Any:
         """The estimate's mass between ``low`` and ``high`` (one dimension)."""
@@ -176,11 +182,8 @@ class gaussian_kde:
             raise ShapeError("the two estimates are not of one dimension", op="gaussian_kde")
         small, large = (self, other) if self.n < other.n else (other, self)
         total = api.add(self.covariance, other.covariance)
-        parts = [
-            self._convolve(total, large.dataset, large.weights, small.dataset[:, i])
-            for i in range(small.n)
-        ]
-        return api.sum(api.mul(composite.stack(parts), small.weights))
+        per_point = self._convolve(total, large.dataset, large.weights, small.dataset)
+        return api.sum(api.mul(per_point, small.weights))
 
     def resample(self, seed: int, shape: tuple[int, ...] = ()) -> Any:
         """``shape`` new points drawn from the estimate, ``[d, *shape]``: a datum chosen by
