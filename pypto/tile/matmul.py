@@ -544,7 +544,10 @@ class _Cube:
     K block ``%kb`` is read ``shift`` rows further down, at its column within its part"""
     radix: tuple[tuple[int, int], ...] = ()
     """the parts' row shifts as digits: (count, rows per step) from the outermost; part ``p``
-    is ``p``'s mixed-radix digits times those rows"""
+    is ``lift`` plus ``p``'s mixed-radix digits times those rows"""
+    lift: int = 0
+    """part 0's rows below the lowest part's (where the operand's window starts), when some
+    steps go up: a transposed convolution's parts, the input gradient's"""
 
     def digits(self, part: Expr) -> tuple[list[Stmt], Expr]:
         """Scalar code that splits the part index ``part`` into its digits (``%pd<i>``; the
@@ -560,7 +563,7 @@ class _Cube:
             shift = shift + Expr.reg(f"pd{i}") * rows
             part = Expr.reg("pq")
         if self.radix:
-            shift = part * self.radix[0][1] + shift
+            shift = part * self.radix[0][1] + shift + self.lift
         return out, shift
 
     def part_regs(self) -> tuple[list[Stmt], Expr]:
@@ -582,8 +585,8 @@ class _Cube:
         return [*sops, TLoad(a1, a[0], a[1] + shift, a[2] + col, self.loc)]
 
     def span(self) -> int:
-        """The rows between the first part's window and the last one's."""
-        return sum((n - 1) * rows for n, rows in self.radix)
+        """The rows between the lowest part's window and the highest one's."""
+        return sum((n - 1) * abs(rows) for n, rows in self.radix)
 
     def im2col_body(
         self,
@@ -957,11 +960,13 @@ class _Shifted:
 
     src: Var
     row: int
+    """the lowest part's first row"""
     col: int
     width: int
     radix: tuple[tuple[int, int], ...]
-    """(count, rows per step) from the outermost digit: part ``p`` starts at ``row`` plus
-    ``p``'s digits times these rows"""
+    """(count, rows per step) from the outermost digit: part ``p`` starts at ``row + lift``
+    plus ``p``'s digits times these rows (steps may be negative)"""
+    lift: int
     eqns: tuple[Eqn, ...]
     """the slices, then the concatenation"""
 
@@ -1006,7 +1011,8 @@ def _shifted_of(cat: Eqn, slices: dict[Var, Eqn]) -> _Shifted | None:
         return None
     ((c0, c1),) = cols
     eqns = tuple(dict.fromkeys(slices[p] for p in cat.inputs if isinstance(p, Var)))
-    return _Shifted(src, rows[0], c0, c1 - c0, tuple(radix), (*eqns, cat))
+    low = min(rows)
+    return _Shifted(src, low, c0, c1 - c0, tuple(radix), rows[0] - low, (*eqns, cat))
 
 
 def _shifted_parts(lw: Lowering, e: Eqn) -> _Shifted | None:
@@ -1052,7 +1058,7 @@ def _lower_shifted(lw: Lowering, e: Eqn, g: Geom, d: dt.DType, sh: _Shifted) -> 
     m_row = Expr.reg("m") * t.m1
     mt, nt = -(-g.M // t.m1), -(-g.N // t.n1)
     order = _Order.of(g, mt, nt, lw.machine.clusters, lw.cfg.swizzle)
-    cube = _Cube(g, t, d, e.loc, False, sb is not None and sb[2], sh.width, sh.radix)
+    cube = _Cube(g, t, d, e.loc, False, sb is not None and sb[2], sh.width, sh.radix, sh.lift)
 
     def part0(rows: int) -> tuple[str, Expr, Expr]:
         # the window of part 0; each K block's is this many rows further down

@@ -8,7 +8,7 @@ import pytest
 
 from pypto.core.passes import PassManager
 from pypto.graph.parser import parse
-from pypto.graph.passes import constant_fold, cse, dce, fuse, simplify, unfuse
+from pypto.graph.passes import constant_fold, cse, dce, fuse, shifted_sums, simplify, unfuse
 
 
 def run(passes: object, src: str) -> str:
@@ -412,6 +412,61 @@ CASES = [
             %1: f32[4] = mul %0, 2.0:f32
           }
           return %1
+        }
+        """,
+    ),
+    (
+        "shifted_sums: a product's column parts padded down and summed -> one product over "
+        "shifted rows of the padded left operand",
+        (shifted_sums, dce),
+        """
+        func @f(%g: f32[4,2], %b: f32[2,6]) -> (f32[6,3]) {
+          %0: f32[4,6] = matmul %g, %b
+          %1: f32[4,3] = slice %0 [index=((0, 4, 1), (0, 3, 1))]
+          %2: f32[4,3] = slice %0 [index=((0, 4, 1), (3, 6, 1))]
+          %3: f32[6,3] = lax_pad %1 [config=((0, 2, 0), (0, 0, 0))]
+          %4: f32[6,3] = lax_pad %2 [config=((2, 0, 0), (0, 0, 0))]
+          %5: f32[6,3] = add %3, %4
+          return %5
+        }
+        """,
+        """
+        func @f(%g: f32[4,2], %b: f32[2,6]) -> (f32[6,3]) {
+          %0: f32[2,2,3] = reshape %b [shape=(2, 2, 3)]
+          %1: f32[2,2,3] = transpose %0 [perm=(1, 0, 2)]
+          %2: f32[4,3] = reshape %1 [shape=(4, 3)]
+          %3: f32[8,2] = lax_pad %g [config=((2, 2, 0), (0, 0, 0))]
+          %4: f32[6,2] = slice %3 [index=((2, 8, 1), (0, 2, 1))]
+          %5: f32[6,2] = slice %3 [index=((0, 6, 1), (0, 2, 1))]
+          %6: f32[6,4] = concat %4, %5 [axis=1]
+          %7: f32[6,3] = matmul %6, %2
+          return %7
+        }
+        """,
+    ),
+    (
+        "shifted_sums leaves the sum alone when the product is read elsewhere too",
+        (shifted_sums, dce),
+        """
+        func @f(%g: f32[4,2], %b: f32[2,6]) -> (f32[6,3], f32[4,6]) {
+          %0: f32[4,6] = matmul %g, %b
+          %1: f32[4,3] = slice %0 [index=((0, 4, 1), (0, 3, 1))]
+          %2: f32[4,3] = slice %0 [index=((0, 4, 1), (3, 6, 1))]
+          %3: f32[6,3] = lax_pad %1 [config=((0, 2, 0), (0, 0, 0))]
+          %4: f32[6,3] = lax_pad %2 [config=((2, 0, 0), (0, 0, 0))]
+          %5: f32[6,3] = add %3, %4
+          return %5, %0
+        }
+        """,
+        """
+        func @f(%g: f32[4,2], %b: f32[2,6]) -> (f32[6,3], f32[4,6]) {
+          %0: f32[4,6] = matmul %g, %b
+          %1: f32[4,3] = slice %0 [index=((0, 4, 1), (0, 3, 1))]
+          %2: f32[4,3] = slice %0 [index=((0, 4, 1), (3, 6, 1))]
+          %3: f32[6,3] = lax_pad %1 [config=((0, 2, 0), (0, 0, 0))]
+          %4: f32[6,3] = lax_pad %2 [config=((2, 0, 0), (0, 0, 0))]
+          %5: f32[6,3] = add %3, %4
+          return %5, %0
         }
         """,
     ),

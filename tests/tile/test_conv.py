@@ -186,3 +186,40 @@ def test_the_shifted_form_is_taken_only_within_its_waste() -> None:
     assert "f32[1,16,9,4,4] = concat" in small and "transpose %x" in small
     assert "f32[2,10,10,16] = lax_pad %x" in big and "transpose" not in big
     assert "f32[100,144] = concat" in big and "f32[100,16] = matmul" in big
+
+
+def conv_loss(kw: dict[str, Any]) -> Any:
+    def loss(x: Any, w: Any) -> Any:
+        y = pto.lax.conv_general_dilated(x, w, (1,) * (x.ndim - 2), **kw)
+        return (y.astype(pto.float32) ** 2).sum()
+
+    return loss
+
+
+@pytest.mark.parametrize("machine", ["tiny", "ascend910b"])
+@pytest.mark.parametrize("d", [pto.float32, pto.float16], ids=lambda d: d.short)
+@pytest.mark.parametrize("name", ["nhwc_3x3_same", "nchw_dilated", "nwc_1d_valid"])
+def test_the_input_gradient_is_a_product_over_shifted_rows_too(
+    name: str, d: pto.DType, machine: str
+) -> None:
+    """Autodiff's sum of the product's parts, each padded its offset's rows down, is
+    rewritten (``shifted_sums``) into one product over shifted rows of the padded cotangent,
+    with the offsets going up: the cube reads it in place. Both gradients equal
+    ``jax.grad``'s."""
+    xs, ws, kw = CASES[name]
+    x, w = arr(xs, d, 21), (arr(ws, d, 22).astype(np.float32) * 0.2).astype(d.np)
+    f = pto.jit(pto.grad(conv_loss(kw), argnums=(0, 1)), machine=machine)
+    got = f(x, w)
+    want = jax.grad(pto.to_jax(conv_loss(kw)), argnums=(0, 1))(x, w)
+    for g, r, what in zip(got, want, ("x", "w"), strict=True):
+        r = np.asarray(r)
+        c = compare("conv_general_dilated", np.asarray(g), r, k=int(np.prod(ws)))
+        assert c.ok, f"d{what}: {c}"
+    ir = f.lower(x, w)
+    assert sum(e.op == "lax_pad" for e in ir.tensor_ir.eqns) <= 3  # no pad per offset
+    kernels = re.findall(r"kernel @(\S+) .*?\n  }", str(ir.tile_ir), re.S)
+    assert not any(k.startswith(("add", "concat")) for k in kernels), kernels
+    # the input gradient's product reads shifted rows in place (the forward's patches are
+    # the weight gradient's operand too, so they are written once, by one row kernel)
+    text = str(ir.tile_ir)
+    assert text.count("for %pt in") + len(re.findall(r"\+%pq\*\d+", text)) >= 1

@@ -5,9 +5,10 @@ from pypto.graph.passes.cse import cse
 from pypto.graph.passes.dce import dce
 from pypto.graph.passes.fusion import fuse, unfuse
 from pypto.graph.passes.inlining import has_calls, inline
+from pypto.graph.passes.shifted import shifted_sums
 from pypto.graph.passes.simplify import simplify
 
-SIMPLIFY = (simplify, constant_fold, cse, dce)
+SIMPLIFY = (simplify, shifted_sums, constant_fold, cse, dce)
 DEFAULT = (*SIMPLIFY, fuse)
 UNFUSED = (*SIMPLIFY, unfuse)
 
@@ -20,6 +21,7 @@ __all__ = [
     "fuse",
     "has_calls",
     "inline",
+    "shifted_sums",
     "simplify",
     "unfuse",
 ]
