@@ -151,6 +151,16 @@ def conv3x3(x: Any, w: Any) -> Any:
     return pto.lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=dn)
 
 
+def conv3x3_grads(x: Any, w: Any) -> Any:
+    """The convolution's gradients with respect to the input and the kernel (a training
+    step's backward), of a float32 sum of squares."""
+
+    def loss(x: Any, w: Any) -> Any:
+        return (conv3x3(x, w).astype(pto.float32) ** 2).sum()
+
+    return pto.grad(loss, argnums=(0, 1))(x, w)
+
+
 def flip(x: Any) -> Any:
     return pto.flip(x, -1)
 
@@ -568,18 +578,19 @@ def _measure(settings: Settings) -> Iterator[Row]:
     dec.update(target="", met=None, kind="baseline")
     yield dec
     del q, kv
-    # a 3x3 convolution as patches (im2col) and one matmul: no target
+    # a 3x3 convolution as one matmul over shifted rows of the padded input, and its
+    # gradients (three such products' flops): no targets
     nb, hw, ci, co = sz.conv
-    conv = row(
-        "3x3 convolution, NHWC, SAME",
-        f"{shape_text(nb, hw, hw, ci)}, {co} out",
-        conv3x3,
-        (np.zeros((nb, hw, hw, ci), F16), np.zeros((3, 3, ci, co), F16)),
-        0.0,
-        useful_flops=2.0 * nb * hw * hw * ci * co * 9,
-    )
-    conv.update(target="", met=None, kind="baseline")
-    yield conv
+    conv_args = (np.zeros((nb, hw, hw, ci), F16), np.zeros((3, 3, ci, co), F16))
+    conv_flops = 2.0 * nb * hw * hw * ci * co * 9
+    for name, fn, flops in (
+        ("3x3 convolution, NHWC, SAME", conv3x3, conv_flops),
+        ("3x3 convolution, gradients (input and kernel)", conv3x3_grads, 3 * conv_flops),
+    ):
+        shape = f"{shape_text(nb, hw, hw, ci)}, {co} out"
+        conv = row(name, shape, fn, conv_args, 0.0, useful_flops=flops)
+        conv.update(target="", met=None, kind="baseline")
+        yield conv
     pool = row(
         "3x3/2 max pooling, NHWC, SAME",
         shape_text(nb, hw, hw, ci),

@@ -504,27 +504,24 @@ def _window_of(
     lo, hi, step = index[-1]
     if step != 1 or hi - lo != S[-1]:
         return None
-    if xs[1:-1] != S[1:-1] or any(i[2] != 1 for i in index[1:-1]):
-        # strided or offset leading axes (pooling's window offsets): one (start, step) each,
-        # read per tile from its leading indices; the last leading axis must step by 1
-        plain = base.perm == tuple(range(n)) and not base.row and not base.lead
-        if n < 3 or not plain or index[-2][2] != 1 or any(i[2] < 1 for i in index[:-1]):
+    if base.lead:
+        return None  # a slice of a strided window: copied (not composed)
+    lead, inner = index[:-1], index[1:-1]
+    if not lead or (
+        lead[0][2] == 1 and all(i == (0, d, 1) for i, d in zip(inner, xs[1:-1], strict=True))
+    ):
+        # whole leading axes, or a run of the first one: the window starts that many rows
+        # down (a shifted-rows convolution's taps), when the source's rows are its own
+        r0, r1 = (lead[0][0], lead[0][1]) if lead else (0, 0)
+        if lead and (r1 - r0 != S[0] or (r0 and base.perm != tuple(range(n)))):
             return None
-        lead = tuple((i[0], i[2]) for i in index[:-1])
-        return Window(base.src, base.perm, base.lo + lo, 0, lead)
-    row = 0
-    if n > 1 and index[0] != (0, xs[0], 1):
-        # a run of the first axis: the window starts that many rows down (a shifted-rows
-        # convolution's taps), when the source's rows are its own
-        r0, r1, rstep = index[0]
-        if rstep != 1 or r1 - r0 != S[0] or base.perm != tuple(range(n)):
-            return None
-        row = r0 * math.prod(xs[1:-1])
-    elif xs[0] != S[0]:
+        return Window(base.src, base.perm, base.lo + lo, base.row + r0 * math.prod(xs[1:-1]))
+    # strided or offset leading axes (pooling's window offsets): one (start, step) each, read
+    # per tile from its leading indices; the last leading axis must step by 1
+    plain = base.perm == tuple(range(n)) and not base.row and not base.lead
+    if n < 3 or not plain or lead[-1][2] != 1 or any(i[2] < 1 for i in lead):
         return None
-    if not all(i == (0, d, 1) for i, d in zip(index[1:-1], xs[1:-1], strict=True)):
-        return None
-    return Window(base.src, base.perm, base.lo + lo, base.row + row)
+    return Window(base.src, base.perm, base.lo + lo, 0, tuple((i[0], i[2]) for i in lead))
 
 
 def plan_row(lw: Lowering, eqns: list[Eqn], used_outside: set[Var]) -> RowPlan | None:
@@ -1573,8 +1570,9 @@ def _moves_last(eqns: list[Eqn]) -> bool:
 def _claim(
     lw: Lowering, f: Func, pending: list[tuple[str, list[Eqn]]], group: list[Eqn]
 ) -> list[Eqn]:
-    """The pending transposes that ``group``'s kernel reads through windows instead (see
-    :data:`GROUP_WINDOWS`), taken out of ``pending``: only ones the group alone reads."""
+    """The pending layout equations that ``group``'s kernel reads through windows instead
+    (see :data:`GROUP_WINDOWS`), taken out of ``pending``: transposes only the group reads,
+    and slices and concatenations read only by the group or each other."""
     inside = {id(e) for e in group}
     waiting = [e for _, es in pending for e in es]
     # transposes the group alone reads; slices and concatenations the group reads through

@@ -540,8 +540,9 @@ class _Cube:
     """B is stored transposed (``[N, K]``): L1 blocks ``[n1, k1]``, steps by ``TEXTRACT_T``"""
     part_k: int = 0
     """A is a concatenation along K of row windows of one buffer, ``part_k`` columns each (a
-    shifted-rows convolution's taps, :class:`_Shifted`): the operand is part 0's window, and
-    K block ``%kb`` is read ``shift`` rows further down, at its column within its part"""
+    shifted-rows convolution's taps, :class:`_Shifted`): the operand is the lowest part's
+    window, and K block ``%kb`` is read its part's shift further down, at its column within
+    the part"""
     radix: tuple[tuple[int, int], ...] = ()
     """the parts' row shifts as digits: (count, rows per step) from the outermost; part ``p``
     is ``lift`` plus ``p``'s mixed-radix digits times those rows"""
@@ -678,10 +679,7 @@ class _Cube:
         ]
 
     def body(
-        self,
-        a: tuple[str, Expr, Expr],
-        b: tuple[str, Expr, Expr],
-        stores: list[Stmt],
+        self, a: tuple[str, Expr, Expr], b: tuple[str, Expr, Expr], stores: list[Stmt]
     ) -> list[Stmt]:
         """The K loops of one grid point followed by ``stores`` (with ``reuse``: an A block
         loaded once, then a loop ``%nn`` over the output tiles sharing it)."""
@@ -902,8 +900,10 @@ def _transposed(lw: Lowering, e: Eqn) -> tuple[Stored | None, Stored | None]:
     out: list[Stored | None] = []
     for x in e.inputs:
         tr = lw.windows.get(x) if isinstance(x, Var) else None
-        ok = tr is not None and tr.op == "transpose" and isinstance(x, Var)
-        out.append(_stored(x, tr) if ok and isinstance(x, Var) and tr is not None else None)
+        if tr is None or tr.op != "transpose" or not isinstance(x, Var):
+            out.append(None)  # read as it is, or in parts (a concatenation, _Shifted)
+        else:
+            out.append(_stored(x, tr))
     return out[0], out[1]
 
 
@@ -1061,7 +1061,7 @@ def _lower_shifted(lw: Lowering, e: Eqn, g: Geom, d: dt.DType, sh: _Shifted) -> 
     cube = _Cube(g, t, d, e.loc, False, sb is not None and sb[2], sh.width, sh.radix, sh.lift)
 
     def part0(rows: int) -> tuple[str, Expr, Expr]:
-        # the window of part 0; each K block's is this many rows further down
+        # the lowest part's window; each K block's is its part's shift further down
         buf, r, c = _operand(
             lw, sh.src, (view[0], view[1]), (rows, t.k1), m_row + sh.row, Expr.of(sh.col)
         )

@@ -317,6 +317,7 @@ LAYOUT_CASES: dict[str, tuple[Any, list[tuple[int, ...]], list[str]]] = {
         ["transpose_add"],
     ),
     "overlapping slices": (lambda x: x[..., 8:24] * x[..., 0:16], [(6, 40)], ["slice_mul"]),
+    "1-d slices": (lambda x: x[16:48] * x[0:32], [(64,)], ["slice_mul"]),
     "three pieces": (
         lambda x: pto.concat([x + 1, x * 2, -x], axis=-1),
         [(6, 16)],
