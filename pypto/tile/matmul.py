@@ -89,6 +89,7 @@ from pypto.tile.lower import (
     Variant,
     batch_window,
     divisors,
+    lower_row_kernel,
     lower_single,
     matmul_reads_in_place,
     merge_variants,
@@ -1146,11 +1147,17 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     if shifted is not None:
         if not epilogue and _lower_shifted(lw, e, g, d, shifted):
             return True
-        # the patches after all: the windows' kernels, then the product as it is
-        for q in shifted.eqns:
+        # the patches after all (one row kernel of the windows), then the product as it is
+        eqns = list(shifted.eqns)
+        for q in eqns:
             lw.windows.pop(q.out, None)
-            with at_location(q.loc):
-                lower_single(lw, q)
+        patches = plan_row(lw, eqns, used_outside(lw.func, eqns))
+        with at_location(e.loc):
+            if patches is not None:
+                lower_row_kernel(lw, patches, lw.fresh("slice_concat"), e.loc)
+            else:
+                for q in eqns:
+                    lower_single(lw, q)
     if not epilogue and _transposed_product(lw, e):
         return True
     acc_dt = _acc_dtype(d)
