@@ -154,6 +154,7 @@ LOWERING_ROWS = [
     "causal attention, jax.nn layout, grouped heads",
     "attention, decoding",
     "3x3 convolution, NHWC, SAME",
+    "3x3 convolution, gradients (input and kernel)",
     "3x3/2 max pooling, NHWC, SAME",
     "decoder block forward",
     "decoder block forward, fuse=False",
@@ -186,9 +187,10 @@ def test_lowering_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
             assert row["sim_wall_s"] > 0 and row["compile_s"] > 0
             assert "MTE2" in row["utilization"]
     judged = [r for r in rows if r["met"] is not None]
-    # flip, cumsum, argsort, top_k, grouped and decoding attention, the convolution and the
-    # pooling, the fuse=False baseline and the gradient have no target of their own
-    assert len(judged) == len(rows) - 10
+    # flip, cumsum, argsort, top_k, grouped and decoding attention, the convolution, its
+    # gradients and the pooling, the fuse=False baseline and the block's gradient have no
+    # target of their own
+    assert len(judged) == len(rows) - 11
     softmax = next(r for r in rows if r["benchmark"] == "softmax (last axis)")
     assert softmax.get("error") is None and isinstance(softmax["met"], bool)
 
