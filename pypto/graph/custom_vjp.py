@@ -24,7 +24,7 @@ from pypto.graph import interpret, pytree
 from pypto.graph.ir import Atom, Func, Lit, Var
 from pypto.graph.tracer import Spec, trace
 from pypto.ops import api
-from pypto.ops.custom_vjp_call import CALLS, CUSTOM_VJP_CALL
+from pypto.ops.custom_vjp_call import CALLS, CUSTOM_VJP_CALL, CallName
 from pypto.ops.table import OPS, AVal, Cost, Value
 
 __all__ = ["custom_vjp"]
@@ -35,12 +35,18 @@ def _loc(fn: Any) -> SourceLoc | None:
     return SourceLoc(code.co_filename, code.co_firstlineno) if code is not None else None
 
 
+_ISSUED: set[str] = set()
+"""Every name given out: a name is never reused, even after its function is gone, so an
+old graph's text cannot name a newer function."""
+
+
 def _unique_name(fn: Callable[..., Any]) -> str:
     base = re.sub(r"\W", "", getattr(fn, "__name__", "f")) or "f"
     name, k = base, 0
-    while name in CALLS:
+    while name in _ISSUED:
         k += 1
         name = f"{base}_{k}"
+    _ISSUED.add(name)
     return name
 
 
@@ -72,10 +78,10 @@ class custom_vjp:
         self.fn = fn
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
-        self.name = _unique_name(fn)
+        self.name: str = CallName(_unique_name(fn), self)
         self._bodies: dict[tuple[AVal, ...], tuple[Func, pytree.TreeDef]] = {}
         functools.update_wrapper(self, fn)
-        CALLS[self.name] = self
+        CALLS[str(self.name)] = self  # a plain key: the CallName would keep self alive
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
         """Set the forward ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, g)``."""

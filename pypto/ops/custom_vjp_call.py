@@ -10,6 +10,7 @@ a function returning several tensors gives one equation per result, told apart b
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Protocol
 
 import numpy as np
@@ -18,7 +19,7 @@ from pypto import dtypes as dt
 from pypto.core.errors import TraceError
 from pypto.ops.table import AVal, Cost, Op, Shape, register, register_rule
 
-__all__ = ["CALLS", "CallLike", "find"]
+__all__ = ["CALLS", "CallLike", "CallName", "find"]
 
 
 class CallLike(Protocol):
@@ -37,8 +38,25 @@ class CallLike(Protocol):
     def vjp(self, ct: Any, args: tuple[Any, ...], result: int) -> tuple[Any, ...]: ...
 
 
-CALLS: dict[str, CallLike] = {}
-"""Every ``pto.custom_vjp`` function defined in this process, by its unique name."""
+CALLS: weakref.WeakValueDictionary[str, CallLike] = weakref.WeakValueDictionary()
+"""Every live ``pto.custom_vjp`` function, by its unique name. Weak: an equation's ``fn``
+parameter is a :class:`CallName`, which holds its function, so a function lives as long as
+the user or a graph that calls it does (a ``cond`` traced on every call of a gradient is
+not kept for the rest of the process)."""
+
+
+class CallName(str):
+    """A custom_vjp function's name (what the text form prints) that holds the function."""
+
+    call: CallLike
+
+    def __new__(cls, name: str, call: CallLike) -> CallName:
+        out = super().__new__(cls, name)
+        out.call = call
+        return out
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (str, (str(self),))  # copies and pickles are the plain name
 
 
 def find(name: str) -> CallLike:

@@ -225,3 +225,40 @@ def test_control_flow_misuse_is_a_clear_error() -> None:
         pto.lax.scan(lambda c, x: (x, x), 0.0, X)
     with pytest.raises(pto.TraceError, match=r"pto\.lax\.cond for branches"):
         pto.jit(lambda v: v * 2 if v.sum() > 0 else v)(X)
+
+
+def test_a_traced_choice_lives_as_long_as_its_graph() -> None:
+    """Each traced ``cond`` is a call of a function of its own; the registry holds it weakly,
+    so a gradient traced afresh on every call does not keep one per call for the rest of the
+    process, while a jitted graph keeps its own alive and runs again."""
+    import gc
+
+    from pypto.ops.custom_vjp_call import CALLS
+
+    def loss(x: Any) -> Any:
+        return pto.lax.cond(x.sum() > 0, lambda v: (v * v).sum(), lambda v: v.sum(), x)
+
+    x = pto.ones(3)
+    g = pto.grad(loss)
+    np.testing.assert_array_equal(np.asarray(g(x)), [2.0, 2.0, 2.0])
+    gc.collect()
+    before = len(CALLS)
+    for _ in range(20):
+        g(x)
+    gc.collect()
+    assert len(CALLS) <= before + 2
+    f = pto.jit(g)
+    f(x)
+    gc.collect()
+    np.testing.assert_array_equal(np.asarray(f(x)), [2.0, 2.0, 2.0])
+
+    # a name is never reused, even after its function is gone, so an old graph's text
+    # cannot name a newer function
+    def twin(v: Any) -> Any:
+        return v
+
+    first = str(pto.custom_vjp(twin).name)  # the plain name: the CallName holds it
+    gc.collect()
+    assert first not in CALLS  # nothing holds it
+    second = pto.custom_vjp(twin).name
+    assert second != first and second.startswith("twin")

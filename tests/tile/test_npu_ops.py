@@ -10,6 +10,7 @@ invariants (tests/conftest.py sets ``PYPTO_CHECK_SIM``).
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -673,7 +674,8 @@ CASES: dict[str, Case] = {
     # towards their poles, log_ndtr far into the lower tail
     "lgamma": (lambda x: (pto.lgamma(x * 4), pto.lgamma(x + 0.3)), [(X, "n")], F),
     "digamma": (lambda x: (pto.digamma(x * 4), pto.digamma(0.5 - x * 0.4)), [(X, "p")], F),
-    "erf_inv": (lambda x: pto.erf_inv(pto.tanh(x)), [(X, "n")], F),
+    # within ±0.99: nearer ±1 an ulp of the tanh before it is magnified past float32's rtol
+    "erf_inv": (lambda x: pto.erf_inv(pto.tanh(x) * 0.99), [(X, "n")], F),
     "ndtri": (lambda x: (pto.ndtri(x * 0.45), pto.ndtri(x * 1e-3)), [(X, "p")], F),
     "ndtr": (lambda x: pto.ndtr(x * 3), [(X, "n")], F),
     "log_ndtr": (lambda x: pto.log_ndtr(x * 8), [(X, "n")], F),
@@ -796,7 +798,8 @@ PARAMS = [
 @pytest.mark.parametrize(("name", "dtype", "machine"), PARAMS)
 def test_op_on_npu_equals_jax(name: str, dtype: pto.DType, machine: str) -> None:
     fn, specs, _ = CASES[name]
-    rng = np.random.default_rng(abs(hash((name, dtype.name))) % 2**32)
+    # a seed of the case's name (not hash(): that changes with every process)
+    rng = np.random.default_rng(zlib.crc32(f"{name}/{dtype.name}".encode()))
     args = [make(s, k, dtype, rng) for s, k in specs]
     tensors = [pto.tensor(a) for a in args]
     out = pto.jit(fn, machine=machine)(*tensors)
