@@ -229,8 +229,7 @@ def preferred(op: str, u: Any, v: Any, dtype: Any) -> tuple[Any, Any, Any]:
 def _to(canon: Any, spec: tuple[int, ...]) -> Any:
     """An array in the canonical axis order (batch, feature, spatial...) laid out as
     ``spec`` says: axis ``spec[j]`` of the result is axis ``j`` of ``canon``."""
-    perm = tuple(spec.index(i) for i in range(len(spec)))
-    return canon if perm == tuple(range(len(perm))) else api.transpose(canon, perm)
+    return _permuted(canon, tuple(spec.index(i) for i in range(len(spec))))
 
 
 SHIFT_WASTE = 2.0
@@ -302,12 +301,9 @@ def _shifted_rows(
         y = api.getitem(y, (slice(None), *(slice(0, m) for m in out)))
     if want is not None and y.dtype is not want:
         y = api.cast(y, want)
-    # y is [N, *out, O]: axis spec[j] of the result is canonical axis j (N, O, spatial...)
-    perm = [0] * nd
-    perm[dn.out_spec[0]], perm[dn.out_spec[1]] = 0, nd - 1
-    for j, a in enumerate(dn.out_spec[2:]):
-        perm[a] = j + 1
-    return _permuted(y, tuple(perm))
+    # y is [N, *out, O]: its axes in canonical order (N, O, spatial...), laid out as _to does
+    canon = (0, nd - 1, *range(1, nd - 1))
+    return _permuted(y, tuple(canon[dn.out_spec.index(i)] for i in range(nd)))
 
 
 def _permuted(x: Any, perm: tuple[int, ...]) -> Any:
@@ -395,8 +391,7 @@ def conv_general_dilated(
     shifted = _shifted_rows(x, w, dn, pads, ldil, rdil, strides, groups, preferred_element_type)
     if shifted is not None:
         return shifted
-    x = api.transpose(x, dn.lhs_spec) if dn.lhs_spec != tuple(range(nd)) else x
-    w = api.transpose(w, dn.rhs_spec) if dn.rhs_spec != tuple(range(nd)) else w
+    x, w = _permuted(x, dn.lhs_spec), _permuted(w, dn.rhs_spec)
     if any(p != (0, 0) for p in pads) or ldil != (1,) * ns:
         cfg = [
             (0, 0, 0),

@@ -868,7 +868,7 @@ def _transposed_product(lw: Lowering, e: Eqn) -> bool:
 
 
 def _copy_transposes(lw: Lowering, e: Eqn) -> None:
-    """Lower the transposes the group claimed (:func:`_claim_transposes`) as kernels after
+    """Lower the transposes the group claimed (:func:`_claim_operands`) as kernels after
     all, for a path that reads A and B as they are."""
     for x in e.inputs:
         tr = lw.windows.pop(x, None) if isinstance(x, Var) else None
@@ -1781,7 +1781,7 @@ def _group_rule(lw: Lowering, eqns: list[Eqn]) -> bool:
     return lower_matmul(lw, eqns[0], eqns[1:])
 
 
-def _claim_transposes(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[Eqn]:
+def _claim_operands(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[Eqn]:
     """The transposes that make a cube matmul's A or B and keep the source's last axis as one
     of its last two (``x @ w.T``, the weight and activation transposes of a backward pass,
     head splits): the cube core loads the source's blocks and cuts its L0 steps from them
@@ -1827,4 +1827,4 @@ def _claim_transposes(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[
 register_rule("tile", "matmul")(KernelRule(_matmul_rule))
 GROUP_RULES.append(_group_rule)
 HEAD_EPILOGUES.append(lower_head_epilogue)
-GROUP_WINDOWS.append(_claim_transposes)
+GROUP_WINDOWS.append(_claim_operands)
