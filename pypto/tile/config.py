@@ -18,8 +18,11 @@ walked in bands of ``G`` tile rows, column by column inside a band (the largest 
 tile rows up to ``G``), so the clusters working at once share operand blocks in L2;
 ``swizzle=1`` is row-major order. ``read_ahead=False`` keeps the vector cores of a matmul
 from reading its operand blocks into L2 ahead of the cube (by default they do, where the order
-and the sizes allow: :mod:`pypto.tile.matmul`). By default buffers are doubled where they fit
-and the band is about √clusters tall.
+and the sizes allow: :mod:`pypto.tile.matmul`). ``split_k=S`` cuts a matmul's K into ``S`` runs
+of whole K blocks, each on its own cluster, whose float32 partial products a vector kernel adds
+up (``split_k=1``: never; by default the compiler splits a product whose output tiles are too
+few to keep the clusters busy and whose K is long). By default buffers are doubled where they
+fit and the band is about √clusters tall.
 
 >>> import pypto as pto
 >>> with pto.tile_shapes(vec=(8, 256)):
@@ -63,6 +66,8 @@ class TileConfig:
     attn: tuple[int, int, int, int] | None = None
     """(bq, bk, g, s); s = 0: the split of the keys is the compiler's choice"""
     read_ahead: bool | None = None
+    split_k: int | None = None
+    """K runs of a matmul (1: unsplit); None: the compiler's choice"""
 
     def merged(self, other: TileConfig) -> TileConfig:
         return TileConfig(
@@ -74,6 +79,7 @@ class TileConfig:
             swizzle=other.swizzle if other.swizzle is not None else self.swizzle,
             attn=other.attn if other.attn is not None else self.attn,
             read_ahead=other.read_ahead if other.read_ahead is not None else self.read_ahead,
+            split_k=other.split_k if other.split_k is not None else self.split_k,
         )
 
 
@@ -152,11 +158,13 @@ def reset_tile_shapes() -> None:
 
 
 def parse(tile: Any) -> TileConfig:
-    """A ``tile=`` argument of ``pto.jit``: a TileConfig, a dict with ``vec``/``cube`` (and the
-    scheduling knobs ``double_buffer``/``swizzle``/``read_ahead``), or None.
+    """A ``tile=`` argument of ``pto.jit``: a TileConfig, a dict with ``vec``/``cube``/``attn``
+    (and the scheduling knobs ``double_buffer``/``swizzle``/``read_ahead``/``split_k``), or
+    None.
 
-    >>> parse(dict(vec=(8, 256), double_buffer=False, swizzle=4))
-    TileConfig(vec=(8, 256), cube=None, double_buffer=False, swizzle=4, attn=None, read_ahead=None)
+    >>> cfg = parse(dict(vec=(8, 256), double_buffer=False, swizzle=4, split_k=2))
+    >>> cfg.vec, cfg.double_buffer, cfg.swizzle, cfg.split_k, cfg.cube
+    ((8, 256), False, 4, 2, None)
     >>> parse(dict(attn=(128, 64))).attn  # (bq, bk, g, s): s = 0, the compiler's split
     (128, 64, 1, 0)
     """
@@ -165,13 +173,14 @@ def parse(tile: Any) -> TileConfig:
     if isinstance(tile, TileConfig):
         return tile
     if isinstance(tile, dict):
-        bad = set(tile) - {"vec", "cube", "double_buffer", "swizzle", "attn", "read_ahead"}
+        known = {"vec", "cube", "double_buffer", "swizzle", "attn", "read_ahead", "split_k"}
+        bad = set(tile) - known
         if bad:
             raise TileError(
                 f"unknown tile setting {sorted(bad)}",
                 op="jit",
-                hint="use vec=..., cube=..., attn=..., double_buffer=..., swizzle=... and "
-                "read_ahead=...",
+                hint="use vec=..., cube=..., attn=..., double_buffer=..., swizzle=..., "
+                "read_ahead=... and split_k=...",
             )
         attn = _attn(tile["attn"]) if tile.get("attn") is not None else None
         vec = _vec(tuple(tile["vec"])) if tile.get("vec") is not None else None
@@ -188,7 +197,14 @@ def parse(tile: Any) -> TileConfig:
                 op="jit",
                 hint="swizzle=1 is row-major order; swizzle=4 walks bands of 4 tile rows",
             )
-        return TileConfig(vec, cube, db, sw, attn, ra)
+        sk = tile.get("split_k")
+        if sk is not None and (isinstance(sk, bool) or not isinstance(sk, int) or sk <= 0):
+            raise TileError(
+                f"split_k={sk!r} is not a positive integer",
+                op="jit",
+                hint="split_k=1 keeps each matmul's K on one cluster; split_k=4 cuts it in 4 runs",
+            )
+        return TileConfig(vec, cube, db, sw, attn, ra, sk)
     raise TileError(
         f"tile={tile!r} is not a tile setting",
         op="jit",
@@ -237,6 +253,7 @@ def hint(
                 ("swizzle", cfg.swizzle),
                 ("attn", cfg.attn),
                 ("read_ahead", cfg.read_ahead),
+                ("split_k", cfg.split_k),
             )
             if v is not None
         )
@@ -264,6 +281,7 @@ def from_hint(h: tuple[tuple[str, Any], ...]) -> TileConfig:
         d.get("swizzle"),
         d.get("attn"),
         d.get("read_ahead"),
+        d.get("split_k"),
     )
 
 

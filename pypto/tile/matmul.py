@@ -33,7 +33,10 @@ shapes, picked per grid point by 0/1-trip loops). So awkward sizes (1000 x 3000 
 tiles in one wave (24 of 176 x 175) instead of equal tiles in two (40 of 125 x 140). The vector
 cores read the operand blocks into L2 ahead of the cube, so that its loads hit L2 rather than
 wait for HBM: each block once per band of tile rows, beside an epilogue too
-(:func:`_read_ahead`; ``tile=dict(read_ahead=False)`` turns it off).
+(:func:`_read_ahead`; ``tile=dict(read_ahead=False)`` turns it off). A product without an
+epilogue whose output tiles are too few for the clusters, over a long K, may be split along K
+(:func:`_lower_split`; ``tile=dict(split_k=S)`` asks for ``S`` runs): each run of each tile is
+a grid point, and a vector kernel adds the runs' float32 partial products.
 
 The chosen tiles are in the kernel's header; the efficiency (roofline cycles / simulated
 cycles) comes from a timing-only profile — on ``ascend910b`` with 4096 x 4096 x 4096 for the
@@ -76,6 +79,7 @@ from pypto.tile.ir import (
     gate,
     stores_by_first_sub,
 )
+from pypto.tile.layout import tile_bytes
 from pypto.tile.lower import (
     GROUP_RULES,
     GROUP_WINDOWS,
@@ -175,9 +179,13 @@ class CubeTiles:
     reuse: int = 1
     """output tiles in a row that share one ``[m1, K]`` block of A kept in L1 (chosen
     automatically when the whole K of A fits, cutting the A traffic by this factor)"""
+    split: int = 1
+    """runs of whole K blocks that K is cut into, each its own grid point (split K: a vector
+    kernel adds the runs' float32 partial products up, :func:`_lower_split`)"""
 
     def text(self) -> tuple[tuple[str, int], ...]:
-        extra = (("reuse", self.reuse),) if self.reuse > 1 else ()
+        extra: tuple[tuple[str, int], ...] = (("reuse", self.reuse),) if self.reuse > 1 else ()
+        extra += (("split", self.split),) if self.split > 1 else ()
         return (
             ("m", self.m1),
             ("k", self.k1),
@@ -264,9 +272,11 @@ def _k_loop(
     mms: Callable[[str], tuple[Stmt, ...]],
     KB: int,
     KK: int,
+    end: Expr | None = None,
 ) -> For:
     """The K loops of one output tile: ``KB`` L1 blocks (``loads``), each ``KK`` L0 steps
-    (``cuts``, then the matmuls ``mms(op)`` on registers ``%kb``/``%kk``)."""
+    (``cuts``, then the matmuls ``mms(op)`` on registers ``%kb``/``%kk``); ``end``: the
+    blocks when they are a register's (at most ``KB``: a split K's last run is shorter)."""
     step: list[Stmt]
     if KB * KK == 1:
         step = [*cuts, *mms("TMATMUL")]
@@ -280,7 +290,7 @@ def _k_loop(
             For("i1", Expr(), Expr.reg("z"), 1, mms("TMATMUL_ACC")),
         ]
     inner = For("kk", Expr(), Expr.of(KK), 1, tuple(step))
-    return For("kb", Expr(), Expr.of(KB), 1, (*loads, inner))
+    return For("kb", Expr(), Expr.of(KB) if end is None else end, 1, (*loads, inner))
 
 
 def _by_flag(flag: str, site: str, full: Sequence[Stmt], part: Sequence[Stmt]) -> list[Stmt]:
@@ -304,6 +314,86 @@ def _extents(size: int, tile: int) -> list[int]:
     return [tile] if last == tile else [tile, last]
 
 
+def _runs(K: int, k1: int, split: int) -> tuple[int, int]:
+    """(K blocks per run, runs) when K's ``k1`` blocks are cut into at most ``split`` runs of
+    equal length but the last."""
+    kb = K // k1
+    per = -(-kb // split)
+    return per, -(-kb // per)
+
+
+def _split_geom(g: Geom, runs: int, k: int) -> Geom:
+    """The iteration space of one K run of ``k`` columns: the runs as an outer batch axis that
+    A and B do not step (the run's K offset does) and the partial products do (each run holds
+    every batch's ``[M, N]``)."""
+    return Geom(
+        (runs, *g.batch),
+        (0, *g.a_strides),
+        (0, *g.b_strides),
+        (g.points, *g.c_strides),
+        g.M,
+        k,
+        g.N,
+    )
+
+
+def _split_sum_cycles(m: Machine, runs: int, rows: int, cols: int) -> float:
+    """Cycles of the vector kernel that adds ``runs`` float32 partial products ``[rows, cols]``
+    (read and written at the vector cores' L2 rates, shared) and of the barrier before it."""
+    nbytes = (runs + 1) * rows * cols * 4
+    rate = min(m.l2_bytes_per_cycle, m.n_aiv * min(m.l2_read, m.ub_gm))
+    return m.barrier_latency + (runs + 2) * m.dma_latency + nbytes / rate
+
+
+SPLIT_MARGIN = 1.15
+"""How much cheaper than the best unsplit tiles a split K must look under the estimate: the
+sum kernel's barrier and a second launch are what the simple model knows least well."""
+
+
+def _split_total(
+    total: float,
+    t: CubeTiles,
+    g: Geom,
+    gs: Geom,
+    d: dt.DType,
+    m: Machine,
+    cold: tuple[bool, bool],
+) -> float:
+    """The estimate of split-K tiles ``t`` (``total`` from :func:`_estimate` on the runs'
+    geometry ``gs``) with the partial products' sum and :data:`SPLIT_MARGIN`. Of an operand
+    that comes from HBM (``cold``: A's, B's), each point's blocks are first touches, which
+    its cluster's cores read at the per-core miss rate (``gm_read``; the vector cores read
+    ahead) and all of them at HBM's bandwidth; without a split, the few large points re-read
+    blocks that others brought into L2."""
+    ca, cb = cold
+    if ca or cb:
+        points = gs.points * -(-g.M // t.m1) * -(-g.N // t.n1)
+        waves = -(-points // m.clusters)
+        blocks = gs.K // t.k1
+        # the cube core and, reading ahead, its vector cores each miss at gm_read
+        rate = min(m.l2_read, m.gm_read * (1 + m.aiv_per_cluster))
+        miss, hit = (t.m1 * ca + t.n1 * cb), (t.m1 * (not ca) + t.n1 * (not cb))
+        first = blocks * 2 * m.dma_latency + gs.K * d.itemsize * (miss / rate + hit / m.l2_read)
+        hbm = g.points * (g.M * ca + g.N * cb) * g.K * d.itemsize / m.hbm_bytes_per_cycle
+        total = max(total, waves * first, hbm)
+    return (total + _split_sum_cycles(m, t.split, g.points * g.M, g.N)) * SPLIT_MARGIN
+
+
+SPLIT_MIN_K = 1024
+"""K below which a matmul is never split (its runs would be shorter than their overheads)."""
+
+
+def _split_candidates(g: Geom, m: Machine) -> list[int]:
+    """Run counts worth trying for a matmul without an epilogue: none (``[1]``) unless K is
+    long and tiles of 128 x 128 would leave clusters idle."""
+    tiles = g.points * -(-g.M // 128) * -(-g.N // 128)
+    if g.K < SPLIT_MIN_K or tiles >= m.clusters:
+        return [1]
+    # the partial products stay in L2 for the sum
+    most = m.l2_bytes // 4 // (g.points * g.M * g.N * 4)
+    return [1, *(r for r in range(2, min(m.clusters, most) + 1) if r * tiles <= 2 * m.clusters)]
+
+
 def choose_cube_tiles(
     g: Geom,
     d: dt.DType,
@@ -311,12 +401,17 @@ def choose_cube_tiles(
     epilogue: Callable[[int, int], tuple[bool, float]] | None,
     epilogue_edges: bool = False,
     k_part: int = 0,
+    splits: Sequence[int] = (1,),
+    cold: tuple[bool, bool] = (True, True),
 ) -> CubeTiles:
     """The cheapest tiles under :func:`_estimate` among divisors of M, K and N that fit the
     buffers (double-buffered L0A/L0B/L1; with an epilogue, even m1 and its UB need), and
     edge tiles that need not divide M and N (with an epilogue only where ``epilogue_edges``,
     every extent's rows even and its UB need met). With ``k_part``, A is read in parts of
-    that many K columns (:func:`_shifted_parts`): K blocks divide a part, and no reuse."""
+    that many K columns (:func:`_shifted_parts`): K blocks divide a part, and no reuse.
+    ``splits``: the counts of K runs to try (split K, :func:`_lower_split`; a count the
+    blocks of a K tile do not cut into is skipped for it), the partial products' sum
+    counted too; ``cold``: whether A and B are read from HBM (:func:`_split_total`)."""
     kdiv = k_part or g.K
     # tiles under 16 waste the cube's 16-wide fractal unless the axis is that short
     cands_m = [x for x in divisors(g.M) if min(16, g.M) <= x <= 512]
@@ -355,7 +450,13 @@ def choose_cube_tiles(
                     for j in divisors(kdiv // k0)
                     if (j == 1 or k0 * j <= 4096) and 2 * (m0 + n0) * k0 * j * s <= m.l1_bytes
                 ]
-                for j in sorted({js[0], js[-1]}) if js else []:
+                for j, split in (
+                    (j, sp) for j in (sorted({js[0], js[-1]}) if js else []) for sp in splits
+                ):
+                    per, runs = _runs(g.K, k0 * j, split)
+                    if runs != split:
+                        continue
+                    gs = g if runs == 1 else _split_geom(g, runs, per * k0 * j)
                     reuse = [1]
                     a_block = 2 * (m0 * g.K + k0 * j * n0) * d.itemsize
                     if (
@@ -363,12 +464,15 @@ def choose_cube_tiles(
                         and a_block <= m.l1_bytes
                         and not _edges(g, m0, n0)
                         and not k_part
+                        and runs == 1
                     ):
                         reuse += [r for r in divisors(g.N // n0) if 1 < r <= 8]
                     for r in reuse:
-                        tr = CubeTiles(m0, m0, k0, k0 * j, n0, n0, r)
+                        tr = CubeTiles(m0, m0, k0, k0 * j, n0, n0, r, runs)
                         # ties (an epilogue sets the pace) go to the least cube and DMA work
-                        total, work = _estimate(tr, g, d, m, vec)
+                        total, work = _estimate(tr, gs, d, m, vec)
+                        if runs > 1:
+                            total = _split_total(total, tr, g, gs, d, m, cold)
                         # then rows of B and C that fill an L2 line (wider n)
                         key = (round(total), -min(n0 * d.itemsize, m.l2_line_bytes), work)
                         if best is None or key < best[0]:
@@ -450,14 +554,50 @@ def cube_tiles(
     epilogue: Callable[[int, int], tuple[bool, float]] | None = None,
     epilogue_edges: bool = False,
     k_part: int = 0,
+    split_ok: bool = False,
+    cold: tuple[bool, bool] = (True, True),
 ) -> CubeTiles:
-    """The user's cube tiles, checked, or the automatic choice."""
+    """The user's cube tiles, checked, or the automatic choice; where ``split_ok`` (no
+    epilogue), K runs too: the user's ``split_k``, or the automatic choice among
+    :func:`_split_candidates` (only with automatic tiles; ``cold``: whether A and B come
+    from HBM)."""
+    m = lw.machine
+    user = lw.cfg.split_k if split_ok and lw.cfg.split_k != 1 else None
+    if not split_ok or lw.cfg.split_k == 1 or k_part:
+        splits = [1]
+    elif user is not None:
+        splits = [user]
+    else:
+        splits = [1] if lw.cfg.cube is not None else _split_candidates(g, m)
 
-    def auto() -> CubeTiles:
-        return choose_cube_tiles(g, d, lw.machine, epilogue, epilogue_edges, k_part)
+    def auto(splits: Sequence[int] = splits) -> CubeTiles:
+        return choose_cube_tiles(g, d, m, epilogue, epilogue_edges, k_part, splits, cold)
+
+    def no_runs(k1: int) -> TileError:
+        assert user is not None
+        kb = g.K // k1
+        ok = sorted({_runs(g.K, k1, r)[1] for r in range(1, kb + 1)})
+        shown = str(ok) if len(ok) <= 12 else str(ok[:12])[:-1] + ", ...]"
+        return TileError(
+            f"split_k={user} for a [{g.M},{g.K}] @ [{g.K},{g.N}] {d.short} matmul: its "
+            f"{kb} K blocks of {k1} do not cut into {user} runs of equal length but the last",
+            op="matmul",
+            hint=f"split_k in {shown}, or other cube tiles",
+        )
 
     if lw.cfg.cube is not None:
-        return _check_user(lw.cfg.cube, g, d, lw.machine, auto, epilogue)
+        t = _check_user(lw.cfg.cube, g, d, m, lambda: auto([1]), epilogue)
+        if user is not None:
+            runs = _runs(g.K, t.k1, user)[1]
+            if runs != user:
+                raise no_runs(t.k1)
+            t = replace(t, split=runs)
+        return t
+    if user is not None:
+        try:
+            return auto()
+        except TileError:
+            raise no_runs(auto([1]).k1) from None
     return auto()
 
 
@@ -491,8 +631,14 @@ class _Order:
     """the band height in tile rows (1: row-major)"""
 
     @staticmethod
-    def of(g: Geom, mt: int, nt: int, clusters: int, swizzle: int | None = None) -> _Order:
+    def of(
+        g: Geom, mt: int, nt: int, clusters: int, swizzle: int | None = None, runs: int = 1
+    ) -> _Order:
+        """The order of ``mt x nt`` tiles per batch (``runs`` > 1: split K, the run ``%ks``
+        the outermost grid axis)."""
         batch = [(f"b{i}", n) for i, n in enumerate(g.batch)]
+        if runs > 1:
+            batch.insert(0, ("ks", runs))
         # the user's band height (tile=dict(swizzle=G)), else about √clusters; a divisor of mt
         most = swizzle if swizzle is not None else math.isqrt(clusters)
         group = max(x for x in divisors(mt) if x <= most)
@@ -512,9 +658,9 @@ class _Order:
                 SOp("SMOV", "m", (Expr.reg("mb") * group + Expr.reg("mi"),)),
             )
             lin = t
-        for i in reversed(range(len(g.batch))):
-            lin = lin + Expr.reg(f"b{i}") * inner
-            inner *= g.batch[i]
+        for reg, n in reversed(batch):
+            lin = lin + Expr.reg(reg) * inner
+            inner *= n
         return _Order(grid, head, lin, group if len(grid) == len(batch) + 1 else 1)
 
     def slot(self) -> list[Stmt]:
@@ -550,6 +696,9 @@ class _Cube:
     lift: int = 0
     """part 0's rows below the lowest part's (where the operand's window starts), when some
     steps go up: a transposed convolution's parts, the input gradient's"""
+    kb_end: Expr | None = None
+    """the K blocks of this grid point when a register holds them (split K: the run's; the
+    operands' windows start at the run)"""
 
     def digits(self, part: Expr) -> tuple[list[Stmt], Expr]:
         """Scalar code that splits the part index ``part`` into its digits (``%pd<i>``; the
@@ -710,7 +859,7 @@ class _Cube:
                 TOp(op, acc[i][j], (a0[i], b0[j]), self.loc) for i in range(im) for j in range(jn)
             )
 
-        k_loop = _k_loop(loads, cuts, mms, KB, KK)
+        k_loop = _k_loop(loads, cuts, mms, KB, KK, self.kb_end)
         if whole:
             return [a_load, For("nn", Expr(), Expr.of(t.reuse), 1, (k_loop, *stores))]
         return [k_loop, *stores]
@@ -783,7 +932,7 @@ class _Cube:
         def mms(op: str) -> tuple[Stmt, ...]:
             return tuple(both(lambda me, ne: [TOp(op, acc(me, ne), (a0(me), b0(ne)), self.loc)]))
 
-        k_loop = _k_loop(loads, cuts, mms, g.K // t.k1, t.k1 // t.k0)
+        k_loop = _k_loop(loads, cuts, mms, g.K // t.k1, t.k1 // t.k0, self.kb_end)
         stores = both(lambda me, ne: [TStore(c[0], c[1], c[2], acc(me, ne), self.loc)])
         return [*head, k_loop, *stores]
 
@@ -1170,8 +1319,8 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     group = [e, *(epilogue or [])]
     used = used_outside(lw.func, group)
     if epilogue:
-        if b.aval.ndim == 1:
-            return False
+        if b.aval.ndim == 1 or (lw.cfg.split_k or 1) > 1:
+            return False  # (the user's split K: its runs' sum is a kernel of its own)
         plan = plan_row(lw, epilogue, used)
         if (
             plan is None
@@ -1188,7 +1337,7 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     # not for one-row outputs or operands read at the row modulo a period
     edges_ok = g.M > 1 and (plan is None or not plan.period)
     try:
-        t = cube_tiles(lw, g, d, need, edges_ok)
+        t = cube_tiles(lw, g, d, need, edges_ok, split_ok=need is None, cold=_cold(lw, e))
     except TileError:
         if lw.cfg.cube is not None and _cube_fits(lw, g, d, need, edges_ok):
             raise  # the user's tiles do not fit, and others would: say so
@@ -1206,6 +1355,9 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     h = max(1, t.m1 // lw.machine.aiv_per_cluster)
     if plan is not None and any(p % h for p in plan.period.values()):
         return False
+    if t.split > 1:
+        _lower_split(lw, e, g, t, d)
+        return True
     if _edges(g, t.m1, t.n1):
         return _lower_edges(lw, e, g, t, d, (plan, ws_dt, used) if handoff else None)
     ga, gb, c_row = _cube_operands(lw, e, g, t)
@@ -1429,6 +1581,147 @@ def _lower_edges(
     return True
 
 
+def _cold(lw: Lowering, e: Eqn) -> tuple[bool, bool]:
+    """Whether each operand of matmul ``e`` (or what it reads through a claimed transpose) is
+    a parameter of the program or a constant, so its first reads come from HBM; one that an
+    earlier kernel wrote is taken to be in L2 still."""
+    params = set(lw.func.params)
+    out = []
+    for x in e.inputs:
+        tr = lw.windows.get(x) if isinstance(x, Var) else None
+        src = tr.inputs[0] if tr is not None else x
+        out.append(not isinstance(src, Var) or src in params)
+    return out[0], out[1]
+
+
+def _at_k(op: tuple[str, Expr, Expr], k: Expr, rows: bool) -> tuple[str, Expr, Expr]:
+    """An operand's window moved ``k`` along K: down its rows (A stored ``[K, M]``, B as it
+    is) or along its columns."""
+    buf, row, col = op
+    return (buf, row + k, col) if rows else (buf, row, col + k)
+
+
+def _lower_split(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, d: dt.DType) -> None:
+    """Split K: a product whose output tiles are too few for the clusters, over a long K, as
+    ``t.split`` runs of K blocks, each run of each output tile a grid point (``%ks``, the
+    outermost axis). Each point stores its float32 partial product (the accumulator as it is,
+    int32 for int8) into a workspace of ``[runs * rows, N]``, and a vector kernel adds the
+    runs up and rounds once to the result's dtype (:func:`_split_sum`). The runs are equal
+    but the last, which the K loop's bound ``%kn`` shortens."""
+    m = lw.machine
+    acc_dt = _acc_dtype(d)
+    assert acc_dt is not None
+    KB = g.K // t.k1
+    per, runs = _runs(g.K, t.k1, t.split)
+    mt, nt = -(-g.M // t.m1), -(-g.N // t.n1)
+    rows = g.points * g.M
+    ws = lw.new_buffer("splitk", acc_dt, runs * rows * g.N)
+    lw.views[ws] = (runs * rows, g.N)
+    ks = Expr.reg("ks")
+    k0 = ks * (per * t.k1)
+    sa, sb = _transposed(lw, e)
+    ta, tb = sa is not None and sa[2], sb is not None and sb[2]
+    m_row, n_col = Expr.reg("m") * t.m1, Expr.reg("n") * t.n1
+    ms = {t.m1, g.M - (mt - 1) * t.m1}
+    ns = {t.n1, g.N - (nt - 1) * t.n1}
+    ga = {me: _at_k(_a_operand(lw, e, g, me, t.k1, m_row, sa), k0, ta) for me in ms}
+    gb = {ne: _at_k(_b_operand(lw, e, g, t.k1, ne, n_col, sb), k0, not tb) for ne in ns}
+    c_row = ks * rows + g.rows(g.c_strides, g.M) + m_row
+    head: list[Stmt] = []
+    end = None
+    if KB % per:  # the last run is shorter
+        head.append(SOp("SMIN", "kn", (Expr.of(KB) + ks * (-per), Expr.of(per))))
+        end = Expr.reg("kn")
+    cube = _Cube(replace(g, K=per * t.k1), t, d, e.loc, ta, tb, kb_end=end)
+    order = _Order.of(g, mt, nt, m.clusters, lw.cfg.swizzle, runs)
+    if _edges(g, t.m1, t.n1):
+        body = cube.edge_body(ga, gb, (ws, c_row, n_col))
+    else:
+        acc = cube.accs()
+        stores: list[Stmt] = [
+            TStore(ws, c_row + i * t.m0, n_col + j * t.n0, acc[i][j], e.loc)
+            for i in range(len(acc))
+            for j in range(len(acc[0]))
+        ]
+        body = cube.body(ga[t.m1], gb[t.n1], stores)
+    sections = [Section("aic", (*order.head, *head, *body))]
+    cold = _cold(lw, e)
+    if lw.cfg.read_ahead is not False and any(cold) and t.m1 <= g.M and t.n1 <= g.N:
+        # the vector cores read the point's K blocks of an operand that comes from HBM into
+        # L2 ahead of the cube, in turns: each run reads its blocks once, all first touches
+        # (of an operand an earlier kernel wrote, the reads would only crowd L2)
+        pk, nv = Expr.reg("pk"), m.aiv_per_cluster
+        a1 = TileVar("a1", Space.L1, d, cube.a_block(t.m1, t.k1))
+        b1 = TileVar("b1", Space.L1, d, cube.b_block(t.k1, t.n1))
+        edges = _edges(g, t.m1, t.n1)
+        reads: list[Stmt] = []
+        if cold[0]:
+            reads += _prefetch(lw, "pfa", cube.load_a(a1, ga[t.m1], pk * t.k1), edges)
+        if cold[1]:
+            reads += _prefetch(lw, "pfb", cube.load_b(b1, gb[t.n1], pk * t.k1), edges)
+        loop = For("pk", Expr.reg("sub"), end or Expr.of(per), nv, tuple(reads))
+        sections.append(Section("aiv", (*order.head, *head, loop)))
+    lw.add_kernel(_cube_kernel(lw.fresh("matmul"), e, g, t, order, sections))
+    _split_sum(lw, ws, acc_dt, runs, rows, g.N, e)
+
+
+def _split_sum(
+    lw: Lowering, ws: str, ad: dt.DType, runs: int, rows: int, cols: int, e: Eqn
+) -> None:
+    """The vector kernel that adds the ``runs`` partial products ``[rows, cols]`` stacked in
+    ``ws`` and stores their sum, cast once to the result's dtype, into the result: tiles of
+    whole rows where they fit, as many as keep every vector core busy."""
+    m = lw.machine
+    od = e.out.aval.dtype
+    out = lw.buffer(e.out)
+    olay = lw.view(out, (rows, cols))
+    cap = max(1, tile_bytes(m) // ad.itemsize)
+    tc = cols
+    if cols > cap:
+        tc = max(
+            (x for x in divisors(cols) if x <= cap and x * od.itemsize % m.align_bytes == 0),
+            default=1,
+        )
+    trs = [x for x in divisors(rows) if x * tc <= cap] or [1]
+    busy = [x for x in trs if rows // x * (cols // tc) >= lw.workers("aiv")]
+    tr = max(busy) if busy else min(trs)
+    grid = tuple((r, n) for r, n in (("r", rows // tr), ("c", cols // tc)) if n > 1)
+    row0 = Expr.reg("r") * tr if rows > tr else Expr()
+    col0 = Expr.reg("c") * tc if cols > tc else Expr()
+    acc = TileVar("acc", Space.UB, ad, (tr, tc))
+    x = TileVar("x", Space.UB, ad, (tr, tc))
+    body: list[Stmt] = [
+        TLoad(acc, ws, row0, col0, e.loc),
+        For(
+            "ks",
+            Expr.of(1),
+            Expr.of(runs),
+            1,
+            (
+                TLoad(x, ws, Expr.reg("ks") * rows + row0, col0, e.loc),
+                TOp("TADD", acc, (acc, x), e.loc),
+            ),
+        ),
+    ]
+    res = acc
+    if od is not ad:
+        res = TileVar("y", Space.UB, od, (tr, tc))
+        body.append(TOp("TCVT", res, (acc,), e.loc))
+    w = window(olay, cols, (tr, tc), row0, col0)
+    assert w is not None, (olay, cols, tr, tc)
+    body.append(TStore(out, w[1], w[2], TileVar(res.name, Space.UB, od, w[0]), e.loc))
+    lw.add_kernel(
+        Kernel(
+            lw.fresh("split_sum"),
+            "reduce",
+            grid or (("r", 1),),
+            (Section("aiv", tuple(body)),),
+            (("rows", tr), ("cols", tc)),
+            loc=e.loc,
+        )
+    )
+
+
 def _result(lw: Lowering, e: Eqn, g: Geom, t: CubeTiles, c_row: Expr) -> tuple[str, Expr, Expr]:
     """Where the fixpipe stores the result's tiles: its own buffer at ``c_row``, or — for a
     batched product whose only reader merges heads (``[h, s, d] -> [s, h, d]``) — straight
@@ -1455,6 +1748,29 @@ def _ring(lw: Lowering, t: CubeTiles, ws_dt: dt.DType) -> tuple[str, Expr]:
     ws = lw.new_buffer("ws", ws_dt, m.clusters * 2 * t.m1 * t.n1)
     lw.views[ws] = (m.clusters * 2 * t.m1, t.n1)
     return ws, Expr.reg("blk") * (2 * t.m1) + Expr.reg("slot") * t.m1
+
+
+def _prefetch(lw: Lowering, name: str, load: TLoad, edges: bool) -> tuple[Stmt, ...]:
+    """A cube core's ``load`` of an operand block, read by a vector core into L2 ahead of it:
+    a loop over a few of its rows at a time into a scratch UB tile nothing uses (small beside
+    an epilogue's). With partial edge tiles a window past the end of the buffer's view shifts
+    back inside it, covering the edge tile's rows and columns."""
+    d = load.dst.dtype
+    cap = lw.machine.ub_bytes // 16
+    rows, cols = load.dst.shape
+    x = max(r for r in divisors(rows) if r * cols * d.itemsize <= cap or r == 1)
+    pfx = TileVar(name, Space.UB, d, (x, cols))
+    row, col = load.row + Expr.reg("pr"), load.col
+    clamp: list[Stmt] = []
+    if edges:
+        vr, vc = lw.views[load.tensor]
+        clamp = [
+            SOp("SMIN", "pr1", (row, Expr.of(vr - x))),
+            SOp("SMIN", "pc1", (col, Expr.of(vc - cols))),
+        ]
+        row, col = Expr.reg("pr1"), Expr.reg("pc1")
+    step = (*clamp, TLoad(pfx, load.tensor, row, col))
+    return (For("pr", Expr(), Expr.of(rows), x, step),)
 
 
 def _read_ahead(
@@ -1519,29 +1835,11 @@ def _read_ahead(
     # for every size): racing through the grid only when everything it reads stays in L2
     a_bands = bands if fits or not racing else 0
     b_bands = 1 if fits else a_bands
-    cap = m.ub_bytes // 16  # a scratch tile beside the epilogue's
     pk, sub, n = Expr.reg("pk"), Expr.reg("sub"), Expr.reg("n")
     edges = bool(g.M % t.m1 or g.N % t.n1)
 
     def reads(name: str, load: TLoad) -> tuple[Stmt, ...]:
-        """The cube's own load of K block ``%pk`` (``load``), as a loop over a few of its
-        rows at a time into the scratch tile (which stays small beside an epilogue's). With
-        partial edge tiles a window past the end of the buffer's view shifts back inside it,
-        covering the edge tile's rows and columns."""
-        rows, cols = load.dst.shape
-        x = max(r for r in divisors(rows) if r * cols * s <= cap or r == 1)
-        pfx = TileVar(name, Space.UB, d, (x, cols))
-        row, col = load.row + Expr.reg("pr"), load.col
-        clamp: list[Stmt] = []
-        if edges:
-            vr, vc = lw.views[load.tensor]
-            clamp = [
-                SOp("SMIN", "pr1", (row, Expr.of(vr - x))),
-                SOp("SMIN", "pc1", (col, Expr.of(vc - cols))),
-            ]
-            row, col = Expr.reg("pr1"), Expr.reg("pc1")
-        step = (*clamp, TLoad(pfx, load.tensor, row, col))
-        return (For("pr", Expr(), Expr.of(rows), x, step),)
+        return _prefetch(lw, name, load, edges)
 
     a1 = TileVar("a1", Space.L1, d, cube.a_block(t.m1, t.k1))
     b1 = TileVar("b1", Space.L1, d, cube.b_block(t.k1, t.n1))

@@ -49,7 +49,7 @@ class TuneSettings:
     ``machine`` is a preset name or a :class:`~pypto.npu.Machine`; ``clusters`` (1 AIC + 2 AIV
     each) overrides its cluster count; ``vec`` is the vector tile ``(rows, cols)`` and ``cube``
     the matmul tiles ``([m0, m1], [k0, k1], [n0, n1])`` (None: chosen automatically);
-    ``double_buffer``, ``swizzle`` and ``read_ahead`` are the scheduling knobs of
+    ``double_buffer``, ``swizzle``, ``read_ahead`` and ``split_k`` are the scheduling knobs of
     :mod:`pypto.tile.config`.
 
     >>> TuneSettings(machine="ascend910b", clusters=4).target().describe()  # doctest: +ELLIPSIS
@@ -63,6 +63,7 @@ class TuneSettings:
     double_buffer: bool = True
     swizzle: int | None = None
     read_ahead: bool = True
+    split_k: int | None = None
 
     def target(self) -> Machine:
         """The machine these settings run on."""
@@ -79,6 +80,7 @@ class TuneSettings:
             double_buffer=self.double_buffer,
             swizzle=self.swizzle,
             read_ahead=self.read_ahead,
+            split_k=self.split_k,
         )
 
     def __str__(self) -> str:
@@ -91,6 +93,8 @@ class TuneSettings:
         parts.append(f"swizzle {self.swizzle or 'auto'}")
         if not self.read_ahead:
             parts.append("no read-ahead")
+        if self.split_k is not None:
+            parts.append(f"split K {self.split_k}")
         return ", ".join(parts)
 
 
@@ -181,7 +185,7 @@ def _options(value: int | None) -> list[int]:
 class Tuner(widgets.VBox):
     """The tuning widget (see :func:`tune`). Controls: ``machine``, ``clusters``,
     ``vec_auto``/``vec_rows``/``vec_cols``, ``cube_auto`` and ``cube[name]`` for ``m0 m1 k0 k1
-    n0 n1``, ``double_buffer``, ``read_ahead``, ``swizzle``. Read-outs: ``cycles``,
+    n0 n1``, ``double_buffer``, ``read_ahead``, ``swizzle``, ``split_k``. Read-outs: ``cycles``,
     ``efficiency``, ``error`` (empty when the last setting compiled) and ``image`` (the timeline
     PNG of the last good setting). ``result`` is the last :class:`TuneResult`, ``good`` the
     last one that ran; ``history`` every setting tried, in order.
@@ -250,6 +254,15 @@ class Tuner(widgets.VBox):
             description="swizzle (rows)",
             style=wide["style"],
         )
+        runs = sorted(
+            {1, 2, 3, 4, 6, 8, 12, 16, 24, *([settings.split_k] if settings.split_k else [])}
+        )
+        self.split_k = widgets.Dropdown(
+            options=[("auto", None), *((str(r), r) for r in runs)],
+            value=settings.split_k,
+            description="split K (runs)",
+            style=wide["style"],
+        )
         self.cycles = widgets.Label()
         self.efficiency = widgets.Label()
         self.status = widgets.HTML()
@@ -257,7 +270,14 @@ class Tuner(widgets.VBox):
         self.image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%"))
         for w in (self.machine, self.clusters, self.vec_rows, self.vec_cols):
             w.observe(self._changed, names="value")
-        for w in (self.vec_auto, self.cube_auto, self.double_buffer, self.swizzle, self.read_ahead):
+        for w in (
+            self.vec_auto,
+            self.cube_auto,
+            self.double_buffer,
+            self.swizzle,
+            self.read_ahead,
+            self.split_k,
+        ):
             w.observe(self._changed, names="value")
         for w in self.cube.values():
             w.observe(self._changed, names="value")
@@ -269,7 +289,7 @@ class Tuner(widgets.VBox):
                 widgets.HBox(
                     [self.cube_auto, c["m0"], c["m1"], c["k0"], c["k1"], c["n0"], c["n1"]]
                 ),
-                widgets.HBox([self.double_buffer, self.read_ahead, self.swizzle]),
+                widgets.HBox([self.double_buffer, self.read_ahead, self.swizzle, self.split_k]),
                 widgets.HBox([self.cycles, self.efficiency]),
                 self.status,
                 self.error,
@@ -294,6 +314,7 @@ class Tuner(widgets.VBox):
             double_buffer=self.double_buffer.value,
             swizzle=self.swizzle.value,
             read_ahead=self.read_ahead.value,
+            split_k=self.split_k.value,
         )
 
     def _changed(self, change: dict[str, Any]) -> None:
@@ -424,5 +445,6 @@ def tune(f: Callable[..., Any], *args: Any, machine: str | Machine | None = None
             double_buffer=cfg.double_buffer is not False,
             swizzle=cfg.swizzle,
             read_ahead=cfg.read_ahead is not False,
+            split_k=cfg.split_k,
         )
     return Tuner(f, args, start)

@@ -104,13 +104,17 @@ def test_tune_once_is_pure() -> None:
 
 def test_settings_map_to_jit_options() -> None:
     s = TuneSettings(machine="ascend910b", clusters=3, double_buffer=False, swizzle=4)
-    assert s.tile() == dict(vec=None, cube=None, double_buffer=False, swizzle=4, read_ahead=True)
+    assert s.tile() == dict(
+        vec=None, cube=None, double_buffer=False, swizzle=4, read_ahead=True, split_k=None
+    )
     m = s.target()
     assert (m.clusters, m.n_aiv, m.name) == (3, 6, "ascend910b-3c")
     assert str(s) == (
         "ascend910b with 3 clusters, vec auto, cube auto, double buffering off, swizzle 4"
     )
     assert str(replace(s, read_ahead=False)).endswith("swizzle 4, no read-ahead")
+    assert str(replace(s, split_k=3)).endswith("swizzle 4, split K 3")
+    assert replace(s, split_k=3).tile()["split_k"] == 3
 
 
 def test_knobs_keep_the_numbers_and_change_the_schedule() -> None:
