@@ -72,6 +72,8 @@ __all__ = [
     "expit",
     "factorial",
     "gamma",
+    "gammainc",
+    "gammaincc",
     "gammaln",
     "gammasgn",
     "i0",
@@ -174,6 +176,244 @@ def _stirling_rest(x: Any) -> Any:
     for c in _STIRLING[-2::-1]:
         acc = api.add(api.mul(acc, inv2), c)
     return api.div(acc, x)
+
+
+# ---------------------------------------------------------------- incomplete gamma
+# The regularized incomplete gamma functions P(a, x) and Q(a, x) = 1 - P, after Cephes'
+# igam/igamc (DiDonato and Morris's regions; Temme's uniform expansion near the transition for
+# large a), with fixed term counts so that they unroll into elementwise ops: P's series where
+# x < a (or x <= 1), Q's continued fraction where x > a and x > 1, Q's own series where x is
+# small and P near 1, and Temme's expansion for a > 20 within 30% of x = a, where the series
+# and the fraction would need about √a terms.
+_IGAM_SERIES = 64  # P's series: x/(a+n) <= 1.3 a/(a+n) (x = a+1 for a <= 20) falls below 1e-8
+_IGAM_CF_DEPTH = 64  # Q's continued fraction from x > max(a, 1), evaluated from this depth
+_IGAMC_SERIES = 20  # Q's series for x <= 1.1: 1.1^n / n! falls below 1e-18
+_TEMME_A = 20.0
+_TEMME_MU = 0.3
+# Temme's c₀(η) = 1/μ - 1/η and c₁(η) = 1/η³ - 1/μ³ - 1/μ² - 1/(12μ) (μ = x/a - 1, η²/2 =
+# μ - log1p(μ)), which cancel near η = 0, as polynomials in η on [-0.36, 0.30] (|μ| < 0.3;
+# Chebyshev fits of the closed forms at 50 digits, within 1e-14), highest power first
+_TEMME_C0 = (
+    8.834421089487991e-07,
+    -1.894660452853845e-06,
+    -2.1964014130536737e-06,
+    3.9195996383715945e-05,
+    -0.00017875439570647642,
+    0.000352733568341344,
+    0.001157407388595349,
+    -0.014814814813313135,
+    0.08333333333345906,
+    -0.33333333333333653,
+)
+_TEMME_C1 = (
+    -5.6435772482502905e-08,
+    -1.5792800234955699e-06,
+    7.660152683917956e-06,
+    -1.8101341286372767e-05,
+    -4.0259494424345156e-07,
+    0.0002057614173163997,
+    -0.0009902263198625506,
+    0.0026455026441809227,
+    -0.0034722222223375564,
+    -0.001851851851848936,
+)
+
+
+def _poly(x: Any, cs: tuple[float, ...]) -> Any:
+    acc: Any = cs[0]
+    for c in cs[1:]:
+        acc = api.add(api.mul(acc, x), c)
+    return acc
+
+
+def _log1pmx_near(mu: Any) -> Any:
+    """``log1p(μ) - μ`` for ``|μ| <= 0.3`` without cancellation: ``log1p(μ) = 2 atanh(u)``
+    with ``u = μ/(2+μ)``, and ``μ - 2u = u μ`` exactly."""
+    u = api.div(mu, api.add(mu, 2.0))
+    u2 = api.mul(u, u)
+    acc: Any = 1.0 / 15
+    for k in (13, 11, 9, 7, 5, 3):
+        acc = api.add(api.mul(acc, u2), 1.0 / k)
+    return api.sub(api.mul(api.mul(api.mul(u, u2), 2.0), acc), api.mul(u, mu))
+
+
+def _igam_log_factor(a: Any, x: Any) -> Any:
+    """``log(xᵃ e⁻ˣ / Γ(a))``. From ``a = 8`` up it is ``a (log1p(μ) - μ) + ½ log(a/2π)``
+    minus Stirling's remainder (``μ = x/a - 1``), so the two large terms of ``a log x - x -
+    gammaln(a)`` do not cancel."""
+    naive = api.sub(api.sub(api.mul(a, api.log(x)), x), lgamma(a))
+    big = api.greater_equal(a, 8.0)
+    ab = api.where(big, a, 8.0)
+    mu = api.div(api.sub(x, ab), ab)
+    near = api.less(api.abs(mu), _TEMME_MU)
+    # log(x/a) itself where x << a: log1p(μ) would lose x/a's low bits
+    tiny = api.less(mu, -0.5)
+    mid = api.where(near, 1.0, mu)
+    far = api.sub(
+        api.where(tiny, api.log(api.div(x, ab)), composite.log1p(api.where(tiny, 0.0, mid))), mid
+    )
+    l1 = api.where(near, _log1pmx_near(api.where(near, mu, 0.0)), far)
+    stirling = api.add(api.mul(ab, l1), api.mul(api.log(api.div(ab, 2 * math.pi)), 0.5))
+    return api.where(big, api.sub(stirling, _stirling_rest(ab)), naive)
+
+
+def _igam_series(a: Any, x: Any, log_f: Any) -> Any:
+    """``P = xᵃ e⁻ˣ / Γ(a + 1) · Σ xⁿ / ((a + 1) ⋯ (a + n))``, the sum nested from its
+    smallest terms, ``1 + r₁(1 + r₂(1 + ⋯))`` with ``rₙ = x/(a + n)``, so that each rounding
+    is relative to what is summed so far."""
+    total: Any = 1.0
+    for n in range(_IGAM_SERIES - 1, 0, -1):
+        total = api.add(api.mul(total, api.div(x, api.add(a, float(n)))), 1.0)
+    return api.mul(api.exp(api.sub(log_f, api.log(a))), total)
+
+
+def _igamc_fraction(a: Any, x: Any, log_f: Any) -> Any:
+    """``Q = xᵃ e⁻ˣ / Γ(a) / (x + 1 - a - 1(1 - a)/(x + 3 - a - 2(2 - a)/(x + 5 - a - ⋯)))``,
+    evaluated from a fixed depth."""
+    f = api.sub(api.add(x, float(2 * _IGAM_CF_DEPTH + 1)), a)
+    for k in range(_IGAM_CF_DEPTH, 0, -1):
+        num = api.mul(api.sub(float(k), a), float(k))
+        f = api.sub(api.sub(api.add(x, float(2 * k - 1)), a), api.div(num, f))
+    return api.div(api.exp(log_f), f)
+
+
+# ζ(2) … ζ(13): log Γ(1 + a) = -(Euler's constant) a + Σₖ (-1)ᵏ ζ(k) aᵏ / k
+_ZETAS = (
+    1.6449340668482264,
+    1.2020569031595942,
+    1.0823232337111381,
+    1.03692775514337,
+    1.0173430619844492,
+    1.008349277381923,
+    1.0040773561979444,
+    1.0020083928260821,
+    1.000994575127818,
+    1.0004941886041194,
+    1.000246086553308,
+    1.0001227133475785,
+)
+
+
+def _lgamma1p(a: Any) -> Any:
+    """``log Γ(1 + a)``: below 0.2 its Taylor series (within 1e-9; ``gammaln(1 + a)`` there
+    is a difference of terms near 1 that keeps only its absolute precision), else
+    ``gammaln``."""
+    small = api.less(api.abs(a), 0.2)
+    u = api.where(small, a, 0.0)
+    acc: Any = 0.0
+    for k in range(len(_ZETAS) + 1, 1, -1):
+        acc = api.mul(api.add(acc, (-1) ** k * _ZETAS[k - 2] / k), u)
+    series = api.mul(api.sub(acc, _EULER), u)
+    return api.where(small, series, lgamma(api.add(api.where(small, 1.0, a), 1.0)))
+
+
+def _igamc_series(a: Any, x: Any) -> Any:
+    """``Q`` for small ``x`` where ``P`` is near 1: ``-expm1(a log x - gammaln(a + 1))``
+    minus ``xᵃ / Γ(a) · Σ (-x)ⁿ / (n! (a + n))``."""
+    fac: Any = 1.0
+    total: Any = 0.0
+    for n in range(1, _IGAMC_SERIES):
+        fac = api.mul(fac, api.div(api.neg(x), float(n)))
+        total = api.add(total, api.div(fac, api.add(a, float(n))))
+    ax = api.mul(a, api.log(x))
+    head = api.neg(composite.expm1(api.sub(ax, _lgamma1p(a))))
+    return api.sub(head, api.mul(api.exp(api.sub(ax, lgamma(a))), total))
+
+
+def _igam_temme(a: Any, x: Any) -> tuple[Any, Any]:
+    """``(P, Q)`` by Temme's uniform expansion with two terms (``|x/a - 1| < 0.3``):
+    ``Q = ½ erfc(η √(a/2)) + e^(-aη²/2) / √(2πa) · (c₀(η) + c₁(η)/a)``, and ``P`` the same
+    with ``-η`` and the sum subtracted."""
+    mu = api.div(api.sub(x, a), a)
+    l1 = _log1pmx_near(mu)
+    eta = api.mul(api.sqrt(api.mul(l1, -2.0)), api.where(api.less(mu, 0.0), -1.0, 1.0))
+    z = api.mul(eta, api.sqrt(api.mul(a, 0.5)))
+    r = api.add(_poly(eta, _TEMME_C0), api.div(_poly(eta, _TEMME_C1), a))
+    r = api.mul(api.div(api.exp(api.mul(a, l1)), api.sqrt(api.mul(a, 2 * math.pi))), r)
+    return api.sub(api.mul(erfc(api.neg(z)), 0.5), r), api.add(api.mul(erfc(z), 0.5), r)
+
+
+def _igam(a: Any, x: Any) -> tuple[Any, Any]:
+    """``(P, Q)`` for ``0 < a < inf`` and ``0 < x < inf``: each region's method, every one fed
+    only its own region's inputs (so the others' NaN do not reach a gradient)."""
+    log_f = _igam_log_factor(a, x)
+    temme = composite.logical_and(
+        api.greater(a, _TEMME_A), api.less(api.abs(api.div(api.sub(x, a), a)), _TEMME_MU)
+    )
+    fraction = composite.logical_and(api.greater(x, 1.0), api.greater(x, a))
+    # Q's own series where x <= 1.1 and P is near 1 (Cephes' test)
+    xq = api.where(api.less_equal(x, 1.1), x, 1.0)
+    qs = composite.logical_and(
+        api.less_equal(x, 1.1),
+        api.where(
+            api.less_equal(x, 0.5),
+            api.greater_equal(api.div(-0.4, api.log(api.minimum(xq, 0.5))), a),
+            api.greater_equal(api.mul(xq, 1.1), a),
+        ),
+    )
+    series = composite.logical_not(composite.logical_or(temme, composite.logical_or(fraction, qs)))
+    p_s = _igam_series(api.where(series, a, 1.0), api.where(series, x, 0.5), log_f)
+    q_f = _igamc_fraction(api.where(fraction, a, 1.0), api.where(fraction, x, 2.0), log_f)
+    q_q = _igamc_series(api.where(qs, a, 0.5), api.where(qs, x, 0.5))
+    p_t, q_t = _igam_temme(api.where(temme, a, 100.0), api.where(temme, x, 100.0))
+    p = api.where(
+        temme, p_t, api.where(fraction, api.sub(1.0, q_f), api.where(qs, api.sub(1.0, q_q), p_s))
+    )
+    q = api.where(temme, q_t, api.where(fraction, q_f, api.where(qs, q_q, api.sub(1.0, p_s))))
+    return p, q
+
+
+def _igam_both(name: str, a: Any, x: Any) -> tuple[Any, Any, Any]:
+    """``(P, Q)`` with JAX's values off the interior: NaN for a negative or NaN argument or
+    ``a = inf``; at ``a = 0`` ``P = 1`` (NaN at ``x = 0``); at ``x = 0`` ``P = 0``; at
+    ``x = inf`` ``P = 1``; and the dtype to round to."""
+    (u, v), d = _wide(name, a, x)
+    bad = composite.logical_or(
+        composite.logical_or(api.less(u, 0.0), api.less(v, 0.0)),
+        composite.logical_or(
+            composite.logical_or(composite.isnan(u), composite.isnan(v)), composite.isposinf(u)
+        ),
+    )
+    zero_a, zero_x, inf_x = api.equal(u, 0.0), api.equal(v, 0.0), composite.isposinf(v)
+    edge = composite.logical_or(
+        composite.logical_or(bad, zero_a), composite.logical_or(zero_x, inf_x)
+    )
+    inside = composite.logical_not(edge)
+    p, q = _igam(api.where(inside, u, 1.0), api.where(inside, v, 1.0))
+    p_edge = api.where(zero_a, api.where(zero_x, math.nan, 1.0), api.where(zero_x, 0.0, 1.0))
+    p = api.where(bad, math.nan, api.where(inside, p, p_edge))
+    q = api.where(bad, math.nan, api.where(inside, q, api.sub(1.0, p_edge)))
+    return p, q, d
+
+
+def gammainc(a: Any, x: Any) -> Any:
+    """The regularized lower incomplete gamma function ``P(a, x) = ∫₀ˣ tᵃ⁻¹ e⁻ᵗ dt / Γ(a)``, as
+    ``jax.scipy.special.gammainc``: NaN for negative ``a`` or ``x``, 1 at ``a = 0`` (for
+    ``x > 0``). Computed in float32 by region — the series of ``P``, the continued fraction
+    of ``Q = 1 - P``, ``Q``'s series for small ``x``, and Temme's uniform expansion for
+    ``a > 20`` near ``x = a`` — so it stays accurate for large ``a``, where JAX's float32
+    result drifts (``gammainc(1e5, 1e5)``: 0.50042, JAX 0.4585). Differentiable in both
+    arguments.
+
+    >>> import pypto as pto
+    >>> gammainc(pto.tensor([1.0, 3.0, 100.0]), pto.tensor([1.0, 2.0, 100.0])).numpy()
+    array([0.6321203 , 0.32332343, 0.5132988 ], dtype=float32)
+    """
+    p, _, d = _igam_both("gammainc", a, x)
+    return _narrow(p, d)
+
+
+def gammaincc(a: Any, x: Any) -> Any:
+    """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``, as
+    ``jax.scipy.special.gammaincc``, computed directly in each region (not as ``1 - P``), so
+    its small values keep their precision: see :func:`gammainc`.
+
+    >>> import pypto as pto
+    >>> gammaincc(pto.tensor([1.0, 3.0, 2.0]), pto.tensor([1.0, 2.0, 30.0])).numpy()
+    array([3.6787969e-01, 6.7667657e-01, 2.9008631e-12], dtype=float32)
+    """
+    _, q, d = _igam_both("gammaincc", a, x)
+    return _narrow(q, d)
 
 
 def betaln(a: Any, b: Any) -> Any:

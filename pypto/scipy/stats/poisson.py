@@ -1,10 +1,13 @@
-"""The Poisson distribution (``jax.scipy.stats.poisson``): its mass function (the CDF needs
-the incomplete gamma function, which pypto does not have yet).
+"""The Poisson distribution (``jax.scipy.stats.poisson``): its mass function, and its
+distribution function through the regularized upper incomplete gamma function
+(:func:`pypto.scipy.special.gammaincc`).
 
 >>> import pypto as pto
 >>> from pypto.scipy.stats import poisson
 >>> poisson.pmf(pto.tensor([0.0, 2.0, 2.5]), 2.0).numpy()
 array([0.1353352, 0.2706704, 0.       ], dtype=float32)
+>>> poisson.cdf(pto.tensor([0.0, 2.0, 2.5]), 2.0).numpy()
+array([0.1353352, 0.6766766, 0.6766766], dtype=float32)
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ import math
 from typing import Any
 
 from pypto.ops import api, composite, lgamma, xlogy
+from pypto.scipy.special import gammaincc
 from pypto.scipy.stats._common import args
 
-__all__ = ["logpmf", "pmf"]
+__all__ = ["cdf", "logpmf", "pmf"]
 
 
 def logpmf(k: Any, mu: Any, loc: Any = 0) -> Any:
@@ -31,3 +35,13 @@ def logpmf(k: Any, mu: Any, loc: Any = 0) -> Any:
 def pmf(k: Any, mu: Any, loc: Any = 0) -> Any:
     """``exp(logpmf(k, mu, loc))``."""
     return api.exp(logpmf(k, mu, loc))
+
+
+def cdf(k: Any, mu: Any, loc: Any = 0) -> Any:
+    """``gammaincc(floor(k - loc) + 1, μ)``: the probability of at most ``k - loc`` events;
+    0 below 0."""
+    k, mu, loc = args("poisson.cdf", k, mu, loc)
+    x = api.sub(k, loc)
+    below = api.less(x, 0.0)
+    p = gammaincc(composite.floor(api.add(api.where(below, 0.0, x), 1.0)), mu)
+    return api.where(below, 0.0, p)
