@@ -1339,8 +1339,9 @@ def lower_matmul(lw: Lowering, e: Eqn, epilogue: list[Eqn] | None = None) -> boo
     try:
         t = cube_tiles(lw, g, d, need, edges_ok, split_ok=need is None, cold=_cold(lw, e))
     except TileError:
-        if lw.cfg.cube is not None and _cube_fits(lw, g, d, need, edges_ok):
-            raise  # the user's tiles do not fit, and others would: say so
+        user = lw.cfg.cube is not None or (need is None and (lw.cfg.split_k or 1) > 1)
+        if user and _cube_fits(lw, g, d, need, edges_ok):
+            raise  # the user's tiles or split do not fit, and others would: say so
         # no cube tiles fit at all (with the user's tiles too: they are for what the cube
         # runs), or none split evenly between the vector cores: unfused, or all vector
         if plan is not None:
@@ -1992,10 +1993,11 @@ def _vector_epilogue(
 def _vector_matmul(lw: Lowering, e: Eqn, g: Geom) -> None:
     """``C = A @ B`` on the vector cores: per ``[tr, tc]`` tile of C, ``acc += A[:, k] * B[k, :]``
     (a column by a row, broadcast) over K, in blocks of ``kt`` columns of A and rows of B;
-    integers accumulate in int32 and wrap to the result dtype once, as numpy does."""
+    integers accumulate in int32 and wrap to the result dtype once, as numpy does, and
+    float16/bfloat16 in float32, rounded once (the numerics contract of every matmul)."""
     m = lw.machine
     d = e.out.aval.dtype
-    w = dt.int32 if d is dt.int8 else d
+    w = dt.int32 if d is dt.int8 else dt.float32 if d in (dt.float16, dt.bfloat16) else d
     s = w.itemsize
     tc = max(x for x in divisors(g.N) if x * s <= 4096)
     kt = max(x for x in divisors(g.K) if x <= 64)

@@ -772,3 +772,19 @@ def test_a_rotary_epilogue_keeps_apart_ops_hinted_two_ways() -> None:
     assert [k.kind for k in ks] == ["matmul", "vector"]
     want = pto.jit(fn, backend="interpret")(*(pto.tensor(a) for a in args))
     assert_same_products(pto.jit(fn, machine="ascend910b")(*args), want, args[0], args[1])
+
+
+@pytest.mark.parametrize("d", [pto.float16, pto.bfloat16], ids=lambda d: d.name)
+def test_without_cube_tiles_half_precision_still_accumulates_in_float32(d: pto.DType) -> None:
+    """A machine whose L0C holds no 16 x 16 accumulator runs matmuls on the vector cores; they
+    accumulate float16/bfloat16 products in float32 and round once, as the cube does (they
+    summed in the operands' dtype: 12% off at K = 2048)."""
+    m = pto.npu.machine("tiny").replace(l0c_bytes=512, name="tiny-no-l0c")
+    a, b = arr((16, 2048), d, 11), arr((2048, 32), d, 12)
+    f = pto.jit(lambda x, y: x @ y, machine=m)
+    assert "vec_tile" in f.lower(a, b).tile_ir.kernels[0].header()
+    out = np.asarray(f(a, b)).astype(np.float32)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(d.np).astype(np.float32)
+    # one rounding of a float32 sum: within one unit of the result dtype (summation order)
+    ulp = np.abs(want) * (2.0**-10 if d is pto.float16 else 2.0**-7) + 1e-6
+    assert (np.abs(out - want) <= ulp).all()

@@ -229,3 +229,11 @@ def test_a_split_the_k_blocks_do_not_make_names_the_ones_that_do() -> None:
     msg = str(e.value)
     assert "split_k=3" in msg and "4 K blocks of 256" in msg and "split_k in [1, 2, 4]" in msg, msg
     assert "test_split_k.py" in msg
+
+
+def test_a_split_the_product_cannot_take_is_an_error_not_a_slower_path() -> None:
+    a, b = arr((3, 100, 256), pto.float16, 1), arr((3, 256, 16), pto.float16, 2)
+    f = pto.jit(lambda x, y: x @ y, machine="tiny", tile=dict(split_k=5))
+    with pytest.raises(TileError, match=r"split_k=5 .* 2 K blocks of 128") as e:
+        f.lower(a, b)
+    assert "split_k in [1, 2]" in str(e.value)
