@@ -57,6 +57,7 @@ gammaln = lgamma
 __all__ = [
     "bernoulli",
     "beta",
+    "betainc",
     "betaln",
     "boxcox",
     "boxcox1p",
@@ -237,6 +238,17 @@ def _log1pmx_near(mu: Any) -> Any:
     return api.sub(api.mul(api.mul(api.mul(u, u2), 2.0), acc), api.mul(u, mu))
 
 
+def _log1pmx(t: Any, ratio: Any) -> Any:
+    """``log1p(t) - t`` for ``t >= -1`` given ``ratio = 1 + t`` as well (a quotient, exact to
+    its rounding): the series of :func:`_log1pmx_near` for ``|t| < 0.3``, ``log(ratio) - t``
+    below ``t = -0.5`` (``1 + t`` would lose ``ratio``'s low bits), else ``log1p(t) - t``."""
+    near = api.less(api.abs(t), _TEMME_MU)
+    tiny = api.less(t, -0.5)
+    mid = api.where(near, 1.0, t)
+    far = api.sub(api.where(tiny, api.log(ratio), composite.log1p(api.where(tiny, 0.0, mid))), mid)
+    return api.where(near, _log1pmx_near(api.where(near, t, 0.0)), far)
+
+
 def _igam_log_factor(a: Any, x: Any) -> Any:
     """``log(xᵃ e⁻ˣ / Γ(a))``. From ``a = 8`` up it is ``a (log1p(μ) - μ) + ½ log(a/2π)``
     minus Stirling's remainder (``μ = x/a - 1``), so the two large terms of ``a log x - x -
@@ -244,15 +256,7 @@ def _igam_log_factor(a: Any, x: Any) -> Any:
     naive = api.sub(api.sub(api.mul(a, api.log(x)), x), lgamma(a))
     big = api.greater_equal(a, 8.0)
     ab = api.where(big, a, 8.0)
-    mu = api.div(api.sub(x, ab), ab)
-    near = api.less(api.abs(mu), _TEMME_MU)
-    # log(x/a) itself where x << a: log1p(μ) would lose x/a's low bits
-    tiny = api.less(mu, -0.5)
-    mid = api.where(near, 1.0, mu)
-    far = api.sub(
-        api.where(tiny, api.log(api.div(x, ab)), composite.log1p(api.where(tiny, 0.0, mid))), mid
-    )
-    l1 = api.where(near, _log1pmx_near(api.where(near, mu, 0.0)), far)
+    l1 = _log1pmx(api.div(api.sub(x, ab), ab), api.div(x, ab))
     stirling = api.add(api.mul(ab, l1), api.mul(api.log(api.div(ab, 2 * math.pi)), 0.5))
     return api.where(big, api.sub(stirling, _stirling_rest(ab)), naive)
 
@@ -414,6 +418,112 @@ def gammaincc(a: Any, x: Any) -> Any:
     """
     _, q, d = _igam_both("gammaincc", a, x)
     return _narrow(q, d)
+
+
+# ---------------------------------------------------------------- incomplete beta
+_IBETA_DEPTH = 128  # levels of the continued fraction, evaluated from the deepest
+
+
+def _ibeta_log_factor(a: Any, b: Any, x: Any, y: Any) -> Any:
+    """``log(xᵃ yᵇ / (a B(a, b)))`` with ``y = 1 - x``. With ``a`` and ``b`` from 8 up, around
+    the mean ``x₀ = a/(a + b)``: ``a log1pmx(δ/x₀) + b log1pmx(-δ/y₀)`` (``δ = x - x₀``; the
+    linear terms cancel) plus ``½ log(ab / 2π(a + b))`` and the Stirling remainders, so the
+    large logarithms of the naive sum never meet."""
+    naive = api.sub(
+        api.sub(api.add(api.mul(a, api.log(x)), api.mul(b, api.log(y))), api.log(a)),
+        betaln(a, b),
+    )
+    big = composite.logical_and(api.greater_equal(a, 8.0), api.greater_equal(b, 8.0))
+    ab, bb = api.where(big, a, 8.0), api.where(big, b, 8.0)
+    n = api.add(ab, bb)
+    x0, y0 = api.div(ab, n), api.div(bb, n)
+    d = api.sub(x, x0)
+    la = _log1pmx(api.div(d, x0), api.div(x, x0))
+    lb = _log1pmx(api.div(api.neg(d), y0), api.div(y, y0))
+    rest = api.sub(api.add(_stirling_rest(ab), _stirling_rest(bb)), _stirling_rest(n))
+    half = api.mul(api.log(api.div(api.mul(ab, bb), api.mul(n, 2 * math.pi))), 0.5)
+    big_f = api.sub(api.add(api.add(api.mul(ab, la), api.mul(bb, lb)), half), rest)
+    return api.where(big, api.sub(big_f, api.log(ab)), naive)
+
+
+def _ibeta_fraction(a: Any, b: Any, x: Any, y: Any) -> Any:
+    """``I_x(a, b) = xᵃ yᵇ / (a B(a, b)) / (1 + d₁/(1 + d₂/(1 + ⋯)))`` for ``x`` below the
+    mean, where the fraction converges: ``d₂ₘ₊₁ = -(a + m)(a + b + m) x / ((a + 2m)(a + 2m + 1))``,
+    ``d₂ₘ = m (b - m) x / ((a + 2m - 1)(a + 2m))``. Near the mean the top level
+    ``1 + d₁/(1 + e)`` is small (``d₁`` near -1): it is taken as ``(e + (1 + d₁)) / (1 + e)``
+    with ``1 + d₁ = ((a + 1) y - (b - 1) x) / (a + 1)``, so that no 1 is subtracted from a
+    value near 1 (a thousandfold loss at ``a = 6872, b = 54``)."""
+    t: Any = 1.0
+    e: Any = 0.0
+    s = api.add(a, b)
+    for m in range(_IBETA_DEPTH, 0, -1):
+        am = api.add(a, float(2 * m))
+        odd = api.div(
+            api.mul(api.mul(api.add(a, float(m)), api.add(s, float(m))), x),
+            api.mul(am, api.add(am, 1.0)),
+        )
+        t = api.sub(1.0, api.div(odd, t))  # level 2m + 1
+        even = api.div(
+            api.mul(api.mul(api.sub(b, float(m)), x), float(m)),
+            api.mul(api.sub(am, 1.0), am),
+        )
+        e = api.div(even, t)
+        t = api.add(e, 1.0)  # level 2m
+    a1 = api.add(a, 1.0)
+    top = api.div(api.sub(api.mul(a1, y), api.mul(api.sub(b, 1.0), x)), a1)
+    t = api.div(api.add(e, top), t)  # level 1
+    return api.div(api.exp(_ibeta_log_factor(a, b, x, y)), t)
+
+
+def betainc(a: Any, b: Any, x: Any) -> Any:
+    """The regularized incomplete beta function ``I_x(a, b) = ∫₀ˣ tᵃ⁻¹ (1 - t)ᵇ⁻¹ dt / B(a, b)``,
+    as ``jax.scipy.special.betainc``, with JAX's values at the edges (NaN for negative or NaN
+    arguments, ``x`` outside ``[0, 1]``, ``a = b = 0`` or ``a = b = inf``). Its continued
+    fraction below the mean ``(a + 1)/(a + b + 2)`` and ``1 - I_{1-x}(b, a)`` above, computed in
+    float32 from a fixed depth; the factor ``xᵃ (1 - x)ᵇ / B(a, b)`` around the mean from
+    Stirling's formula for large ``a`` and ``b``. Differentiable in all three arguments
+    (JAX's only in ``x``).
+
+    >>> import pypto as pto
+    >>> betainc(pto.tensor([1.0, 2.0, 50.0]), pto.tensor([1.0, 3.0, 60.0]),
+    ...         pto.tensor([0.5, 0.5, 0.45])).numpy()
+    array([0.49999976, 0.6875    , 0.46423516], dtype=float32)
+    """
+    (u, v, w), d = _wide("betainc", a, b, x)
+    nan = composite.logical_or(
+        composite.logical_or(
+            composite.logical_or(composite.isnan(u), composite.isnan(v)),
+            composite.logical_or(composite.isnan(w), api.less(w, 0.0)),
+        ),
+        composite.logical_or(
+            composite.logical_or(api.less(u, 0.0), api.less(v, 0.0)), api.greater(w, 1.0)
+        ),
+    )
+    zero_u, zero_v = api.equal(u, 0.0), api.equal(v, 0.0)
+    inf_u, inf_v = composite.isposinf(u), composite.isposinf(v)
+    nan = composite.logical_or(
+        nan,
+        composite.logical_or(
+            composite.logical_and(zero_u, zero_v), composite.logical_and(inf_u, inf_v)
+        ),
+    )
+    # the edges: 0 at x = 0 and 1 at x = 1; a = 0 or b = inf puts all the mass at 0, b = 0
+    # or a = inf at 1
+    at0 = composite.logical_or(zero_u, inf_v)
+    at1 = composite.logical_or(zero_v, inf_u)
+    x0, x1 = api.equal(w, 0.0), api.equal(w, 1.0)
+    edge_value = api.where(x0, 0.0, api.where(x1, 1.0, api.where(at0, 1.0, 0.0)))
+    edge = composite.logical_or(
+        composite.logical_or(nan, composite.logical_or(x0, x1)), composite.logical_or(at0, at1)
+    )
+    inside = composite.logical_not(edge)
+    ua, va, wa = api.where(inside, u, 1.0), api.where(inside, v, 1.0), api.where(inside, w, 0.5)
+    flip = api.greater(wa, api.div(api.add(ua, 1.0), api.add(api.add(ua, va), 2.0)))
+    p, q = api.where(flip, va, ua), api.where(flip, ua, va)
+    xs, ys = api.where(flip, api.sub(1.0, wa), wa), api.where(flip, wa, api.sub(1.0, wa))
+    r = _ibeta_fraction(p, q, xs, ys)
+    r = api.where(flip, api.sub(1.0, r), r)
+    return _narrow(api.where(nan, math.nan, api.where(inside, r, edge_value)), d)
 
 
 def betaln(a: Any, b: Any) -> Any:

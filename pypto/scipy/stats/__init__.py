@@ -4,8 +4,8 @@ functions and arguments (``loc``, ``scale`` and the shape parameters broadcast).
 They are plain functions over pypto's ops (``norm.logcdf`` is :func:`pto.log_ndtr`,
 ``gamma.logpdf`` uses :func:`pto.lgamma` and :func:`pto.xlogy`), so they trace,
 differentiate and compile for the NPU. The CDFs of ``gamma``, ``chi2``, ``poisson`` and
-``gennorm`` go through :func:`pypto.scipy.special.gammainc`; ``beta``'s, which need the
-incomplete beta function, are not there yet.
+``gennorm`` go through :func:`pypto.scipy.special.gammainc` and ``beta``'s through
+:func:`pypto.scipy.special.betainc`.
 
 >>> import pypto as pto
 >>> pto.scipy.stats.norm.cdf(pto.tensor([0.0, 1.96])).numpy()
