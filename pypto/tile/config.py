@@ -11,7 +11,7 @@ combined afterwards; without ``s`` the compiler splits a grid too small for the 
 step wider than L0 holds runs as several cube products (``kc`` in the kernel header, chosen by
 the compiler).
 
-Three scheduling knobs ride along (per jit only, ``tile=dict(...)``): ``double_buffer=False``
+Four scheduling knobs ride along (per jit only, ``tile=dict(...)``): ``double_buffer=False``
 gives every tile a single buffer (no ping-pong: loads wait for the compute on the previous
 tile), and ``swizzle=G`` sets the band height of a matmul's grouped tile order — output tiles
 walked in bands of ``G`` tile rows, column by column inside a band (the largest divisor of the
