@@ -190,26 +190,29 @@ def parse(tile: Any) -> TileConfig:
         for name, v in (("double_buffer", db), ("read_ahead", ra)):
             if v is not None and not isinstance(v, bool):
                 raise TileError(f"{name}={v!r} is not True or False", op="jit")
-        sw = tile.get("swizzle")
-        if sw is not None and (isinstance(sw, bool) or not isinstance(sw, int) or sw <= 0):
-            raise TileError(
-                f"swizzle={sw!r} is not a positive integer",
-                op="jit",
-                hint="swizzle=1 is row-major order; swizzle=4 walks bands of 4 tile rows",
-            )
-        sk = tile.get("split_k")
-        if sk is not None and (isinstance(sk, bool) or not isinstance(sk, int) or sk <= 0):
-            raise TileError(
-                f"split_k={sk!r} is not a positive integer",
-                op="jit",
-                hint="split_k=1 keeps each matmul's K on one cluster; split_k=4 cuts it in 4 runs",
-            )
+        sw = _positive(
+            "swizzle",
+            tile.get("swizzle"),
+            "swizzle=1 is row-major order; swizzle=4 walks bands of 4 tile rows",
+        )
+        sk = _positive(
+            "split_k",
+            tile.get("split_k"),
+            "split_k=1 keeps each matmul's K on one cluster; split_k=4 cuts it in 4 runs",
+        )
         return TileConfig(vec, cube, db, sw, attn, ra, sk)
     raise TileError(
         f"tile={tile!r} is not a tile setting",
         op="jit",
         hint="pass tile=dict(vec=(8, 1024), cube=([128, 128], [64, 256], [256, 256]))",
     )
+
+
+def _positive(name: str, v: Any, hint: str) -> int | None:
+    """``v`` when it is None or a positive integer (a bool is not), else a TileError."""
+    if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+        raise TileError(f"{name}={v!r} is not a positive integer", op="jit", hint=hint)
+    return v
 
 
 def _tile_arg(tile: Any) -> TileConfig:
