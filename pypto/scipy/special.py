@@ -429,15 +429,25 @@ def _ibeta_log_factor(a: Any, b: Any, x: Any, y: Any) -> Any:
     the mean ``x₀ = a/(a + b)``: ``a log1pmx(δ/x₀) + b log1pmx(-δ/y₀)`` (``δ = x - x₀``; the
     linear terms cancel) plus ``½ log(ab / 2π(a + b))`` and the Stirling remainders, so the
     large logarithms of the naive sum never meet."""
-    naive = api.sub(
-        api.sub(api.add(api.mul(a, api.log(x)), api.mul(b, api.log(y))), api.log(a)),
-        betaln(a, b),
+    # each logarithm from whichever of x and 1 - x is the smaller (the exact one)
+    lx = api.where(api.less(x, 0.5), api.log(x), composite.log1p(api.neg(y)))
+    ly = api.where(api.less(y, 0.5), api.log(y), composite.log1p(api.neg(x)))
+    # log(a B(a, b)) = log(Γ(a + 1) Γ(b) / Γ(a + b)): for a <= b as gammaln(1 + a) plus
+    # gammaln(b) - gammaln(a + b), so that a tiny a's log a and gammaln(a) (both about
+    # -log a) never meet
+    lo, hi = api.minimum(a, b), api.maximum(a, b)
+    log_ab = api.where(
+        api.less_equal(a, b),
+        api.add(_lgamma1p(a), _lgamma_diff(lo, hi)),
+        api.add(api.log(a), betaln(a, b)),
     )
+    naive = api.sub(api.add(api.mul(a, lx), api.mul(b, ly)), log_ab)
     big = composite.logical_and(api.greater_equal(a, 8.0), api.greater_equal(b, 8.0))
     ab, bb = api.where(big, a, 8.0), api.where(big, b, 8.0)
     n = api.add(ab, bb)
     x0, y0 = api.div(ab, n), api.div(bb, n)
-    d = api.sub(x, x0)
+    # x - x₀ as (x b - y a)/(a + b): x₀'s own rounding would shift it by an ulp of x₀
+    d = api.div(api.sub(api.mul(x, bb), api.mul(y, ab)), n)
     la = _log1pmx(api.div(d, x0), api.div(x, x0))
     lb = _log1pmx(api.div(api.neg(d), y0), api.div(y, y0))
     rest = api.sub(api.add(_stirling_rest(ab), _stirling_rest(bb)), _stirling_rest(n))
@@ -458,14 +468,16 @@ def _ibeta_fraction(a: Any, b: Any, x: Any, y: Any) -> Any:
     s = api.add(a, b)
     for m in range(_IBETA_DEPTH, 0, -1):
         am = api.add(a, float(2 * m))
-        odd = api.div(
-            api.mul(api.mul(api.add(a, float(m)), api.add(s, float(m))), x),
-            api.mul(am, api.add(am, 1.0)),
+        # as ratios of like sizes, so that no product overflows for large a and b
+        odd = api.mul(
+            api.mul(
+                api.div(api.add(a, float(m)), am), api.div(api.add(s, float(m)), api.add(am, 1.0))
+            ),
+            x,
         )
         t = api.sub(1.0, api.div(odd, t))  # level 2m + 1
-        even = api.div(
-            api.mul(api.mul(api.sub(b, float(m)), x), float(m)),
-            api.mul(api.sub(am, 1.0), am),
+        even = api.mul(
+            api.mul(api.div(api.sub(b, float(m)), api.sub(am, 1.0)), api.div(float(m), am)), x
         )
         e = api.div(even, t)
         t = api.add(e, 1.0)  # level 2m
@@ -475,19 +487,90 @@ def _ibeta_fraction(a: Any, b: Any, x: Any, y: Any) -> Any:
     return api.div(api.exp(_ibeta_log_factor(a, b, x, y)), t)
 
 
+_IBETA_TEMME_S = 2000.0  # a + b from which Temme's expansion replaces the fraction
+_IBETA_TEMME_MIN = 20.0  # ... when a and b are both at least this
+
+
+def _log1p_cubic(u: Any, ratio: Any) -> Any:
+    """``log1p(u) - u + u²/2`` for ``u >= -1`` given ``ratio = 1 + u`` as well: its series
+    ``u³/3 - u⁴/4 + …`` for ``|u| < 0.3``, ``log(ratio)`` for the logarithm below
+    ``u = -0.5``, else directly."""
+    near = api.less(api.abs(u), _TEMME_MU)
+    un = api.where(near, u, 0.0)
+    acc: Any = 0.0
+    for k in range(16, 2, -1):  # Σ (-1)^(k+1) u^k / k, k = 3 … 16, nested
+        acc = api.mul(api.add(acc, (-1.0) ** (k + 1) / k), un)
+    series = api.mul(api.mul(acc, un), un)
+    uf = api.where(near, 0.5, u)
+    tiny = api.less(uf, -0.5)
+    log = api.where(
+        tiny, api.log(api.where(tiny, ratio, 1.0)), composite.log1p(api.where(tiny, 0.0, uf))
+    )
+    direct = api.add(api.sub(log, uf), api.mul(api.mul(uf, uf), 0.5))
+    return api.where(near, series, direct)
+
+
+def _ibeta_temme(a: Any, b: Any, x: Any, y: Any) -> Any:
+    """``I_x(a, b)`` for large ``a`` and ``b`` by Temme's uniform expansion, one term:
+    ``½ erfc(-η √(s/2)) + e^(-sη²/2) / √(2πs) · c₀`` with ``s = a + b``, ``x₀ = a/s``,
+    ``-η²/2 = x₀ log(x/x₀) + y₀ log(y/y₀)`` and ``c₀ = 1/η - √(x₀y₀)/(x - x₀)`` (within 2e-9 of
+    float64 from ``s = 2000``). Both of ``c₀``'s terms grow as ``x`` nears ``x₀``, so it is
+    taken as ``r / ((1 + √(1 - r)) η)`` with ``η² = t²(1 - r)``, ``t = (x - x₀)/√(x₀y₀)``,
+    and ``r t²/2 = x₀ M(δ/x₀) + y₀ M(-δ/y₀)``, ``M(u) = log1p(u) - u + u²/2`` (no
+    cancellation)."""
+    s = api.add(a, b)
+    x0, y0 = api.div(a, s), api.div(b, s)
+    d = api.div(api.sub(api.mul(x, b), api.mul(y, a)), s)  # x - x₀ (see _ibeta_log_factor)
+    r0 = api.sqrt(api.mul(x0, y0))
+    t = api.div(d, r0)
+    # x₀ log(x/x₀) + y₀ log(y/y₀) = -t²/2 + x₀ M(δ/x₀) + y₀ M(-δ/y₀)
+    cubic = api.add(
+        api.mul(x0, _log1p_cubic(api.div(d, x0), api.div(x, x0))),
+        api.mul(y0, _log1p_cubic(api.div(api.neg(d), y0), api.div(y, y0))),
+    )
+    t2 = api.mul(t, t)
+    zero = api.equal(t2, 0.0)
+    rho = api.div(api.mul(cubic, 2.0), api.where(zero, 1.0, t2))
+    # within 30% of x₀ on both sides, through r; farther out (where r nears 1 and would round
+    # past it) η from the logarithms themselves, and c₀'s two terms differ enough
+    near = composite.logical_and(
+        api.less(api.abs(api.div(d, x0)), _TEMME_MU), api.less(api.abs(api.div(d, y0)), _TEMME_MU)
+    )
+    root = api.sqrt(api.sub(1.0, api.where(near, rho, 0.0)))
+    eta_near = api.mul(t, root)
+    h = api.add(api.mul(x0, api.log(api.div(x, x0))), api.mul(y0, api.log(api.div(y, y0))))
+    sign = api.where(api.less(d, 0.0), -1.0, 1.0)
+    eta_far = api.mul(api.sqrt(api.mul(api.minimum(h, 0.0), -2.0)), sign)
+    eta = api.where(near, eta_near, eta_far)
+    safe = api.where(zero, 1.0, eta)
+    c0 = api.where(
+        near,
+        api.div(rho, api.mul(api.add(root, 1.0), safe)),
+        api.sub(api.div(1.0, safe), api.div(1.0, api.where(zero, 1.0, t))),
+    )
+    # at x = x₀ exactly: c₀'s limit, (y₀ - x₀)/(3√(x₀y₀))
+    c0 = api.where(zero, api.div(api.sub(y0, x0), api.mul(r0, 3.0)), c0)
+    lead = api.mul(erfc(api.neg(api.mul(eta, api.sqrt(api.mul(s, 0.5))))), 0.5)
+    r = api.div(
+        api.exp(api.mul(api.mul(api.mul(eta, eta), s), -0.5)), api.sqrt(api.mul(s, 2 * math.pi))
+    )
+    return api.add(lead, api.mul(r, c0))
+
+
 def betainc(a: Any, b: Any, x: Any) -> Any:
     """The regularized incomplete beta function ``I_x(a, b) = ∫₀ˣ tᵃ⁻¹ (1 - t)ᵇ⁻¹ dt / B(a, b)``,
     as ``jax.scipy.special.betainc``, with JAX's values at the edges (NaN for negative or NaN
     arguments, ``x`` outside ``[0, 1]``, ``a = b = 0`` or ``a = b = inf``). Its continued
     fraction below the mean ``(a + 1)/(a + b + 2)`` and ``1 - I_{1-x}(b, a)`` above, computed in
     float32 from a fixed depth; the factor ``xᵃ (1 - x)ᵇ / B(a, b)`` around the mean from
-    Stirling's formula for large ``a`` and ``b``. Differentiable in all three arguments
-    (JAX's only in ``x``).
+    Stirling's formula for large ``a`` and ``b``; Temme's uniform expansion once ``a + b``
+    reaches 2000 with both at least 20 (where the fraction would need ``√(a + b)`` levels).
+    Differentiable in all three arguments (JAX's only in ``x``).
 
     >>> import pypto as pto
     >>> betainc(pto.tensor([1.0, 2.0, 50.0]), pto.tensor([1.0, 3.0, 60.0]),
     ...         pto.tensor([0.5, 0.5, 0.45])).numpy()
-    array([0.49999976, 0.6875    , 0.46423516], dtype=float32)
+    array([0.49999976, 0.6875    , 0.46423528], dtype=float32)
     """
     (u, v, w), d = _wide("betainc", a, b, x)
     nan = composite.logical_or(
@@ -523,6 +606,14 @@ def betainc(a: Any, b: Any, x: Any) -> Any:
     xs, ys = api.where(flip, api.sub(1.0, wa), wa), api.where(flip, wa, api.sub(1.0, wa))
     r = _ibeta_fraction(p, q, xs, ys)
     r = api.where(flip, api.sub(1.0, r), r)
+    # large a and b: Temme's expansion, where the fraction would need about √(a + b) levels
+    temme = composite.logical_and(
+        api.greater_equal(api.add(ua, va), _IBETA_TEMME_S),
+        api.greater_equal(api.minimum(ua, va), _IBETA_TEMME_MIN),
+    )
+    r_t = _ibeta_temme(api.where(temme, ua, 1e3), api.where(temme, va, 1e3), wa, api.sub(1.0, wa))
+    # (rounding can take either form a hair outside [0, 1])
+    r = api.minimum(api.maximum(api.where(temme, r_t, r), 0.0), 1.0)
     return _narrow(api.where(nan, math.nan, api.where(inside, r, edge_value)), d)
 
 
@@ -539,7 +630,14 @@ def betaln(a: Any, b: Any) -> Any:
     """
     u, v = api.promote("betaln", (a, b), inexact=True)
     lo, hi = api.minimum(u, v), api.maximum(u, v)
-    small = api.add(lgamma(lo), api.sub(lgamma(hi), lgamma(api.add(lo, hi))))
+    return api.add(lgamma(lo), _lgamma_diff(lo, hi))
+
+
+def _lgamma_diff(lo: Any, hi: Any) -> Any:
+    """``gammaln(hi) - gammaln(lo + hi)`` for ``lo <= hi``: from ``hi = 8`` up by Stirling's
+    formula term by term, ``-(lo + hi - ½) log1p(lo/hi) - lo (log hi - 1)`` plus the
+    difference of the remainders, so that it does not cancel for large ``hi``."""
+    small = api.sub(lgamma(hi), lgamma(api.add(lo, hi)))
     big = api.where(api.less(hi, 8.0), 8.0, hi)  # each branch sees only its own inputs
     log1p_ab = composite.log1p(api.div(lo, big))
     diff = api.sub(
@@ -549,8 +647,7 @@ def betaln(a: Any, b: Any) -> Any:
             api.mul(lo, api.sub(api.log(big), 1.0)),
         ),
     )
-    large = api.add(lgamma(lo), diff)
-    return api.where(api.less(hi, 8.0), small, large)
+    return api.where(api.less(hi, 8.0), small, diff)
 
 
 def beta(a: Any, b: Any) -> Any:
