@@ -278,3 +278,17 @@ def test_gaussian_kde_matches_jax(d: int) -> None:
     np.testing.assert_allclose(np.asarray(sample).mean(1), mean, atol=0.1)
     with pytest.raises(ShapeError, match="points have dimension"):
         ST.gaussian_kde(data).evaluate(np.zeros((d + 1, 2), np.float32))
+
+
+def test_poisson_entropy_keeps_its_precision_at_both_ends() -> None:
+    """Against 30-digit values: the sum's ``log k!`` are exact constants (JAX's float32 is
+    4.8e-7 off at μ = 1e-30, from ``gammaln(1)``), and the asymptotic series from μ = 50."""
+    mu = np.array([1e-30, 1e-5, 0.5, 10.0, 49.9, 50.0, 100.0], np.float32)
+    want = [7.0077548e-29, 1.251292893e-4, 0.9276374675, 2.561409935, 3.37226185, 3.373266261]
+    want.append(3.720686072)
+    got = np.asarray(ST.poisson.entropy(pto.tensor(mu)))
+    np.testing.assert_allclose(got, want, rtol=3e-6)
+    x = np.array([0.5, 3.0, 20.0, 80.0], np.float32)
+    g = pto.grad(lambda m: ST.poisson.entropy(m).sum())(pto.tensor(x))
+    w = jax.grad(lambda m: jax.scipy.stats.poisson.entropy(m).sum())(x)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=5e-4)
