@@ -94,6 +94,7 @@ __all__ = [
     "polygamma",
     "rel_entr",
     "softmax",
+    "spence",
     "xlog1py",
     "xlogy",
     "zeta",
@@ -615,6 +616,63 @@ def betainc(a: Any, b: Any, x: Any) -> Any:
     # (rounding can take either form a hair outside [0, 1])
     r = api.minimum(api.maximum(api.where(temme, r_t, r), 0.0), 1.0)
     return _narrow(api.where(nan, math.nan, api.where(inside, r, edge_value)), d)
+
+
+_SPENCE_TERMS = 30  # Li₂'s series Σ uᵏ/k² for |u| <= ½: 0.5³⁰/900 is below 1e-12
+
+
+def _li2_small(u: Any) -> Any:
+    """``Li₂(u) = Σₖ uᵏ / k²`` for ``|u| <= ½``, nested from its last term."""
+    acc: Any = 0.0
+    for k in range(_SPENCE_TERMS, 0, -1):
+        acc = api.mul(api.add(acc, 1.0 / (k * k)), u)
+    return acc
+
+
+def spence(x: Any) -> Any:
+    """Spence's function ``∫₁ˣ log t / (1 - t) dt = Li₂(1 - x)`` for ``x >= 0``, as
+    ``jax.scipy.special.spence`` (NaN below 0 and at ``inf``, as JAX's). Every ``x`` is taken
+    to the dilogarithm's series with ``|u| <= ½``: directly on ``[½, 3/2]``, through Euler's
+    reflection below ½, Landen's identity on ``(3/2, 2]``, and the inversion and Landen's
+    identity above 2. Differentiable: its derivative is ``log x / (1 - x)`` (JAX's is NaN).
+
+    >>> import pypto as pto
+    >>> spence(pto.tensor([0.0, 0.5, 1.0, 2.0, 1e10])).numpy()
+    array([   1.644934 ,    0.5822405,    0.       ,   -0.822467 ,
+           -266.7398   ], dtype=float32)
+    """
+    (v,), d = _wide("spence", x)
+    pi2_6 = math.pi**2 / 6
+    mid = composite.logical_and(api.greater_equal(v, 0.5), api.less_equal(v, 1.5))
+    low = api.less(v, 0.5)
+    high = api.greater(v, 2.0)
+    # [½, 3/2]: the series in u = 1 - x
+    r_mid = _li2_small(api.sub(1.0, api.where(mid, v, 1.0)))
+    # (0, ½): Li₂(1 - x) = π²/6 - log(x) log(1 - x) - Li₂(x)
+    vl = api.where(composite.logical_and(low, api.greater(v, 0.0)), v, 0.25)
+    r_low = api.sub(
+        api.sub(pi2_6, api.mul(api.log(vl), composite.log1p(api.neg(vl)))), _li2_small(vl)
+    )
+    # (3/2, 2]: Landen, Li₂(1 - x) = -Li₂((x - 1)/x) - ½ log² x
+    vm = api.where(composite.logical_or(mid, composite.logical_or(low, high)), 1.75, v)
+    lm = api.log(vm)
+    r_land = api.sub(
+        api.neg(_li2_small(api.div(api.sub(vm, 1.0), vm))), api.mul(api.mul(lm, lm), 0.5)
+    )
+    # (2, inf): the inversion, then Landen: -π²/6 - ½ log²(x - 1) + Li₂(1/x) + ½ log²(x/(x - 1))
+    vh = api.where(composite.logical_and(high, composite.isfinite(v)), v, 4.0)
+    l1 = api.log(api.sub(vh, 1.0))
+    l2 = api.log(api.div(vh, api.sub(vh, 1.0)))
+    r_high = api.add(
+        api.sub(api.mul(api.mul(l1, l1), -0.5), pi2_6),
+        api.add(_li2_small(api.div(1.0, vh)), api.mul(api.mul(l2, l2), 0.5)),
+    )
+    r = api.where(mid, r_mid, api.where(low, r_low, api.where(high, r_high, r_land)))
+    r = api.where(api.equal(v, 0.0), pi2_6, r)
+    bad = composite.logical_or(
+        composite.logical_or(api.less(v, 0.0), composite.isnan(v)), composite.isposinf(v)
+    )
+    return _narrow(api.where(bad, math.nan, r), d)
 
 
 def betaln(a: Any, b: Any) -> Any:
