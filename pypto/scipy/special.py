@@ -196,38 +196,31 @@ _TEMME_A = 20.0
 _TEMME_MU = 0.3
 # Temme's c₀(η) = 1/μ - 1/η and c₁(η) = 1/η³ - 1/μ³ - 1/μ² - 1/(12μ) (μ = x/a - 1, η²/2 =
 # μ - log1p(μ)), which cancel near η = 0, as polynomials in η on [-0.36, 0.30] (|μ| < 0.3;
-# Chebyshev fits of the closed forms at 50 digits, within 1e-14), highest power first
+# Chebyshev fits of the closed forms at 50 digits, within 1e-14), constant term first
 _TEMME_C0 = (
-    8.834421089487991e-07,
-    -1.894660452853845e-06,
-    -2.1964014130536737e-06,
-    3.9195996383715945e-05,
-    -0.00017875439570647642,
-    0.000352733568341344,
-    0.001157407388595349,
-    -0.014814814813313135,
-    0.08333333333345906,
     -0.33333333333333653,
+    0.08333333333345906,
+    -0.014814814813313135,
+    0.001157407388595349,
+    0.000352733568341344,
+    -0.00017875439570647642,
+    3.9195996383715945e-05,
+    -2.1964014130536737e-06,
+    -1.894660452853845e-06,
+    8.834421089487991e-07,
 )
 _TEMME_C1 = (
-    -5.6435772482502905e-08,
-    -1.5792800234955699e-06,
-    7.660152683917956e-06,
-    -1.8101341286372767e-05,
-    -4.0259494424345156e-07,
-    0.0002057614173163997,
-    -0.0009902263198625506,
-    0.0026455026441809227,
-    -0.0034722222223375564,
     -0.001851851851848936,
+    -0.0034722222223375564,
+    0.0026455026441809227,
+    -0.0009902263198625506,
+    0.0002057614173163997,
+    -4.0259494424345156e-07,
+    -1.8101341286372767e-05,
+    7.660152683917956e-06,
+    -1.5792800234955699e-06,
+    -5.6435772482502905e-08,
 )
-
-
-def _poly(x: Any, cs: tuple[float, ...]) -> Any:
-    acc: Any = cs[0]
-    for c in cs[1:]:
-        acc = api.add(api.mul(acc, x), c)
-    return acc
 
 
 def _log1pmx_near(mu: Any) -> Any:
@@ -335,7 +328,7 @@ def _igam_temme(a: Any, x: Any) -> tuple[Any, Any]:
     l1 = _log1pmx_near(mu)
     eta = api.mul(api.sqrt(api.mul(l1, -2.0)), api.where(api.less(mu, 0.0), -1.0, 1.0))
     z = api.mul(eta, api.sqrt(api.mul(a, 0.5)))
-    r = api.add(_poly(eta, _TEMME_C0), api.div(_poly(eta, _TEMME_C1), a))
+    r = api.add(_horner(eta, _TEMME_C0), api.div(_horner(eta, _TEMME_C1), a))
     r = api.mul(api.div(api.exp(api.mul(a, l1)), api.sqrt(api.mul(a, 2 * math.pi))), r)
     return api.sub(api.mul(erfc(api.neg(z)), 0.5), r), api.add(api.mul(erfc(z), 0.5), r)
 
@@ -496,8 +489,8 @@ _IBETA_TEMME_MIN = 20.0  # ... when a and b are both at least this
 
 def _log1p_cubic(u: Any, ratio: Any) -> Any:
     """``log1p(u) - u + u²/2`` for ``u >= -1`` given ``ratio = 1 + u`` as well: its series
-    ``u³/3 - u⁴/4 + …`` for ``|u| < 0.3``, ``log(ratio)`` for the logarithm below
-    ``u = -0.5``, else directly."""
+    ``u³/3 - u⁴/4 + …`` for ``|u| < 0.3`` (where ``log1p(u) - u`` is about ``-u²/2``, so
+    adding ``u²/2`` would cancel), else :func:`_log1pmx` plus ``u²/2``."""
     near = api.less(api.abs(u), _TEMME_MU)
     un = api.where(near, u, 0.0)
     acc: Any = 0.0
@@ -505,11 +498,7 @@ def _log1p_cubic(u: Any, ratio: Any) -> Any:
         acc = api.mul(api.add(acc, (-1.0) ** (k + 1) / k), un)
     series = api.mul(api.mul(acc, un), un)
     uf = api.where(near, 0.5, u)
-    tiny = api.less(uf, -0.5)
-    log = api.where(
-        tiny, api.log(api.where(tiny, ratio, 1.0)), composite.log1p(api.where(tiny, 0.0, uf))
-    )
-    direct = api.add(api.sub(log, uf), api.mul(api.mul(uf, uf), 0.5))
+    direct = api.add(_log1pmx(uf, api.where(near, 1.5, ratio)), api.mul(api.mul(uf, uf), 0.5))
     return api.where(near, series, direct)
 
 
