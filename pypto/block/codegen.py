@@ -35,7 +35,7 @@ def _gm_sets(items: tuple[BItem, ...], reads: set[str], writes: set[str]) -> Non
             g = it.instr.args[1]
             assert isinstance(g, GmRef)
             reads.add(g.tensor)
-        elif it.instr.op == "TSTORE":
+        elif it.instr.op in ("TSTORE", "TSTORE_S"):
             g = it.instr.args[0]
             assert isinstance(g, GmRef)
             writes.add(g.tensor)

@@ -40,7 +40,7 @@ def _touches(it: BItem, ring: Ring, op: str) -> bool:
     if isinstance(it, BLoop):
         return any(_touches(x, ring, op) for x in it.body)
     ins = it.instr
-    if ins.op != op:
+    if ins.op != op and not (op == "TSTORE" and ins.op == "TSTORE_S"):
         return False
     g = ins.args[0] if op == "TSTORE" else ins.args[1]
     return isinstance(g, GmRef) and g.tensor == ring.tensor
@@ -60,12 +60,20 @@ def _flag(op: str, pipe: Pipe, peer: str, ev: Expr) -> BInstr:
     return BInstr(Instr(op, (pipe, peer, ev)))
 
 
+def _part(it: BInstr, op: str) -> int:
+    """The row block of a ring slot an access touches, as its row's constant term (the
+    block's first row; the registers pick the slot and a vector core's rows in it)."""
+    g = it.instr.args[0] if op == "TSTORE" else it.instr.args[1]
+    assert isinstance(g, GmRef)
+    return g.row.const
+
+
 def _wrap(
     items: list[BItem], ring: Ring, op: str, pipe: Pipe, peers: list[str], ev: Expr
 ) -> list[BItem]:
     """Wait before the first and set after the last of the ring accesses that ``items`` makes
-    itself (one use of a slot: e.g. the stores of one tile's accumulators); loops holding
-    accesses get their own flags inside."""
+    itself (one use of a slot: e.g. the stores of one tile's accumulators), or of each of
+    its ``parts`` row blocks in turn; loops holding accesses get their own flags inside."""
     items = [
         replace(it, body=tuple(_wrap(list(it.body), ring, op, pipe, peers, ev)))
         if isinstance(it, BLoop) and _touches(it, ring, op)
@@ -75,14 +83,31 @@ def _wrap(
     hits = [i for i, it in enumerate(items) if isinstance(it, BInstr) and _touches(it, ring, op)]
     if not hits:
         return items
-    first, last = hits[0], hits[-1]
-    return [
-        *items[:first],
-        *(_flag("XWAIT_FLAG", pipe, p, ev) for p in peers),
-        *items[first : last + 1],
-        *(_flag("XSET_FLAG", pipe, p, ev) for p in peers),
-        *items[last + 1 :],
-    ]
+    groups: list[list[int]] = []  # the accesses of each row block, blocks in program order
+    for i in hits:
+        it = items[i]
+        assert isinstance(it, BInstr)
+        key = _part(it, op) if ring.parts > 1 else 0
+        if groups and _part_of(items[groups[-1][0]], op, ring) == key:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    assert len(groups) == ring.parts, f"ring %{ring.tensor}: {len(groups)} of {ring.parts} parts"
+    waits = {g[0]: g for g in groups}
+    sets = {g[-1] for g in groups}
+    out: list[BItem] = []
+    for i, it in enumerate(items):
+        if i in waits:
+            out.extend(_flag("XWAIT_FLAG", pipe, p, ev) for p in peers)
+        out.append(it)
+        if i in sets:
+            out.extend(_flag("XSET_FLAG", pipe, p, ev) for p in peers)
+    return out
+
+
+def _part_of(it: BItem, op: str, ring: Ring) -> int:
+    assert isinstance(it, BInstr)
+    return _part(it, op) if ring.parts > 1 else 0
 
 
 def add_cross_flags(k: Kernel, core: str, items: list[BItem], m: Machine) -> list[BItem]:
@@ -105,7 +130,8 @@ def add_cross_flags(k: Kernel, core: str, items: list[BItem], m: Machine) -> lis
         op = "TSTORE" if writer else "TLOAD"
         pipe = _pipe(items, op, ring)
         items = _wrap(items, ring, op, pipe, peers, ev)
-        ids = [Expr.of(base + s) for s in range(ring.slots)]
+        # every slot free once per part to start with; the writer drains them at the end
+        ids = [Expr.of(base + s) for s in range(ring.slots) for _ in range(ring.parts)]
         if writer:
             items = [*items, *(_flag("XWAIT_FLAG", pipe, p, e) for e in ids for p in peers)]
         else:

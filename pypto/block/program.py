@@ -536,7 +536,7 @@ class _Range:
         self.core.items.append(lp)
 
 
-_TILE_READ_ONLY = ("TSTORE", "SLD")  # their tiles are read, not written
+_TILE_READ_ONLY = ("TSTORE", "TSTORE_S", "SLD")  # their tiles are read, not written
 
 
 def _regs(ins: Instr) -> set[str]:
@@ -775,6 +775,7 @@ class Builder:
     sld = _method("SLD")
     tload = _method("TLOAD")
     tstore = _method("TSTORE")
+    tstore_s = _method("TSTORE_S")
     tmov = _method("TMOV")
     textract = _method("TEXTRACT")
     textract_t = _method("TEXTRACT_T")

@@ -22,7 +22,7 @@ the baseline that shows what double buffering buys).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pypto.block.crosscore import add_cross_flags
 from pypto.block.ir import BInstr, BItem, BlockFunc, BlockKernel, BLoop, Buf
@@ -48,6 +48,14 @@ from pypto.tile.ir import (
 __all__ = ["schedule"]
 
 
+def _store(s: TStore, src: Tile) -> Instr:
+    """``TSTORE``, or ``TSTORE_S`` for a store with the fixpipe's scale."""
+    g = GmRef(s.tensor, s.row, s.col)
+    if s.scale is None:
+        return Instr("TSTORE", (g, src))
+    return Instr("TSTORE_S", (g, src, s.scale))
+
+
 def _instr(s: Stmt) -> Instr:
     """The statement as an instruction with placeholder addresses (to ask for its pipe)."""
 
@@ -57,7 +65,7 @@ def _instr(s: Stmt) -> Instr:
     if isinstance(s, TLoad):
         return Instr("TLOAD", (T(s.dst), GmRef(s.tensor, s.row, s.col)))
     if isinstance(s, TStore):
-        return Instr("TSTORE", (GmRef(s.tensor, s.row, s.col), T(s.src)))
+        return _store(s, T(s.src))
     if isinstance(s, TOp):
         return Instr(s.op, (T(s.dst), *(T(a) if isinstance(a, TileVar) else a for a in s.args)))
     assert isinstance(s, SOp)
@@ -265,7 +273,7 @@ class _Emitter:
         if isinstance(s, TLoad):
             ins = Instr("TLOAD", (self.tile(s.dst), GmRef(s.tensor, s.row, s.col)), loc)
         elif isinstance(s, TStore):
-            ins = Instr("TSTORE", (GmRef(s.tensor, s.row, s.col), self.tile(s.src)), loc)
+            ins = replace(_store(s, self.tile(s.src)), loc=loc)
         elif isinstance(s, TOp):
             args = tuple(self.tile(a) if isinstance(a, TileVar) else a for a in s.args)
             ins = Instr(s.op, (self.tile(s.dst), *args), loc)

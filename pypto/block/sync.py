@@ -17,7 +17,19 @@ read, write after write). Per straight-line region:
   the next), the tokens are set at the kernel's start and drained at its end instead, and
   enclosing loops leave those buffers alone: a nested K loop then loads the next tile's first
   block while the cube finishes this tile. A pipe whose first access of the iteration reads
-  an accumulator it writes later (updated in place) counts as writing it.
+  an accumulator it writes later (updated in place) counts as writing it. A carried flag has
+  a set/wait pair **per tile** (:func:`_chain`): the n-th wait of an iteration takes the n-th
+  set of an earlier one, so where the tiles' last source accesses and first destination
+  accesses come in the same order each tile waits for its own last use only;
+* a **conditional** — a loop that runs at most once (:func:`_once`) — gets no carried flag:
+  nothing carries from one of its iterations to the next;
+* a loop right after a sibling (nothing touching a tile between) **takes over** the
+  sibling's carried flag of the same pipes when the two have as many pairs and tokens and
+  each shared tile is in a pair no later in the second loop than in the first: no drain
+  after the first loop and no set-up before the second, whose first waits take the first
+  loop's last sets. The region then orders those tiles between the two loops by that flag
+  (:func:`_handed_over`) instead of a pair that waits for all of the first loop — a software
+  pipeline's fill, steady and drain loops run into one another.
 
 Flags are counting semaphores, so every set is matched by exactly one wait.
 
@@ -29,7 +41,8 @@ that comes after it.
 **Event ids.** Flags are grouped into *units* that share an id by construction: the pairs of
 one region between two pipes whose set-to-wait spans overlap (made in the order of their
 sources and of their destinations, so they pair up first in, first out as made), or one
-carried flag with its set-up, per-iteration flags and drain. A unit's *span* is the program
+carried flag with its set-up, per-iteration flags and drain (across the loops that took it
+over, one after another). A unit's *span* is the program
 text from its first flag instruction to its last; both ends lie in one region, so the span
 is a run of consecutive items of that region (loops included whole).
 
@@ -64,7 +77,7 @@ from dataclasses import dataclass, field, replace
 
 from pypto.block.ir import BInstr, BItem, BLoop, Buf
 from pypto.core.errors import TileError
-from pypto.isa.ir import Expr, Instr, Pipe
+from pypto.isa.ir import Expr, Instr, Pipe, Reg
 from pypto.isa.opcodes import pipe_of
 from pypto.npu.machine import Machine
 
@@ -189,8 +202,26 @@ def _homes(items: list[BItem]) -> dict[str, int]:
 
 
 def _region(items: list[BItem], bufs: dict[str, Buf], ids: _Ids, depth: int) -> list[BItem]:
-    # inner loops first: their bodies get their own flags and carried flags
-    items = [_loop(it, bufs, ids, depth + 1) if isinstance(it, BLoop) else it for it in items]
+    # inner loops first: their bodies get their own flags and carried flags; a loop right
+    # after another (nothing touching a tile between) may take over its carried flags
+    done: list[BItem] = []
+    prev: int | None = None  # index in done of that loop
+    for j, it in enumerate(items):
+        if not isinstance(it, BLoop):
+            done.append(it)
+            if list(_accesses(it)):
+                prev = None
+            continue
+        a = done[prev] if prev is not None else None
+        lp = _loop(it, bufs, ids, depth + 1, _once(items[:j], it), a)
+        if isinstance(lp, _Wrapped) and lp.links:
+            assert prev is not None and isinstance(a, _Wrapped)
+            gone = {id(x) for c in lp.links for x in a.carry[c].post}
+            done[prev] = replace(a, post=tuple(x for x in a.post if id(x) not in gone))
+            lp = replace(lp, src=prev)
+        done.append(lp)
+        prev = len(done) - 1 if isinstance(lp, _Wrapped) else None
+    items = done
     before: dict[int, list[BItem]] = {}
     after: dict[int, list[BItem]] = {}
     state: dict[str, dict[Pipe, tuple[int, bool]]] = {}
@@ -206,6 +237,8 @@ def _region(items: list[BItem], bufs: dict[str, Buf], ids: _Ids, depth: int) -> 
         for key, q, w in accs:
             for p, (i, pw) in state.get(key, {}).items():
                 if p is not q and p is not Pipe.S and (w or pw) and i < j:
+                    if _handed_over(items, i, j, p, q, key):
+                        continue
                     need[(p, q)] = max(need.get((p, q), -1), i)
         for (p, q), i in sorted(need.items(), key=lambda x: (x[1], x[0])):
             if synced.get((p, q), -1) >= i:
@@ -233,12 +266,32 @@ def _region(items: list[BItem], bufs: dict[str, Buf], ids: _Ids, depth: int) -> 
 
 
 @dataclass(frozen=True)
+class _Carry:
+    """A loop's carried flag of one pipe pair (not hoisted): its unit, the tokens of each
+    set/wait pair, each tile's pair (index in the chain) and the drain's waits."""
+
+    unit: _Unit
+    tokens: int
+    index: dict[str, int]
+    post: tuple[BInstr, ...]
+
+
+@dataclass(frozen=True)
 class _Wrapped:
-    """A loop with the flags that go right before and after it (carried-flag set-up/drain)."""
+    """A loop with the flags that go right before and after it (carried-flag set-up/drain).
+
+    ``links``: the pipe pairs whose carried flag this loop took over from the loop right
+    before it (``src``, its index in the region): no drain after that loop and no set-up
+    before this one, so this loop's first waits take that loop's last sets. A tile the first
+    loop's source pipe leaves and this loop's destination pipe takes next is then ordered by
+    those flags (:func:`_handed_over`), not by a pair that waits for all of the first loop."""
 
     loop: BLoop
     pre: tuple[BItem, ...]
     post: tuple[BItem, ...]
+    carry: dict[tuple[Pipe, Pipe], _Carry] = field(default_factory=dict)
+    links: frozenset[tuple[Pipe, Pipe]] = frozenset()
+    src: int = -1
 
     @property
     def reads(self) -> tuple[str, ...]:
@@ -247,6 +300,19 @@ class _Wrapped:
     @property
     def writes(self) -> tuple[str, ...]:
         return ()
+
+
+def _handed_over(items: list[BItem], i: int, j: int, p: Pipe, q: Pipe, key: str) -> bool:
+    """Whether loop ``j`` took over loop ``i``'s carried flag of ``p → q`` and that flag
+    orders ``key``: its pair in loop ``i`` comes no later than its pair in loop ``j`` (the
+    sets of a pair follow the source's accesses of its tiles, in chain order)."""
+    b = items[j]
+    if not isinstance(b, _Wrapped) or b.src != i or (p, q) not in b.links:
+        return False
+    a = items[i]
+    assert isinstance(a, _Wrapped)
+    ka, kb = a.carry[(p, q)].index.get(key), b.carry[(p, q)].index.get(key)
+    return ka is not None and kb is not None and ka <= kb
 
 
 def _first_last(
@@ -264,11 +330,70 @@ def _first_last(
     return first, last
 
 
-def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
+def _once(before: list[BItem], loop: BLoop) -> bool:
+    """Whether ``loop`` is a conditional: ``for %i in 0..%r`` with ``%r`` last set in
+    ``before`` (its region, up to the loop) by ``SMIN %r, x, 1``, perhaps followed by
+    ``SMAX %r, %r, 0`` (:func:`pypto.tile.ir.gate`), so it runs at most once, and with no
+    double buffer of its own (whose slots alternate from one run to the next: a carried
+    flag with a token per slot lets the next run's loads start early)."""
+    if loop.parity is not None or loop.start != Expr() or len(loop.stop.terms) != 1:
+        return False
+    ((r, c),) = loop.stop.terms
+    if c != 1 or loop.stop.const != 0:
+        return False
+    clamped = False  # an SMAX %r, %r, 0 seen (walking back): the SMIN before decides
+    for it in reversed(before):
+        if isinstance(it, BLoop):
+            if any(_writes_reg(x, r) for x in _walk(it)):
+                return False
+            continue
+        if not _writes_reg(it, r):
+            continue
+        op, args = it.instr.op, it.instr.args
+        if op == "SMAX" and not clamped and args[1] == Expr.reg(r) and args[2] == Expr():
+            clamped = True
+            continue
+        return op == "SMIN" and any(
+            isinstance(a, Expr) and a.is_const and a.const <= 1 for a in args[1:]
+        )
+    return False
+
+
+def _walk(loop: BLoop) -> Iterator[BInstr]:
+    for it in loop.body:
+        if isinstance(it, BLoop):
+            yield from _walk(it)
+        else:
+            yield it
+
+
+def _writes_reg(it: BInstr, r: str) -> bool:
+    a = it.instr.args
+    return it.instr.op.startswith("S") and bool(a) and isinstance(a[0], Reg) and a[0].name == r
+
+
+def _loop(
+    loop: BLoop,
+    bufs: dict[str, Buf],
+    ids: _Ids,
+    depth: int,
+    once: bool = False,
+    before: BItem | None = None,
+) -> BItem:
+    """``loop`` with its body's flags and, unless it runs at most ``once`` (a conditional:
+    the enclosing region orders it as one instruction, nothing carries from one iteration
+    to the next), the carried flags between its iterations. A carried flag of the loop
+    right ``before`` it (in the same region, nothing touching a tile between) with as many
+    pairs and tokens, whose tiles come in pairs no later there than here, goes on into this
+    loop (a software pipeline's fill, steady and drain loops: each tile waits for its own
+    last use in the loop before, not for that whole loop)."""
     body = list(loop.body)
     inner = _region(body, bufs, ids, depth)
+    if once:
+        return BLoop(loop.reg, loop.start, loop.stop, loop.step, tuple(inner), loop.parity)
     first, last = _first_last(body)
-    carried: dict[tuple[Pipe, Pipe], tuple[int, int, int]] = {}  # -> (src idx, dst idx, tokens)
+    carried: dict[tuple[Pipe, Pipe], list[tuple[int, int, str]]] = {}  # -> (src, dst, tile)
+    tok: dict[tuple[Pipe, Pipe], int] = {}  # -> tokens (the fewest slots among its tiles)
     persist: dict[tuple[Pipe, Pipe], list[str]] = {}  # pairs whose buffers all ping-pong here
     for key, ends in last.items():
         if key in ids.hoisted:
@@ -295,10 +420,8 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
                     # carried flag, before q's first by an own pair)
                     continue
                 old = carried.get((p, q))
-                if old is None:
-                    carried[(p, q)] = (i, j, tokens)
-                else:
-                    carried[(p, q)] = (max(old[0], i), min(old[1], j), min(old[2], tokens))
+                carried.setdefault((p, q), []).append((i, j, key))
+                tok[(p, q)] = min(tok.get((p, q), tokens), tokens)
                 # every access inside this loop: its order across runs is the same flag's
                 ok = ids.home.get(key) == id(loop) and (old is None or (p, q) in persist)
                 if ok:
@@ -313,8 +436,13 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
     sets: dict[int, list[BItem]] = {}
     pre: list[BItem] = []
     post: list[BItem] = []
-    for (p, q), (i, j, tokens) in sorted(carried.items()):
-        u = ids.carry(p, q)
+    carry: dict[tuple[Pipe, Pipe], _Carry] = {}
+    links: set[tuple[Pipe, Pipe]] = set()
+    prev = before if isinstance(before, _Wrapped) else None
+    for (p, q), deps in sorted(carried.items()):
+        chain = _chain(deps)
+        index = {k: n for n, (_, _, ks) in enumerate(chain) for k in ks}
+        tokens = tok[(p, q)] * len(chain)  # each pair's slots
         # Buffers that live inside this loop (a double buffer's slot counter runs on across
         # the loop's runs) keep one flag for all runs, its tokens set once per kernel: the
         # next run's first loads overlap this run's last compute, and enclosing loops add
@@ -322,19 +450,62 @@ def _loop(loop: BLoop, bufs: dict[str, Buf], ids: _Ids, depth: int) -> BItem:
         hoist = (p, q) in persist
         # (an outermost loop runs once: its own set-up and drain are the kernel's)
         out = hoist and depth > 1
-        (ids.pre if out else pre).extend(_uset(u) for _ in range(tokens))
-        waits.setdefault(pos[j], []).append(_uwait(u))
-        sets.setdefault(pos[i], []).append(_uset(u))
-        (ids.post if out else post).extend(_uwait(u) for _ in range(tokens))
+        prior = prev.carry.get((p, q)) if prev is not None and not hoist else None
+        if (
+            prior is not None
+            and prev is not None
+            and prior.tokens == tok[(p, q)]
+            # two slots: they must alternate from one loop into the next (one parity)
+            and (prior.tokens == 1 or prev.loop.parity == loop.parity)
+            and max(prior.index.values()) == len(chain) - 1
+            and all(prior.index.get(k, n) <= n for k, n in index.items())
+        ):
+            # the loop before's last sets are this loop's first tokens
+            u = prior.unit
+            gone = {id(x) for x in prior.post}
+            u.flags[:] = [x for x in u.flags if id(x) not in gone]
+            links.add((p, q))
+        else:
+            u = ids.carry(p, q)
+            (ids.pre if out else pre).extend(_uset(u) for _ in range(tokens))
+        for i, j, _ in chain:
+            waits.setdefault(pos[j], []).append(_uwait(u))
+            sets.setdefault(pos[i], []).append(_uset(u))
+        drain = [_uwait(u) for _ in range(tokens)]
+        (ids.post if out else post).extend(drain)
         if hoist:
             ids.hoisted.update(persist[(p, q)])
+        else:
+            carry[(p, q)] = _Carry(u, tok[(p, q)], index, tuple(drain))
     new: list[BItem] = []
     for k, it in enumerate(inner):
         new.extend(waits.get(k, []))
         new.append(it)
         new.extend(sets.get(k, []))
     lp = BLoop(loop.reg, loop.start, loop.stop, loop.step, tuple(new), loop.parity)
-    return _Wrapped(lp, tuple(pre), tuple(post))  # type: ignore[return-value]
+    return _Wrapped(lp, tuple(pre), tuple(post), carry, frozenset(links))  # type: ignore[return-value]
+
+
+def _chain(ends: list[tuple[int, int, str]]) -> list[tuple[int, int, tuple[str, ...]]]:
+    """The carried dependencies of one pipe pair, one (last source access, first destination
+    access, tile) per tile, as set/wait pairs of one counting flag, each with its tiles: the
+    n-th wait of an iteration takes the n-th set of an earlier one, so the sets and the
+    waits must come in the same order. Pairs that cross (or share an end) merge into one,
+    from the later source to the earlier destination.
+
+    >>> _chain([(5, 0, "s"), (9, 2, "o")])  # each tile waits for its own store only
+    [(5, 0, ('s',)), (9, 2, ('o',))]
+    >>> _chain([(9, 0, "s"), (5, 2, "o")])  # crossed: one wait covers both
+    [(9, 0, ('o', 's'))]
+    """
+    out: list[tuple[int, int, tuple[str, ...]]] = []
+    for i, j, k in sorted(ends):
+        ks: tuple[str, ...] = (k,)
+        while out and (j <= out[-1][1] or i == out[-1][0]):
+            a, b, kk = out.pop()
+            i, j, ks = max(a, i), min(b, j), (*kk, *ks)
+        out.append((i, j, ks))
+    return out
 
 
 def _positions(inner: list[BItem], body: list[BItem]) -> dict[int, int]:

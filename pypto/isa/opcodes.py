@@ -119,6 +119,13 @@ def _specs() -> dict[str, OpSpec]:
         OpSpec("TLOAD", "TG", "move", "GM window → L1/L0A/L0B/UB tile (MTE2)"),
         OpSpec("TSTORE", "GT", "move", "UB tile → GM (MTE3); L0C tile → GM with cast (FIX)"),
         OpSpec(
+            "TSTORE_S",
+            "GTF",
+            "move",
+            "L0C tile → GM times a scalar, then the cast (FIX: the fixpipe's scalar "
+            "pre-quantisation scale, applied in f32 before rounding)",
+        ),
+        OpSpec(
             "TMOV",
             "TT",
             "move",
@@ -203,6 +210,7 @@ OPCODES: dict[str, OpSpec] = _specs()
 
 _FIXED_PIPE: dict[str, Pipe] = {
     "TLOAD": Pipe.MTE2,
+    "TSTORE_S": Pipe.FIX,
     "TMATMUL": Pipe.M,
     "TMATMUL_ACC": Pipe.M,
     "PIPE_BARRIER": Pipe.S,

@@ -16,6 +16,7 @@ pypto.isa.ir.IsaError: aiv #0 TEXP UB[0x0]:i32[8,8], UB[0x100]:i32[8,8]: TEXP ne
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 from pypto import dtypes as dt
@@ -363,11 +364,18 @@ def _verify_move(c: _Ctx, ins: Instr) -> None:
                 f"TLOAD copies bytes: {g.tensor} is {decl.dtype.short}, tile is {dst.dtype.short}"
             )
         return
-    if op == "TSTORE":
-        g, src = a
+    if op in ("TSTORE", "TSTORE_S"):
+        g, src = a[0], a[1]
         assert isinstance(src, Tile) and isinstance(g, GmRef)
         _check_tile(c, src, "source")
         decl = _check_gm(c, g, src)
+        if op == "TSTORE_S" and (src.space is not Space.L0C or not src.dtype.is_floating):
+            raise c.fail(
+                f"TSTORE_S scales a float L0C tile on the fixpipe, not {src.dtype.short} in "
+                f"{src.space}"
+            )
+        if op == "TSTORE_S" and not math.isfinite(float(a[2])):  # type: ignore[arg-type]
+            raise c.fail(f"TSTORE_S scale {a[2]} is not finite")
         if src.space is Space.UB:
             if decl.dtype is not src.dtype:
                 raise c.fail(

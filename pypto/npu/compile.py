@@ -201,7 +201,7 @@ def _kind(ins: Instr) -> int:
         return K_XWAIT
     if op == "TLOAD":
         return K_DMA_RD
-    if op == "TSTORE":
+    if op in ("TSTORE", "TSTORE_S"):
         return K_DMA_WR
     return K_LOCAL
 

@@ -332,8 +332,8 @@ class Profile:
         >>> sorted((w.event.core, w.row, w.col, w.rows, w.cols) for w in prof.windows("y"))
         [('aiv0', 0, 0, 8, 64), ('aiv1', 8, 0, 8, 64)]
         """
-        if op not in ("TLOAD", "TSTORE"):
-            raise ValueError(f"windows() reads TLOAD or TSTORE instructions, not {op!r}")
+        if op not in ("TLOAD", "TSTORE", "TSTORE_S"):
+            raise ValueError(f"windows() reads TLOAD, TSTORE or TSTORE_S instructions, not {op!r}")
         if not self._trace:
             return []
         cp = self._compiled()

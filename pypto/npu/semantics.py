@@ -270,7 +270,7 @@ def build_exec(
     ``widened`` enables the provenance tags (see the module doc)."""
     ex = _build_exec(cp, sid, gm2d, widened)
     ins = cp.instrs[sid]
-    if ex is None or widened is None or ins.op in ("TLOAD", "TSTORE", "TEXTRACT"):
+    if ex is None or widened is None or ins.op in ("TLOAD", "TSTORE", "TSTORE_S", "TEXTRACT"):
         return ex  # no effect, no tags, or the instruction keeps the tags itself
     dst, slot = _tile_slots(ins)[0]
     sp = SPACE_NO[dst.space]
@@ -297,7 +297,7 @@ def _build_exec(
         # scalar, branch and synchronisation instructions touch no memory; SLD's read is the
         # front end's own (``peek`` in the simulator)
         return None
-    if op in ("TLOAD", "TSTORE"):
+    if op in ("TLOAD", "TSTORE", "TSTORE_S"):
         info = cp.dma[sid]
         assert info is not None
         ((tile, t_slot),) = ts
@@ -331,6 +331,8 @@ def _build_exec(
             return load_tagged
         gdt = g.dtype
         from_l0c = tile.space is Space.L0C
+        # the fixpipe's scale multiplies in f32 before the cast rounds (one rounding)
+        scale = np.float32(ins.args[2]) if op == "TSTORE_S" else None  # type: ignore[arg-type]
 
         def store(core: Any, item: tuple[Any, ...]) -> None:
             r, c = item[rs], item[rs + 1]
@@ -338,7 +340,9 @@ def _build_exec(
                 flush_l0c(core, item[t_slot], item[t_slot] + t_nb)
             src = v(core, item)
             dst = g[r : r + R, c : c + C]
-            if src.dtype == gdt:
+            if scale is not None:
+                dst[...] = to_dtype(src * scale, gdt)
+            elif src.dtype == gdt:
                 np.copyto(dst, src)
             else:
                 dst[...] = to_dtype(src, gdt)
@@ -672,7 +676,7 @@ def build_access(cp: Compiled, sid: int) -> Access | None:
 
         parts.append(part)
 
-    if op in ("TLOAD", "TSTORE"):
+    if op in ("TLOAD", "TSTORE", "TSTORE_S"):
         info = cp.dma[sid]
         assert info is not None
         ((tile, slot),) = ts
@@ -681,7 +685,7 @@ def build_access(cp: Compiled, sid: int) -> Access | None:
             key = -1 - info.tensor
             R, C = tile.shape
             rs = info.gm_slot
-            w = op == "TSTORE"
+            w = op != "TLOAD"
 
             def gm_part(core: Any, item: tuple[Any, ...]) -> Range:
                 r, c = item[rs], item[rs + 1]

@@ -776,7 +776,9 @@ def _kernel(
     q_row = q_row + Expr.reg("q") * gq
     o_row = o_row + Expr.reg("q") * gq
     # S and P V cross in the inputs' dtype (the fixpipe rounds them once, as the reference
-    # rounds its logits): half the fixpipe and vector bytes of f32
+    # rounds its logits): half the fixpipe and vector bytes of f32. The fixpipe also scales
+    # S (its scalar pre-quantisation scale, in f32 before the rounding): no vector pass.
+    scale = None if p.scale == 1.0 else float(p.scale)
     # rows of a ring slot: the point's query rows; with one query row, a row per vector core
     # (both compute it, and each hands its P over without writing the other's)
     rr = 2 if gq == 1 else gq
@@ -932,7 +934,7 @@ def _kernel(
                         out.append(TOp(op, b, (k1, *at), loc))
                     out += [
                         TOp("TMATMUL", r, (a, b), loc),
-                        TStore(ws_s, ring("ss", t), Expr.of(c * kc), r, loc),
+                        TStore(ws_s, ring("ss", t), Expr.of(c * kc), r, loc, scale),
                     ]
                     continue
                 held.pop(x, None)
@@ -958,8 +960,12 @@ def _kernel(
         """The steady loop's products: S on the first set, P V on the second, in turn."""
         s_all, o_all = products("s", False), products("o", False)
         cut = [i + 1 for i, x in enumerate(s_all) if isinstance(x, TStore)]
+        # a P V tile's store goes with its last product: behind the next S store, the fixpipe
+        # (in order) would hold the P V accumulator past the next tile's first product
         cuts = [
-            i + 1 for i, x in enumerate(o_all) if isinstance(x, TOp) and x.op.startswith("TMATMUL")
+            i + 2 if i + 1 < len(o_all) and isinstance(o_all[i + 1], TStore) else i + 1
+            for i, x in enumerate(o_all)
+            if isinstance(x, TOp) and x.op.startswith("TMATMUL")
         ]
         out: list[Stmt] = []
         a0 = b0 = 0
@@ -1023,8 +1029,6 @@ def _kernel(
         ]
         x = ub(f"x{sfx}" if split else "x", d_t, (h, bk))
         soft: list[Stmt] = [TLoad(x, ws_s, ring("ss", t) + sub, Expr(), loc)]
-        if p.scale != 1.0:
-            soft.append(TOp("TMULS", x, (x, p.scale), loc))
         if p.causal:
             # only the last bq/bk tiles of the row reach past the diagonal: mask those with
             # the matching columns of the lower-triangular tile (no DMA per step)
@@ -1164,9 +1168,12 @@ def _kernel(
             loc,
             flops // 2 if p.causal else flops,
             (
-                Ring(ws_s, "aic", "ss", ring_slots["ss"]),
-                Ring(ws_p, "aiv", "sp", ring_slots["sp"]),
-                Ring(ws_o, "aic", "so", ring_slots["so"]),
+                # each query tile of a point is its own part: the vector cores start a
+                # tile's softmax while the cube makes the next tile's S, and the cube its
+                # P V while they make the next tile's P
+                Ring(ws_s, "aic", "ss", ring_slots["ss"], g),
+                Ring(ws_p, "aiv", "sp", ring_slots["sp"], g),
+                Ring(ws_o, "aic", "so", ring_slots["so"], g),
             ),
             # causal: query tile q runs q+1 K/V steps; deal the long ones first
             "q" if p.causal else "",

@@ -97,17 +97,20 @@ class TLoad:
 
 @dataclass(frozen=True, slots=True)
 class TStore:
-    """``tstore tensor[row : +rows, col : +cols], src``."""
+    """``tstore tensor[row : +rows, col : +cols], src`` (``, scale s``: an L0C tile times
+    ``s`` on the fixpipe before its cast, ``TSTORE_S``)."""
 
     tensor: str
     row: Expr
     col: Expr
     src: TileVar
     loc: SourceLoc | None = None
+    scale: float | None = None
 
     def text(self) -> str:
         r, c = self.src.shape
-        return f"tstore %{self.tensor}[{self.row} : +{r}, {self.col} : +{c}], {self.src.ref}"
+        at = f"tstore %{self.tensor}[{self.row} : +{r}, {self.col} : +{c}], {self.src.ref}"
+        return at if self.scale is None else f"{at}, scale {self.scale!r}"
 
 
 TArg = TileVar | float | int | Cond | Expr
@@ -234,10 +237,14 @@ class Ring:
     src: str  # the writing core type: "aic" or "aiv"
     slot: str
     slots: int = 2
+    parts: int = 1
+    """Row blocks of a slot handed over one by one (attention's query tiles of a point): the
+    reader may take the first while the writer still fills the next."""
 
     def __str__(self) -> str:
         dst = "aiv" if self.src == "aic" else "aic"
-        return f"ring %{self.tensor} {self.src}->{dst} x{self.slots} by %{self.slot}"
+        parts = f" in {self.parts} parts" if self.parts > 1 else ""
+        return f"ring %{self.tensor} {self.src}->{dst} x{self.slots} by %{self.slot}{parts}"
 
 
 @dataclass(frozen=True)

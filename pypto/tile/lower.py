@@ -1243,7 +1243,7 @@ def _renamed(s: Stmt, names: dict[str, str]) -> Stmt:
     if isinstance(s, TLoad):
         return TLoad(t(s.dst), s.tensor, s.row, s.col, s.loc)
     if isinstance(s, TStore):
-        return TStore(s.tensor, s.row, s.col, t(s.src), s.loc)
+        return TStore(s.tensor, s.row, s.col, t(s.src), s.loc, s.scale)
     if isinstance(s, TOp):
         args = tuple(t(a) if isinstance(a, TileVar) else a for a in s.args)
         return TOp(s.op, t(s.dst), args, s.loc)

@@ -167,11 +167,11 @@ AB = (
 X = (RNG.standard_normal((64, 4096)).astype(np.float16),)
 KERNELS = {
     # name: (function, arguments, tiles, fewest event ids per pipe pair it compiles with)
-    "attention": (sdpa, QKV, dict(attn=(128, 128, 1)), 4),
+    "attention": (sdpa, QKV, dict(attn=(128, 128, 1)), 3),
     # two query tiles per grid point, the loops' transfers double-buffered
-    "attention_g2": (sdpa, QKV, dict(attn=(64, 32, 2)), 5),
+    "attention_g2": (sdpa, QKV, dict(attn=(64, 32, 2)), 4),
     # the automatic tiles: pairs of 256-key steps, each two cube products (L1 → L0 moves)
-    "attention_wide_pairs": (sdpa, QKV, None, 4),
+    "attention_wide_pairs": (sdpa, QKV, None, 3),
     "gemm": (gemm_relu, AB, None, 1),
     "softmax": (softmax, X, None, 1),
 }
@@ -218,3 +218,34 @@ def test_kernels_on_fewer_event_ids_reuse_them_safely(name: str) -> None:
     if fewest > 1:
         with pytest.raises(pto.TileError, match=f"needs {fewest} event ids"):
             jit(fn, squeezed(fewest - 1), tile).lower(*args)
+
+
+def test_a_software_pipelines_loops_hand_their_flags_on() -> None:
+    # attention's cube core: fill, steady and drain loops over the K/V steps of a point, on
+    # the two L0C tiles. Each carried flag from the fixpipe to the cube has a set/wait pair
+    # per tile (a product waits for its own tile's last store, not the other's), and the
+    # loops hand it on: the steady loop's first products take the fill loop's last sets, so
+    # nothing between the loops waits for the fixpipe to finish all of the loop before.
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.standard_normal((2, 512, 128)).astype(np.float16) for _ in range(3))
+    f = pto.jit(sdpa, machine="tiny", tile=dict(attn=(128, 256, 2)))
+    isa = str(f.lower(q, k, v).isa)
+    aic = isa.split(".core aic")[1].split(".core aiv")[0].splitlines()
+    loops = [i for i, ln in enumerate(aic) if ln.startswith("    LOOP %j")]
+    ends = [i for i, ln in enumerate(aic) if ln == "    ENDLOOP"]
+    assert len(loops) == 3 and len(ends) == 3
+    fill, steady, drain = (aic[a : b + 1] for a, b in zip(loops, ends, strict=True))
+    # the carried flag: what the fill loop's first product waits for
+    carried = next(ln for ln in fill if "WAIT_FLAG FIX, M," in ln).rsplit(", ", 1)[1]
+    # one id for the three loops' carried flag; a set per L0C tile in each loop
+    for body in (fill, steady, drain):
+        sets = [ln for ln in body if ln.strip().startswith("SET_FLAG FIX, M,")]
+        assert len([ln for ln in sets if ln.strip().endswith(f", {carried}")]) == 2
+    between = aic[ends[0] + 1 : loops[1]] + aic[ends[1] + 1 : loops[2]]
+    assert not [ln for ln in between if "WAIT_FLAG FIX, M" in ln]
+    prof = f.profile(q, k, v)  # races raise here
+    check_invariants(prof)
+    want = np.asarray(pto.to_jax(sdpa)(q, k, v))
+    (n,) = sum_lengths(trace(sdpa, [pto.tensor(a) for a in (q, k, v)])[0])
+    c = compare("attention", prof.outputs[0], want, k=n)
+    assert c.ok, str(c)

@@ -28,6 +28,11 @@ def core(kind: str, *lines: str) -> str:
         (core("aiv", "TSTORE y[0, 0], UB[0]:f16[16,64]"), "y is f32, tile is f16"),
         (core("aic", "TSTORE y[0, 0], L0C[0]:f16[16,64]"), "the fixpipe cannot convert f16"),
         (core("aic", "TSTORE y[0, 0], L1[0]:f32[16,64]"), "from UB or L0C, not L1"),
+        (
+            core("aiv", "TSTORE_S y[0, 0], UB[0]:f32[16,64], 0.5"),
+            "TSTORE_S scales a float L0C tile on the fixpipe, not f32 in UB",
+        ),
+        (core("aic", "TSTORE_S y[0, 0], L0C[0]:f32[16,64], inf"), "TSTORE_S scale inf"),
         (core("aic", "TMOV L0A[0]:f16[16,16], L0B[0]:f16[16,16]"), "no TMOV path L0B → L0A"),
         (core("aic", "TMOV L0A[0]:f16[16,16], L1[0]:f16[16,32]"), "shapes [16, 16] and [16, 32]"),
         (core("aic", "TMOV UB[0]:f32[16,16], L0C[0]:f32[16,16]"), "name it, e.g. UB@aiv0"),

@@ -409,6 +409,34 @@ def test_cube_matmul_and_fixpipe_cast(sim, dtype, acc, out) -> None:
     np.testing.assert_array_equal(prof.outputs["c"], want)
 
 
+def test_fixpipe_scale_multiplies_in_f32_and_rounds_once(sim) -> None:
+    # TSTORE_S: the f32 accumulator times the scale, then one rounding to the tensor's dtype
+    # (attention's 1/sqrt(d) on its scores); rounding first and scaling after differs
+    a = RNG.standard_normal((32, 64)).astype(np.float16)
+    b = RNG.standard_normal((64, 16)).astype(np.float16)
+    scale = 1 / math.sqrt(128)
+    prog = f"""
+    .program mm
+    .tensor a f16[32,64] in
+    .tensor b f16[64,16] in
+    .tensor c f16[32,16] out
+    .core aic
+      TLOAD L0A[0x0]:f16[32,64], a[0, 0]
+      TLOAD L0B[0x0]:f16[64,16], b[0, 0]
+      SET_FLAG MTE2, M, 0
+      WAIT_FLAG MTE2, M, 0
+      TMATMUL L0C[0x0]:f32[32,16], L0A[0x0]:f16[32,64], L0B[0x0]:f16[64,16]
+      SET_FLAG M, FIX, 0
+      WAIT_FLAG M, FIX, 0
+      TSTORE_S c[0, 0], L0C[0x0]:f32[32,16], {scale!r}
+    """
+    prof = sim(prog, "tiny", {"a": a, "b": b})
+    acc = a.astype(F32) @ b.astype(F32)
+    np.testing.assert_array_equal(prof.outputs["c"], (acc * F32(scale)).astype(np.float16))
+    twice = (acc.astype(np.float16).astype(F32) * F32(scale)).astype(np.float16)
+    assert (prof.outputs["c"] != twice).any()
+
+
 def test_integer_fmod_keeps_the_dividends_sign_and_takes_zero_divisors_as_one(sim) -> None:
     a = RNG.integers(-(2**31), 2**31 - 1, (16, 64), endpoint=True).astype(np.int32)
     b = RNG.integers(-9, 10, (16, 64)).astype(np.int32)  # zeros included
