@@ -60,12 +60,14 @@ def _flag(op: str, pipe: Pipe, peer: str, ev: Expr) -> BInstr:
     return BInstr(Instr(op, (pipe, peer, ev)))
 
 
-def _part(it: BInstr, op: str) -> int:
+def _part(it: BItem, op: str, ring: Ring) -> int:
     """The row block of a ring slot an access touches, as its row's constant term (the
-    block's first row; the registers pick the slot and a vector core's rows in it)."""
+    block's first row; the registers pick the slot and a vector core's rows in it); 0 for a
+    ring of one part."""
+    assert isinstance(it, BInstr)
     g = it.instr.args[0] if op == "TSTORE" else it.instr.args[1]
     assert isinstance(g, GmRef)
-    return g.row.const
+    return g.row.const if ring.parts > 1 else 0
 
 
 def _wrap(
@@ -85,15 +87,12 @@ def _wrap(
         return items
     groups: list[list[int]] = []  # the accesses of each row block, blocks in program order
     for i in hits:
-        it = items[i]
-        assert isinstance(it, BInstr)
-        key = _part(it, op) if ring.parts > 1 else 0
-        if groups and _part_of(items[groups[-1][0]], op, ring) == key:
+        if groups and _part(items[groups[-1][0]], op, ring) == _part(items[i], op, ring):
             groups[-1].append(i)
         else:
             groups.append([i])
     assert len(groups) == ring.parts, f"ring %{ring.tensor}: {len(groups)} of {ring.parts} parts"
-    waits = {g[0]: g for g in groups}
+    waits = {g[0] for g in groups}
     sets = {g[-1] for g in groups}
     out: list[BItem] = []
     for i, it in enumerate(items):
@@ -103,11 +102,6 @@ def _wrap(
         if i in sets:
             out.extend(_flag("XSET_FLAG", pipe, p, ev) for p in peers)
     return out
-
-
-def _part_of(it: BItem, op: str, ring: Ring) -> int:
-    assert isinstance(it, BInstr)
-    return _part(it, op) if ring.parts > 1 else 0
 
 
 def add_cross_flags(k: Kernel, core: str, items: list[BItem], m: Machine) -> list[BItem]:

@@ -313,8 +313,9 @@ class Profile:
         ]
 
     def windows(self, tensor: str, op: str = "TSTORE") -> list[GmWindow]:
-        """The windows of GM tensor ``tensor`` that the traced ``op`` (``"TSTORE"`` or
-        ``"TLOAD"``) instructions moved, by start time.
+        """The windows of GM tensor ``tensor`` that the traced ``op`` (``"TSTORE"``, which
+        counts the fixpipe's scaled ``TSTORE_S`` too, or ``"TLOAD"``) instructions moved, by
+        start time.
 
         The trace keeps each instruction's evaluated operands, so this reads them back
         rather than making the simulator record more.
@@ -332,8 +333,9 @@ class Profile:
         >>> sorted((w.event.core, w.row, w.col, w.rows, w.cols) for w in prof.windows("y"))
         [('aiv0', 0, 0, 8, 64), ('aiv1', 8, 0, 8, 64)]
         """
-        if op not in ("TLOAD", "TSTORE", "TSTORE_S"):
-            raise ValueError(f"windows() reads TLOAD, TSTORE or TSTORE_S instructions, not {op!r}")
+        if op not in ("TLOAD", "TSTORE"):
+            raise ValueError(f"windows() reads TLOAD or TSTORE instructions, not {op!r}")
+        ops = ("TSTORE", "TSTORE_S") if op == "TSTORE" else (op,)
         if not self._trace:
             return []
         cp = self._compiled()
@@ -342,7 +344,7 @@ class Profile:
         wanted = [
             s
             for s, ins in enumerate(cp.instrs)
-            if ins.op == op and (d := cp.dma[s]) is not None and d.tensor == ti
+            if ins.op in ops and (d := cp.dma[s]) is not None and d.tensor == ti
         ]
         _, sid, _, _, order = self._arrays()
         tr, events = self._trace[0], self.events

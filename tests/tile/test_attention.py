@@ -614,6 +614,9 @@ def test_the_fixpipe_scales_the_scores() -> None:
         if scaled:
             assert all("L0C" in ln and "f32[" in ln and "], 0.125" in ln for ln in s_stores)
         assert "TMULS" not in aiv
+    # the tile viewer's windows of the ring: stores count the scaled ones
+    wins = pto.jit(sdpa(True), machine="tiny").profile(q, k, v).windows("ws_s")
+    assert wins and {w.event.op for w in wins} == {"TSTORE_S"}
 
 
 def test_the_pipeline_is_as_deep_as_the_cross_core_flags_allow() -> None:
