@@ -74,6 +74,7 @@ __all__ = [
     "expit",
     "expn",
     "factorial",
+    "fresnel",
     "gamma",
     "gammainc",
     "gammaincc",
@@ -1114,3 +1115,93 @@ def expn(n: Any, x: Any) -> Any:
     zero = api.where(high, api.div(1.0, api.sub(api.where(high, nv, 2.0), 1.0)), math.inf)
     out = api.where(pos, api.where(composite.isposinf(v), 0.0, r), zero)
     return _narrow(api.where(bad, math.nan, out), d)
+
+
+_FRESNEL_SWITCH = 1.0  # the power series below, the continued fraction above
+_FRESNEL_SERIES = 10  # terms of the series up to 1: the last is below 1e-12
+_FRESNEL_DEPTH = 30  # the continued fraction's levels: 8e-9 at x = 1, 1e-14 by x = 2
+_FRESNEL_HALF = 2.0**24  # from here x is an even integer: x² is a multiple of 4
+
+
+def _quarter_turns(x: Any) -> Any:
+    """``x² mod 4`` for ``x >= 0``, so that ``sin(π x²/2)`` keeps its precision for large
+    ``x``: ``x`` splits into two halves of 12 bits (Veltkamp), whose products are exact in
+    float32, and each product is reduced mod 4 before the sum. 0 from 2²⁴, where ``x`` is
+    an even integer."""
+    big = api.greater_equal(x, _FRESNEL_HALF)
+    xs = api.where(big, 0.0, x)
+    c = api.mul(xs, 4097.0)
+    hi = api.sub(c, api.sub(c, xs))
+    lo = api.sub(xs, hi)
+    r = api.add(
+        api.add(api.fmod(api.mul(hi, hi), 4.0), api.fmod(api.mul(api.mul(hi, lo), 2.0), 4.0)),
+        api.mul(lo, lo),
+    )
+    return api.fmod(r, 4.0)
+
+
+def fresnel(x: Any) -> tuple[Any, Any]:
+    """The Fresnel integrals ``S(x) = ∫₀ˣ sin(πt²/2) dt`` and ``C(x) = ∫₀ˣ cos(πt²/2) dt``,
+    as ``jax.scipy.special.fresnel``: their power series up to ``|x| = 1``; above, from
+    ``C + iS = (1 + i)/2 · erf(√π (1 - i) x / 2)`` with ``erfc``'s continued fraction
+    ``√π e^(z²) erfc(z) = 2z/(2z² + 1 - 1·2/(2z² + 5 - 3·4/(2z² + 9 - …)))`` evaluated in
+    complex arithmetic (pairs of float32) from a fixed depth, and the phase ``π x²/2``
+    taken from ``x² mod 4`` exactly (:func:`_quarter_turns`), so large ``x`` keep float32's
+    precision. Both odd; ±0.5 at ±inf. Differentiable: ``S' = sin(πx²/2)``,
+    ``C' = cos(πx²/2)``.
+
+    >>> import pypto as pto
+    >>> s, c = fresnel(pto.tensor([0.5, 2.0, 10.0]))
+    >>> s.numpy()
+    array([0.06473243, 0.34341568, 0.46817   ], dtype=float32)
+    >>> c.numpy()
+    array([0.49234423, 0.4882534 , 0.49989867], dtype=float32)
+    """
+    (v,), d = _wide("fresnel", x)
+    t = api.abs(v)
+    small = api.less_equal(t, _FRESNEL_SWITCH)
+    ts = api.where(small, t, 0.5)
+    t4 = api.mul(api.mul(ts, ts), api.mul(ts, ts))
+    # S = x³ Σ (-1)ⁿ (π/2)²ⁿ⁺¹ x⁴ⁿ / ((2n+1)! (4n+3)), C = x Σ (-1)ⁿ (π/2)²ⁿ x⁴ⁿ / ((2n)! (4n+1))
+    s_acc: Any = 0.0
+    c_acc: Any = 0.0
+    for n in range(_FRESNEL_SERIES - 1, -1, -1):
+        sign = -1.0 if n % 2 else 1.0
+        s_acc = api.add(
+            api.mul(s_acc, t4),
+            sign * (math.pi / 2) ** (2 * n + 1) / math.factorial(2 * n + 1) / (4 * n + 3),
+        )
+        c_acc = api.add(
+            api.mul(c_acc, t4),
+            sign * (math.pi / 2) ** (2 * n) / math.factorial(2 * n) / (4 * n + 1),
+        )
+    s_small = api.mul(api.mul(api.mul(s_acc, ts), ts), ts)
+    c_small = api.mul(c_acc, ts)
+    # above 1: with 2z² = -iπx², f = 2z² + 1 - 1·2/(2z² + 5 - …) in (re, im) pairs
+    far = api.greater_equal(t, _FRESNEL_HALF)
+    tb = api.where(composite.logical_or(small, far), 2.0, t)
+    ai = api.mul(api.mul(tb, tb), -math.pi)
+    fr: Any = float(4 * _FRESNEL_DEPTH + 1)
+    fi: Any = ai
+    for k in range(_FRESNEL_DEPTH, 0, -1):
+        q = api.div(float((2 * k - 1) * 2 * k), api.add(api.mul(fr, fr), api.mul(fi, fi)))
+        fr = api.sub(float(4 * k - 3), api.mul(q, fr))
+        fi = api.add(ai, api.mul(q, fi))
+    # M = e^(iπx²/2) · 2z / (f √π), 2z = √π x (1 - i): M = e^(iθ) x (1 - i) / f
+    den = api.add(api.mul(fr, fr), api.mul(fi, fi))
+    kr = api.div(api.mul(tb, api.sub(fr, fi)), den)  # x (1 - i) / f
+    ki = api.div(api.neg(api.mul(tb, api.add(fr, fi))), den)
+    theta = api.mul(_quarter_turns(tb), math.pi / 2)
+    cs, sn = api.cos(theta), api.sin(theta)
+    mr = api.sub(api.mul(cs, kr), api.mul(sn, ki))
+    mi = api.add(api.mul(cs, ki), api.mul(sn, kr))
+    # C + iS = (1 + i)/2 · (1 - M)
+    c_big = api.mul(api.add(api.sub(1.0, mr), mi), 0.5)
+    s_big = api.mul(api.sub(api.sub(1.0, mr), mi), 0.5)
+    s_out = api.where(small, s_small, api.where(far, 0.5, s_big))
+    c_out = api.where(small, c_small, api.where(far, 0.5, c_big))
+    neg = api.less(v, 0.0)
+    s_out = api.where(neg, api.neg(s_out), s_out)
+    c_out = api.where(neg, api.neg(c_out), c_out)
+    nan = composite.isnan(v)
+    return _narrow(api.where(nan, math.nan, s_out), d), _narrow(api.where(nan, math.nan, c_out), d)
