@@ -450,6 +450,8 @@ def _verify_stmts(
                 isinstance(s, TStore) and t.space is Space.L0C
             ):
                 raise _fail(k, f"{t} moves bytes of %{s.tensor} ({f.buffer(s.tensor).dtype})")
+            if isinstance(s, TStore) and s.scale is not None and t.space is not Space.L0C:
+                raise _fail(k, f"tstore of {t} with a scale: only the fixpipe scales (L0C)")
         else:
             if s.op not in OPCODES:
                 raise _fail(k, f"unknown tile op {s.op}")

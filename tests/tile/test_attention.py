@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import textwrap
+from dataclasses import replace
 from typing import Any
 
 import jax
@@ -16,6 +17,7 @@ import pypto as pto
 from pypto.graph.tracer import trace
 from pypto.reference import compare
 from pypto.reference.jax_bridge import sum_lengths
+from pypto.tile.ir import For, TileIRError, TStore
 
 MACHINES = ("tiny", "ascend910b")
 F = (pto.float32, pto.float16, pto.bfloat16)
@@ -668,3 +670,28 @@ def test_decoding_splits_with_the_heads_merged_in_place() -> None:
     att, comb = low.tile_ir.kernels
     assert "kv=" in att.header() and comb.name == "attention_combine"
     assert "%b0*64" in str(comb)  # head %b0's columns of the merged row
+
+
+def test_the_tile_verifier_lets_only_the_fixpipe_scale_a_store() -> None:
+    # a scale on the vector cores' store of P (UB → GM) is a Tile IR error naming the tile
+    q = arr((1, 1, 64, 32), pto.float16)
+    tf = pto.jit(sdpa(False), machine="tiny").lower(q, q, q).tile_ir
+    (att,) = [k for k in tf.kernels if k.kind == "attention"]
+    aiv = next(s for s in att.sections if s.core == "aiv")
+
+    def scaled(stmts: tuple[Any, ...]) -> tuple[Any, ...]:
+        out = []
+        for s in stmts:
+            if isinstance(s, TStore) and s.tensor.startswith("ws_p"):
+                s = replace(s, scale=0.5)
+            elif isinstance(s, For):
+                s = replace(s, body=scaled(s.body))
+            out.append(s)
+        return tuple(out)
+
+    bad_aiv = replace(aiv, body=scaled(aiv.body))
+    bad = replace(att, sections=tuple(bad_aiv if s is aiv else s for s in att.sections))
+    bad_tf = replace(tf, kernels=tuple(bad if k is att else k for k in tf.kernels))
+    with pytest.raises(TileIRError, match=r"tstore of %x: UB f16\[32,64\] with a scale"):
+        bad_tf.verify()
+    tf.verify()
