@@ -976,12 +976,22 @@ def _e1_positive(x: Any) -> Any:
         term = api.mul(term, api.div(api.neg(xs), float(k)))
         total = api.add(total, api.div(term, float(k)))
     near = api.sub(api.neg(api.add(api.log(xs), _EULER)), total)
-    xb = api.where(small, 1.0, x)
-    f = api.add(xb, float(2 * _E1_CF_DEPTH + 1))
+    return api.where(small, near, _en_fraction(1.0, api.where(small, 1.0, x)))
+
+
+def _en_fraction(n: Any, x: Any) -> Any:
+    """``Eₙ(x)`` for ``x >= 1`` from its continued fraction
+    ``e⁻ˣ / (x + n - 1·n/(x + n + 2 - 2(n+1)/(x + n + 4 - …)))`` evaluated from a fixed depth
+    (it converges faster as ``n`` grows). ``n`` a Python float (E₁: ``n = 1``) stays in the
+    constants."""
+    const = isinstance(n, float)
+    xn = x if const else api.add(x, n)
+    f = api.add(xn, float(2 * _E1_CF_DEPTH) + (n if const else 0.0))
     for k in range(_E1_CF_DEPTH, 0, -1):
-        f = api.sub(api.add(xb, float(2 * k - 1)), api.div(float(k * k), f))
-    far = api.div(api.exp(api.neg(xb)), f)
-    return api.where(small, near, far)
+        grow = k * (n + k - 1) if const else api.mul(api.add(n, float(k - 1)), float(k))
+        base = api.add(xn, float(2 * k - 2) + (n if const else 0.0))
+        f = api.sub(base, api.div(grow, f))
+    return api.div(api.exp(api.neg(x)), f)
 
 
 def exp1(x: Any) -> Any:
@@ -1042,9 +1052,8 @@ _EN_SWITCH = 1.0
 
 def _expn_positive(n: Any, x: Any) -> Any:
     """``Eₙ(x)`` for integer ``n ≥ 2`` and ``x > 0``. Up to ``x = _EN_SWITCH`` the series
-    ``(-x)ⁿ⁻¹/(n-1)! (ψ(n) - log x) - Σₖ≠ₙ₋₁ (-x)ᵏ / ((k - n + 1) k!)``; above, the continued
-    fraction ``e⁻ˣ / (x + n - 1·n/(x + n + 2 - 2(n+1)/(x + n + 4 - …)))`` from a fixed depth,
-    as :func:`_e1_positive` (it converges faster as ``n`` grows). Where the series has the
+    ``(-x)ⁿ⁻¹/(n-1)! (ψ(n) - log x) - Σₖ≠ₙ₋₁ (-x)ᵏ / ((k - n + 1) k!)``; above,
+    :func:`_en_fraction`. Where the series has the
     term ``k = n - 1``, its ``(-x)ᵏ/k!`` and ``ψ(n)`` (the harmonic number ``H(n-1)`` less
     Euler's constant) come from the series' own products and sums (``lgamma`` and
     ``digamma`` are ≈5e-7 off at small integers); above, from ``lgamma`` and ``digamma``,
@@ -1076,13 +1085,7 @@ def _expn_positive(n: Any, x: Any) -> Any:
     power = api.where(late, far_power, power)
     psi = api.where(late, digamma(api.add(ml, 1.0)), psi)
     near = api.sub(api.mul(power, api.sub(psi, api.log(xs))), total)
-    xb = api.where(small, 2.0, x)
-    f = api.add(api.add(xb, n), float(2 * _E1_CF_DEPTH))
-    for k in range(_E1_CF_DEPTH, 0, -1):
-        grow = api.mul(api.add(n, float(k - 1)), float(k))  # k (n + k - 1)
-        f = api.sub(api.add(api.add(xb, n), float(2 * k - 2)), api.div(grow, f))
-    far = api.div(api.exp(api.neg(xb)), f)
-    return api.where(small, near, far)
+    return api.where(small, near, _en_fraction(n, api.where(small, 2.0, x)))
 
 
 def expn(n: Any, x: Any) -> Any:
