@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pypto.block.ir import BInstr, BItem, BlockFunc, BLoop
 from pypto.isa.ir import CoreProgram, GmRef, Instr, Item, Program, Reg
+from pypto.isa.opcodes import GM_STORES
 
 __all__ = ["codegen"]
 
@@ -35,7 +36,7 @@ def _gm_sets(items: tuple[BItem, ...], reads: set[str], writes: set[str]) -> Non
             g = it.instr.args[1]
             assert isinstance(g, GmRef)
             reads.add(g.tensor)
-        elif it.instr.op in ("TSTORE", "TSTORE_S"):
+        elif it.instr.op in GM_STORES:
             g = it.instr.args[0]
             assert isinstance(g, GmRef)
             writes.add(g.tensor)

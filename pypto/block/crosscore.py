@@ -25,7 +25,7 @@ from dataclasses import replace
 from pypto.block.ir import BInstr, BItem, BLoop
 from pypto.core.errors import TileError
 from pypto.isa.ir import Expr, GmRef, Instr, Pipe
-from pypto.isa.opcodes import pipe_of
+from pypto.isa.opcodes import GM_STORES, pipe_of
 from pypto.npu.machine import Machine
 from pypto.tile.ir import Kernel, Ring
 
@@ -40,7 +40,7 @@ def _touches(it: BItem, ring: Ring, op: str) -> bool:
     if isinstance(it, BLoop):
         return any(_touches(x, ring, op) for x in it.body)
     ins = it.instr
-    if ins.op != op and not (op == "TSTORE" and ins.op == "TSTORE_S"):
+    if ins.op != op and not (op == "TSTORE" and ins.op in GM_STORES):
         return False
     g = ins.args[0] if op == "TSTORE" else ins.args[1]
     return isinstance(g, GmRef) and g.tensor == ring.tensor

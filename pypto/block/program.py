@@ -55,7 +55,7 @@ from pypto.isa.ir import (
     TensorDecl,
     Tile,
 )
-from pypto.isa.opcodes import OPCODES
+from pypto.isa.opcodes import GM_STORES, OPCODES
 from pypto.isa.verify import verify_instr
 from pypto.npu.machine import Machine
 from pypto.npu.machine import machine as get_machine
@@ -536,7 +536,7 @@ class _Range:
         self.core.items.append(lp)
 
 
-_TILE_READ_ONLY = ("TSTORE", "TSTORE_S", "SLD")  # their tiles are read, not written
+_TILE_READ_ONLY = (*sorted(GM_STORES), "SLD")  # their tiles are read, not written
 
 
 def _regs(ins: Instr) -> set[str]:

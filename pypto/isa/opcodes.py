@@ -208,6 +208,9 @@ def _specs() -> dict[str, OpSpec]:
 
 OPCODES: dict[str, OpSpec] = _specs()
 
+GM_STORES = frozenset({"TSTORE", "TSTORE_S"})
+"""The opcodes that write GM (``TSTORE_S`` is ``TSTORE`` with the fixpipe's scale)."""
+
 _FIXED_PIPE: dict[str, Pipe] = {
     "TLOAD": Pipe.MTE2,
     "TSTORE_S": Pipe.FIX,

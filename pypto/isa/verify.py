@@ -41,7 +41,16 @@ from pypto.isa.ir import (
     TensorDecl,
     Tile,
 )
-from pypto.isa.opcodes import BINARY, OPCODES, REDUCTIONS, TILE_SCALAR, UNARY, OpSpec, pipe_of
+from pypto.isa.opcodes import (
+    BINARY,
+    GM_STORES,
+    OPCODES,
+    REDUCTIONS,
+    TILE_SCALAR,
+    UNARY,
+    OpSpec,
+    pipe_of,
+)
 
 if TYPE_CHECKING:
     from pypto.npu.machine import Machine
@@ -364,7 +373,7 @@ def _verify_move(c: _Ctx, ins: Instr) -> None:
                 f"TLOAD copies bytes: {g.tensor} is {decl.dtype.short}, tile is {dst.dtype.short}"
             )
         return
-    if op in ("TSTORE", "TSTORE_S"):
+    if op in GM_STORES:
         g, src = a[0], a[1]
         assert isinstance(src, Tile) and isinstance(g, GmRef)
         _check_tile(c, src, "source")

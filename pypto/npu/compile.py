@@ -40,7 +40,15 @@ from pypto.isa.ir import (
     Space,
     Tile,
 )
-from pypto.isa.opcodes import BRANCHES, OPCODES, REDUCTIONS, SCALAR_BINARY, UNARY, pipe_of
+from pypto.isa.opcodes import (
+    BRANCHES,
+    GM_STORES,
+    OPCODES,
+    REDUCTIONS,
+    SCALAR_BINARY,
+    UNARY,
+    pipe_of,
+)
 from pypto.isa.printer import format_instr
 from pypto.npu.machine import Machine
 
@@ -201,7 +209,7 @@ def _kind(ins: Instr) -> int:
         return K_XWAIT
     if op == "TLOAD":
         return K_DMA_RD
-    if op in ("TSTORE", "TSTORE_S"):
+    if op in GM_STORES:
         return K_DMA_WR
     return K_LOCAL
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from pypto.isa.ir import PIPES_OF, Program
+from pypto.isa.opcodes import GM_STORES
 from pypto.npu.machine import Machine
 
 if TYPE_CHECKING:
@@ -335,7 +336,7 @@ class Profile:
         """
         if op not in ("TLOAD", "TSTORE"):
             raise ValueError(f"windows() reads TLOAD or TSTORE instructions, not {op!r}")
-        ops = ("TSTORE", "TSTORE_S") if op == "TSTORE" else (op,)
+        ops = GM_STORES if op == "TSTORE" else {op}
         if not self._trace:
             return []
         cp = self._compiled()

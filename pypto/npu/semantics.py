@@ -38,7 +38,7 @@ import numpy as np
 from pypto import dtypes as dt
 from pypto.core.errors import SimulationError
 from pypto.isa.ir import Cond, Expr, GmRef, Instr, Space, Tile
-from pypto.isa.opcodes import BINARY, REDUCTIONS, TILE_SCALAR, UNARY
+from pypto.isa.opcodes import BINARY, GM_STORES, REDUCTIONS, TILE_SCALAR, UNARY
 from pypto.npu.compile import Compiled
 from pypto.ops.elementwise import bit_shift, float_power
 from pypto.ops.sorting import total_order_key
@@ -270,7 +270,7 @@ def build_exec(
     ``widened`` enables the provenance tags (see the module doc)."""
     ex = _build_exec(cp, sid, gm2d, widened)
     ins = cp.instrs[sid]
-    if ex is None or widened is None or ins.op in ("TLOAD", "TSTORE", "TSTORE_S", "TEXTRACT"):
+    if ex is None or widened is None or ins.op in ("TLOAD", "TEXTRACT") or ins.op in GM_STORES:
         return ex  # no effect, no tags, or the instruction keeps the tags itself
     dst, slot = _tile_slots(ins)[0]
     sp = SPACE_NO[dst.space]
@@ -297,7 +297,7 @@ def _build_exec(
         # scalar, branch and synchronisation instructions touch no memory; SLD's read is the
         # front end's own (``peek`` in the simulator)
         return None
-    if op in ("TLOAD", "TSTORE", "TSTORE_S"):
+    if op == "TLOAD" or op in GM_STORES:
         info = cp.dma[sid]
         assert info is not None
         ((tile, t_slot),) = ts
@@ -676,7 +676,7 @@ def build_access(cp: Compiled, sid: int) -> Access | None:
 
         parts.append(part)
 
-    if op in ("TLOAD", "TSTORE", "TSTORE_S"):
+    if op == "TLOAD" or op in GM_STORES:
         info = cp.dma[sid]
         assert info is not None
         ((tile, slot),) = ts
