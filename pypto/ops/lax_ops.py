@@ -18,6 +18,7 @@ array([3, 4, 5], dtype=int32)
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -25,15 +26,23 @@ from typing import Any
 import numpy as np
 
 from pypto import dtypes as dt
-from pypto.core.errors import ShapeError
+from pypto.core.errors import DTypeError, ShapeError
 from pypto.ops import activations, api, composite, numeric, numpy_lib, rules, special, trig
-from pypto.ops.conv import _BY_NAME, _lax_computations, preferred
+from pypto.ops.conv import (
+    _BY_NAME,
+    _lax_computations,
+    conv_dimension_numbers,
+    conv_general_dilated,
+    preferred,
+)
 
 __all__ = [
     "abs",
     "acos",
     "acosh",
     "add",
+    "approx_max_k",
+    "approx_min_k",
     "argmax",
     "argmin",
     "asin",
@@ -51,12 +60,17 @@ __all__ = [
     "bitwise_xor",
     "broadcast",
     "broadcast_in_dim",
+    "broadcast_like",
+    "broadcast_shapes",
+    "broadcast_to_rank",
     "broadcasted_iota",
     "cbrt",
     "ceil",
     "clamp",
+    "clz",
     "collapse",
     "concatenate",
+    "conv_general_dilated_patches",
     "convert_element_type",
     "cos",
     "cosh",
@@ -75,6 +89,7 @@ __all__ = [
     "dynamic_update_index_in_dim",
     "dynamic_update_slice",
     "dynamic_update_slice_in_dim",
+    "empty",
     "eq",
     "erf",
     "erf_inv",
@@ -89,6 +104,7 @@ __all__ = [
     "ge",
     "gt",
     "index_in_dim",
+    "index_take",
     "integer_pow",
     "iota",
     "is_finite",
@@ -101,10 +117,13 @@ __all__ = [
     "max",
     "min",
     "mul",
+    "mulhi",
     "ne",
     "neg",
     "nextafter",
+    "optimization_barrier",
     "polygamma",
+    "population_count",
     "pow",
     "reciprocal",
     "reduce",
@@ -112,8 +131,10 @@ __all__ = [
     "reduce_max",
     "reduce_min",
     "reduce_or",
+    "reduce_precision",
     "reduce_prod",
     "reduce_sum",
+    "reduce_xor",
     "rem",
     "reshape",
     "rev",
@@ -123,22 +144,27 @@ __all__ = [
     "select_n",
     "shift_left",
     "shift_right_arithmetic",
+    "shift_right_logical",
     "sign",
     "sin",
     "sinh",
     "slice",
     "slice_in_dim",
     "sort",
+    "sort_key_val",
     "split",
     "sqrt",
     "square",
     "squeeze",
+    "stack",
     "stop_gradient",
     "sub",
     "tan",
     "tanh",
+    "tile",
     "top_k",
     "transpose",
+    "unstack",
     "zeta",
 ]
 
@@ -179,6 +205,7 @@ cumsum, cumprod, cummax, cummin = (
     composite.cummin,
 )
 top_k = composite.top_k
+broadcast_shapes = numpy_lib.broadcast_shapes
 
 
 def expand_dims(array: Any, dimensions: Sequence[int]) -> Any:
@@ -743,3 +770,385 @@ def polygamma(m: Any, x: Any) -> Any:
     whole = api.equal(mv, composite.floor(mv))
     order = api.cast(api.where(whole, mv, 0.0), dt.int32)
     return api.where(whole, special.polygamma(order, x), math.nan)
+
+
+# --- bits of integers and floats -------------------------------------------------------------
+
+
+def population_count(x: Any) -> Any:
+    """The number of 1 bits of each integer (its two's complement: ``-1`` has them all), in
+    its dtype (``jax.lax.population_count``; :func:`pto.bitwise_count` counts ``|x|``).
+
+    >>> import pypto as pto
+    >>> pto.lax.population_count(pto.tensor([0, 7, -1])).numpy()
+    array([ 0,  3, 32], dtype=int32)
+    """
+    return numpy_lib.popcount(numpy_lib.int_bits("lax.population_count", x))
+
+
+def clz(x: Any) -> Any:
+    """The number of leading 0 bits of each integer, in its dtype (``jax.lax.clz``): every bit
+    below the highest 1 is set by shifts and ors, and the 1 bits then counted — the width
+    minus that count.
+
+    >>> import pypto as pto
+    >>> pto.lax.clz(pto.tensor([0, 1, 255, -3])).numpy()
+    array([32, 31, 24,  0], dtype=int32)
+    """
+    v = numpy_lib.int_bits("lax.clz", x)
+    n = 8 * v.dtype.itemsize
+    k = 1
+    while k < n:  # a negative operand fills with 1s: a count of n, so 0 leading zeros
+        v = api.bitwise_or(v, api.right_shift(v, k))
+        k *= 2
+    return api.sub(n, numpy_lib.popcount(v))
+
+
+def shift_right_logical(x: Any, y: Any) -> Any:
+    """``x >> y`` filling with zeros (``jax.lax.shift_right_logical``); an amount outside
+    ``0 .. bits-1`` gives 0. The arithmetic shift with the sign's copies masked off: the low
+    ``bits - y`` bits are kept.
+
+    >>> import pypto as pto
+    >>> pto.lax.shift_right_logical(pto.tensor([-8, -8, 8]), pto.tensor([1, 28, 1])).numpy()
+    array([2147483644,         15,          4], dtype=int32)
+    """
+    op = "lax.shift_right_logical"
+    u, s = api.promote(op, (x, y))
+    numpy_lib.int_bits(op, u)
+    n = 8 * u.dtype.itemsize  # type: ignore[attr-defined]
+    keep = api.bitwise_not(api.left_shift(-1, api.sub(n, s)))  # ~(-1 << (n - s)); all for s = 0
+    out = api.bitwise_and(api.right_shift(u, s), keep)
+    outside = composite.logical_or(api.less(s, 0), api.greater_equal(s, n))
+    return api.where(outside, 0, out)
+
+
+def mulhi(x: Any, y: Any) -> Any:
+    """The high half of each product at twice the width (``jax.lax.mulhi``): ``(x·y) >> 8``
+    for int8 (the product in int32), and for int32 the unsigned high word of 16-bit halves'
+    products, corrected for the signs (``hi(x·y) = hiᵤ(x·y) - (x < 0)·y - (y < 0)·x``,
+    modulo 2³²).
+
+    >>> import pypto as pto
+    >>> pto.lax.mulhi(pto.tensor([-7, 2**30]), pto.tensor([3, 8])).numpy()
+    array([-1,  2], dtype=int32)
+    """
+    op = "lax.mulhi"
+    u, v = api.promote(op, (x, y))
+    numpy_lib.int_bits(op, u)
+    if u.dtype is dt.int8:  # type: ignore[attr-defined]
+        p = api.mul(api.cast(u, dt.int32), api.cast(v, dt.int32))
+        return api.cast(api.right_shift(p, 8), dt.int8)
+    lo = 0xFFFF
+    a0, a1 = api.bitwise_and(u, lo), api.bitwise_and(api.right_shift(u, 16), lo)
+    b0, b1 = api.bitwise_and(v, lo), api.bitwise_and(api.right_shift(v, 16), lo)
+    # the unsigned product's high word, from 16-bit limbs whose partial sums stay below 2^32;
+    # logical shifts, since a limb product may use the sign bit
+    srl = shift_right_logical
+    t = api.add(api.mul(a1, b0), srl(api.mul(a0, b0), 16))
+    w = api.add(api.mul(a0, b1), api.bitwise_and(t, lo))
+    hi = api.add(api.add(api.mul(a1, b1), srl(t, 16)), srl(w, 16))
+    hi = api.sub(hi, api.where(api.less(u, 0), v, 0))
+    return api.sub(hi, api.where(api.less(v, 0), u, 0))
+
+
+# source formats: exponent and mantissa bits
+_FORMATS = {dt.float32: (8, 23), dt.float16: (5, 10), dt.bfloat16: (8, 7)}
+
+
+def _round_to_format(x: Any, d: dt.DType, eb: int, mb: int) -> Any:
+    """``x`` (float32, holding dtype ``d``'s values) rounded as XLA's ``ReducePrecision`` does
+    on ``d``'s bits: the mantissa to ``mb`` bits, to nearest even, on the magnitude's bits
+    (a carry moves into the exponent); then an exponent beyond ``eb`` bits' range becomes
+    inf and one below its smallest normal a signed zero. NaN stays as it is."""
+    e_src, m_src = _FORMATS[d]
+    bits = api.bitcast_convert_type(x, dt.int32)
+    mag = api.bitwise_and(bits, 0x7FFFFFFF)
+    if mb < m_src:
+        drop = 23 - mb
+        odd = api.bitwise_and(api.right_shift(mag, drop), 1)  # ties go to the even one
+        mag = api.add(mag, api.add(odd, (1 << (drop - 1)) - 1))
+        mag = api.bitwise_and(mag, ~((1 << drop) - 1))
+    if eb < e_src:
+        bias = (1 << (eb - 1)) - 1
+        e = api.right_shift(mag, 23)
+        mag = api.where(api.greater(e, 127 + bias), 0x7F800000, mag)
+        mag = api.where(api.less_equal(e, 127 - bias), 0, mag)
+    out = api.bitcast_convert_type(
+        api.bitwise_or(mag, api.bitwise_and(bits, -(1 << 31))), dt.float32
+    )
+    if d is dt.float16 and eb >= e_src and mb < m_src:
+        # float16's subnormals keep their fixed spacing 2^-24: its mantissa bits are rounded
+        # at that spacing, not at float32's normal one
+        q = 2.0 ** (-14 - mb)
+        rounded = api.mul(composite.round(api.div(x, q)), q)
+        out = api.where(api.less(api.abs(x), 2.0**-14), rounded, out)
+    return api.where(api.not_equal(x, x), x, out)
+
+
+@functools.cache
+def _reduce_precision_fn(d: dt.DType, eb: int, mb: int) -> Any:
+    """The rounding of dtype ``d`` to (``eb``, ``mb``) as a function whose gradient is the
+    cotangent rounded the same way, as JAX's linear rule for ``reduce_precision`` has it."""
+    from pypto.graph.custom_vjp import custom_vjp  # the graph layer imports this module
+
+    def rounded(v: Any) -> Any:
+        w = v if d is dt.float32 else api.cast(v, dt.float32)
+        r = _round_to_format(w, d, eb, mb)
+        return r if d is dt.float32 else api.cast(r, d)
+
+    rounded.__name__ = f"reduce_precision_e{eb}m{mb}_{d.short}"
+    f = custom_vjp(rounded)
+    f.defvjp(lambda v: (rounded(v), None), lambda _, g: (f(g),))
+    return f
+
+
+def reduce_precision(operand: Any, exponent_bits: int, mantissa_bits: int) -> Any:
+    """``operand`` rounded to a float format of ``exponent_bits`` and ``mantissa_bits`` and
+    kept in its dtype (``jax.lax.reduce_precision``): the mantissa to nearest even; past the
+    format's largest finite value, inf; below its smallest normal, a signed zero (the format
+    has no subnormals, as in XLA); NaN stays. Emulates a narrower format inside a wider one:
+    ``(8, 7)`` is bfloat16, ``(5, 10)`` float16, ``(4, 3)`` an 8-bit float with IEEE's
+    infinities. The gradient is the cotangent rounded the same way, as JAX's.
+
+    >>> import pypto as pto
+    >>> pto.lax.reduce_precision(pto.tensor([1.0004883, 65519.0, 1e-5]), 5, 10).numpy()
+    array([1.0000e+00, 6.5504e+04, 0.0000e+00], dtype=float32)
+    """
+    op = "lax.reduce_precision"
+    eb = rules.integer(op, "exponent_bits", exponent_bits)
+    mb = rules.integer(op, "mantissa_bits", mantissa_bits)
+    if eb < 1 or mb < 0:
+        raise ShapeError(
+            f"exponent_bits={eb}, mantissa_bits={mb}: a format needs at least one exponent "
+            "bit and no negative number of mantissa bits",
+            op=op,
+        )
+    v = api.asvalue(operand, op)
+    d = v.dtype  # type: ignore[attr-defined]
+    if not d.is_floating:
+        raise DTypeError(
+            f"rounds floats, got {api._aval(v)}", op=op, hint="cast with .astype(pto.float32)"
+        )
+    return _reduce_precision_fn(d, builtins.min(eb, 8), builtins.min(mb, 23))(v)
+
+
+# --- rearrangements, selections and patches ---------------------------------------------------
+
+
+def sort_key_val(keys: Any, values: Any, dimension: int = -1, is_stable: bool = True) -> Any:
+    """``(keys, values)`` both reordered as the sorted ``keys`` along ``dimension``
+    (``jax.lax.sort_key_val``; always stable).
+
+    >>> import pypto as pto
+    >>> k, v = pto.lax.sort_key_val(pto.tensor([3, 1, 2]), pto.tensor([30.0, 10.0, 20.0]))
+    >>> k.numpy(), v.numpy()
+    (array([1, 2, 3], dtype=int32), array([10., 20., 30.], dtype=float32))
+    """
+    k, v = sort((keys, values), dimension, is_stable)
+    return k, v
+
+
+def _k_along(op: str, operand: Any, k: int, dimension: int, largest: bool) -> tuple[Any, Any]:
+    v = api.asvalue(operand, op)
+    axis = rules.normalize_axis(op, dimension, len(v.shape), api._aval(v))  # type: ignore[attr-defined]
+    last = len(v.shape) - 1  # type: ignore[attr-defined]
+    if not v.dtype.is_floating:  # type: ignore[attr-defined]
+        raise DTypeError(
+            f"takes floats, as JAX's does, got {api._aval(v)}",
+            op=op,
+            hint="pto.lax.top_k takes integers (along the last axis)",
+        )
+    moved = composite.moveaxis(v, axis, last) if axis != last else v
+    # chosen by value, equal values lowest index first: adding 0.0 makes -0.0 and 0.0 one
+    # key (JAX's order between the two zeros depends on the axis); NaN by the total order
+    key = api.add(moved, 0.0)
+    key = key if largest else api.neg(key)
+    _, idx = composite.top_k(key, rules.integer(op, "k", k))
+    vals = composite.take_along_axis(moved, idx, -1)
+    if axis != last:
+        vals, idx = composite.moveaxis(vals, last, axis), composite.moveaxis(idx, last, axis)
+    return vals, idx
+
+
+def approx_max_k(
+    operand: Any,
+    k: int,
+    reduction_dimension: int = -1,
+    recall_target: float = 0.95,
+    reduction_input_size_override: int = -1,
+    aggregate_to_topk: bool = True,
+) -> tuple[Any, Any]:
+    """``(values, indices)`` of the ``k`` largest along ``reduction_dimension``
+    (``jax.lax.approx_max_k``). Exact — recall 1, what JAX gives on a CPU — so
+    ``recall_target`` and the size override change nothing.
+
+    >>> import pypto as pto
+    >>> v, i = pto.lax.approx_max_k(pto.tensor([[1.0, 3.0], [4.0, 2.0]]), 1, 0)
+    >>> v.numpy(), i.numpy()
+    (array([[4., 3.]], dtype=float32), array([[1, 0]], dtype=int32))
+    """
+    return _k_along("lax.approx_max_k", operand, k, reduction_dimension, True)
+
+
+def approx_min_k(
+    operand: Any,
+    k: int,
+    reduction_dimension: int = -1,
+    recall_target: float = 0.95,
+    reduction_input_size_override: int = -1,
+    aggregate_to_topk: bool = True,
+) -> tuple[Any, Any]:
+    """``(values, indices)`` of the ``k`` smallest along ``reduction_dimension``
+    (``jax.lax.approx_min_k``), exactly, smallest first.
+
+    >>> import pypto as pto
+    >>> v, i = pto.lax.approx_min_k(pto.tensor([5.0, -2.0, 7.0, -2.0]), 2)
+    >>> v.numpy(), i.numpy()
+    (array([-2., -2.], dtype=float32), array([1, 3], dtype=int32))
+    """
+    return _k_along("lax.approx_min_k", operand, k, reduction_dimension, False)
+
+
+def index_take(src: Any, idxs: Any, axes: Sequence[int]) -> Any:
+    """``src`` at the index tuples ``(idxs[0][n], idxs[1][n], …)`` on ``axes``, one row of
+    ``idxs`` per axis; the other axes follow in order (``jax.lax.index_take``). Indices wrap
+    modulo the axis' size, as JAX's do.
+
+    >>> import pypto as pto
+    >>> rows = pto.tensor([[1, 0], [2, -1]])  # (1, 2) and (0, -1)
+    >>> pto.lax.index_take(pto.arange(6).reshape(2, 3), rows, (0, 1)).numpy()
+    array([5, 2], dtype=int32)
+    """
+    op = "lax.index_take"
+    v = api.asvalue(src, op)
+    rows = list(idxs) if isinstance(idxs, tuple | list) else None
+    if rows is None:
+        i = api.asvalue(idxs, op)
+        rows = [api.getitem(i, r) for r in range(i.shape[0])] if len(i.shape) == 2 else []  # type: ignore[attr-defined]
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    ax = [rules.normalize_axis(op, a, nd, api._aval(v)) for a in axes]
+    rows = [api.asvalue(r, op) for r in rows]
+    if len(rows) != len(ax) or any(len(r.shape) != 1 for r in rows):
+        raise ShapeError(
+            f"indices for axes {tuple(axes)}: need one row of indices per axis",
+            op=op,
+            hint=f"give idxs the shape [{len(ax)}, N]",
+        )
+    rest = [a for a in range(nd) if a not in ax]
+    moved = api.transpose(v, (*ax, *rest)) if ax + rest != list(range(nd)) else v
+    key = tuple(composite.remainder(r, v.shape[a]) for r, a in zip(rows, ax, strict=True))  # type: ignore[attr-defined]
+    return api.getitem(moved, key)
+
+
+def reduce_xor(operand: Any, axes: Sequence[int]) -> Any:
+    """The exclusive or over ``axes``: bit by bit for integers, the parity for bools
+    (``jax.lax.reduce_xor``).
+
+    >>> import pypto as pto
+    >>> pto.lax.reduce_xor(pto.tensor([[5, 3, 1], [2, 2, 0]]), (1,)).numpy()
+    array([7, 0], dtype=int32)
+    """
+    op = "lax.reduce_xor"
+    v = api.asvalue(operand, op)
+    ax = _axes(op, axes)
+    if v.dtype is dt.bool_:  # type: ignore[attr-defined]
+        count = api.sum(api.cast(v, dt.int32), ax)
+        return api.not_equal(api.bitwise_and(count, 1), 0)
+    numpy_lib.int_bits(op, v)
+    return reduce(v, 0, api.bitwise_xor, ax)
+
+
+def broadcast_to_rank(x: Any, rank: int) -> Any:
+    """``x`` with leading size-1 axes up to ``rank`` axes (``jax.lax.broadcast_to_rank``)."""
+    v = api.asvalue(x, "lax.broadcast_to_rank")
+    extra = rules.integer("lax.broadcast_to_rank", "rank", rank) - len(v.shape)  # type: ignore[attr-defined]
+    return api.reshape(v, (1,) * extra + tuple(v.shape)) if extra > 0 else v  # type: ignore[attr-defined]
+
+
+def broadcast_like(arr: Any, like_arr: Any) -> Any:
+    """``arr`` broadcast to ``like_arr``'s shape (``jax.lax.broadcast_like``)."""
+    like = api.asvalue(like_arr, "lax.broadcast_like")
+    return api.broadcast_to(api.asvalue(arr, "lax.broadcast_like"), tuple(like.shape))  # type: ignore[attr-defined]
+
+
+def empty(shape: Sequence[int], dtype: Any) -> Any:
+    """A tensor of ``shape`` and ``dtype`` (``jax.lax.empty``): zeros, as JAX's values are."""
+    return full(shape, 0, dtype)
+
+
+def optimization_barrier(operand: Any) -> Any:
+    """``operand`` (any pytree) unchanged (``jax.lax.optimization_barrier``). pypto's passes
+    do not treat it as a fence: the values pass through as they are."""
+    return operand
+
+
+def tile(operand: Any, reps: Sequence[int]) -> Any:
+    """``operand`` repeated ``reps[i]`` times along axis ``i`` (``jax.lax.tile``)."""
+    return numpy_lib.tile(operand, tuple(reps))
+
+
+def stack(operands: Sequence[Any], axis: int = 0) -> Any:
+    """The operands stacked along a new axis ``axis`` (``jax.lax.stack``)."""
+    return composite.stack(list(operands), axis)
+
+
+def unstack(x: Any, axis: int = 0) -> tuple[Any, ...]:
+    """The slices of ``x`` along ``axis`` (``jax.lax.unstack``)."""
+    return numpy_lib.unstack(x, axis)
+
+
+def conv_general_dilated_patches(
+    lhs: Any,
+    filter_shape: Sequence[int],
+    window_strides: Sequence[int],
+    padding: str | Sequence[tuple[int, int]],
+    lhs_dilation: Sequence[int] | None = None,
+    rhs_dilation: Sequence[int] | None = None,
+    dimension_numbers: Any = None,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+) -> Any:
+    """The patches a convolution with a ``filter_shape`` window reads, as features
+    (``jax.lax.conv_general_dilated_patches``): ``C · prod(filter_shape)`` output features,
+    channel-major, each window position one feature. Computed as a grouped convolution (one
+    group per input channel) with a constant kernel of one-hot windows, so it compiles and
+    differentiates as :func:`conv_general_dilated` does; each output is one input element
+    times 1.
+
+    >>> import pypto as pto
+    >>> x = pto.arange(8.0).reshape(1, 2, 4)
+    >>> pto.lax.conv_general_dilated_patches(x, (2,), (2,), "VALID")[0].numpy()
+    array([[0., 2.],
+           [1., 3.],
+           [4., 6.],
+           [5., 7.]], dtype=float32)
+    """
+    op = "lax.conv_general_dilated_patches"
+    v = api.asvalue(lhs, op)
+    window = tuple(rules.integer(op, "filter_shape", n) for n in filter_shape)
+    nd = len(v.shape)  # type: ignore[attr-defined]
+    if len(window) != nd - 2:
+        raise ShapeError(
+            f"filter_shape {window} for {api._aval(v)}: one size per spatial axis ({nd - 2})",
+            op=op,
+        )
+    dn = conv_dimension_numbers(v.shape, (1, 1, *window), dimension_numbers)  # type: ignore[attr-defined]
+    c = v.shape[dn.lhs_spec[1]]  # type: ignore[attr-defined]
+    size = math.prod(window)
+    # [C·size, 1, *window]: feature (ch, j) is 1 at window position j (ch's group reads ch)
+    eye = np.eye(size, dtype=v.dtype.np).reshape(size, 1, *window)  # type: ignore[attr-defined]
+    k = np.tile(eye, (c, 1) + (1,) * len(window))
+    rhs = np.transpose(k, np.argsort(dn.rhs_spec))
+    return conv_general_dilated(
+        v,
+        rhs,
+        window_strides,
+        padding,
+        lhs_dilation,
+        rhs_dilation,
+        dn,
+        feature_group_count=c,
+        precision=precision,
+        preferred_element_type=preferred_element_type,
+    )

@@ -282,6 +282,63 @@ def copysign(x: Any, y: Any) -> Any:
     return api.where(signbit(v), api.neg(m), m)
 
 
+def int_bits(op: str, x: Any) -> Any:
+    """``x`` as a value, checked to be an integer tensor (the bit functions' operand)."""
+    v = api.asvalue(x, op)
+    if not v.dtype.is_integer or v.dtype is dt.bool_:  # type: ignore[attr-defined]
+        raise DTypeError(
+            f"works on the bits of integers, got {api._aval(v)}",
+            op=op,
+            hint="cast with .astype(pto.int32) (bools: .astype(pto.int8))",
+        )
+    return v
+
+
+def _repeat_byte(byte: int, width: int) -> int:
+    """``byte`` repeated over ``width`` bits: ``0x55`` gives ``0x55555555`` for 32."""
+    return int.from_bytes(bytes([byte]) * (width // 8), "little")
+
+
+def popcount(v: Any) -> Any:
+    """The number of 1 bits of each element of integer ``v`` (two's complement), in ``v``'s
+    dtype: the parallel count — bit pairs, then nibbles, then bytes, then the bytes summed —
+    with shifts, masks and sums that wrap as the machine's do. Every mask leaves the sign bit
+    clear, so the arithmetic shifts need no logical ones."""
+    n = 8 * v.dtype.itemsize
+    v = api.sub(v, api.bitwise_and(api.right_shift(v, 1), _repeat_byte(0x55, n)))
+    m2 = _repeat_byte(0x33, n)
+    v = api.add(api.bitwise_and(v, m2), api.bitwise_and(api.right_shift(v, 2), m2))
+    v = api.bitwise_and(api.add(v, api.right_shift(v, 4)), _repeat_byte(0x0F, n))
+    k = 8
+    while k < n:  # each byte holds its count (<= 8): sum them into the lowest
+        v = api.add(v, api.right_shift(v, k))
+        k *= 2
+    return api.bitwise_and(v, (1 << n.bit_length()) - 1)
+
+
+def _bitwise_count_jax(x: Any) -> Any:
+    return jnp.bitwise_count(x).astype(jnp.int8)
+
+
+@_composite(
+    "bitwise_count",
+    "the number of 1 bits in |x|, elementwise (integers), as int8",
+    _bitwise_count_jax,
+    differentiable=False,
+)
+def bitwise_count(x: Any) -> Any:
+    """The number of 1 bits in the absolute value of each element, as ``jnp.bitwise_count``,
+    counted in parallel over bit pairs, nibbles and bytes (a handful of vector ops whatever
+    the width). JAX gives ``uint8``; pypto has no unsigned dtypes, so the counts (at most 32)
+    come as ``int8``. ``|-2³¹|`` wraps to itself and counts 1, as in JAX.
+
+    >>> import pypto as pto
+    >>> pto.bitwise_count(pto.tensor([0, 7, -8, 2**31 - 1])).numpy()
+    array([ 0,  3,  1, 31], dtype=int8)
+    """
+    return api.cast(popcount(api.abs(int_bits("bitwise_count", x))), dt.int8)
+
+
 def _frexp32(w: Any) -> tuple[Any, Any]:
     """frexp of float32 ``w`` through its bits: (mantissa in [0.5, 1), int32 exponent);
     subnormals scaled up by 2^23 first; 0, ±inf and NaN give themselves and 0."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax
+import ml_dtypes
 import numpy as np
 import pytest
 from jaxref import assert_matches
@@ -23,6 +24,23 @@ J = rng.integers(1, 5, size=(3, 4)).astype(np.int32) * np.where(
 B = rng.random((3, 4, 5)) < 0.5
 HALVES = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 0.3, -0.7], np.float32)
 U = rng.uniform(-0.9, 0.9, size=(3, 4)).astype(np.float32)
+I8_ALL = np.arange(-128, 128, dtype=np.int8).reshape(16, 16)
+I32_BITS = np.concatenate(
+    [rng.integers(-(2**31), 2**31, 250, dtype=np.int64), [-(2**31), 2**31 - 1, 0, -1, 1, 65535]]
+).astype(np.int32)
+SHIFTS32 = rng.integers(-3, 36, I32_BITS.shape).astype(np.int32)
+SHIFTS8 = rng.integers(-3, 12, I8_ALL.shape).astype(np.int8)
+# any float32 bit pattern (NaNs with payloads, subnormals), and the formats' edges
+ODD_FLOATS = np.concatenate(
+    [
+        rng.integers(-(2**31), 2**31, 400, dtype=np.int64).astype(np.int32).view(np.float32),
+        np.array([0.0, -0.0, np.inf, -np.inf, 65504, 65520, 1e-40, 2**-14, 2**-24], np.float32),
+        np.array([3 * 2**-25, 240, 248, 1 + 2**-11, 1 + 3 * 2**-11, -(2**-6)], np.float32),
+    ]
+)
+with np.errstate(over="ignore", invalid="ignore"):  # past float16's range: inf, as meant
+    ODD_F16, ODD_BF16 = ODD_FLOATS.astype(np.float16), ODD_FLOATS.astype(ml_dtypes.bfloat16)
+IMG = rng.normal(size=(2, 3, 7, 6)).astype(np.float32)
 
 # (name, operands, static arguments, terms summed for the tolerance)
 CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], int]] = [
@@ -119,6 +137,56 @@ CASES: list[tuple[str, tuple[Any, ...], dict[str, Any], int]] = [
     ("batch_matmul", (F, np.transpose(G, (0, 2, 1))), {}, 5),
     ("cumlogsumexp", (F,), {"axis": 2}, 5),
     ("cumlogsumexp", (F,), {"axis": 1, "reverse": True}, 4),
+    # bits: every int8 value and int32 extremes; shift amounts past the width both ways
+    ("population_count", (I32_BITS,), {}, 1),
+    ("population_count", (I8_ALL,), {}, 1),
+    ("clz", (I32_BITS,), {}, 1),
+    ("clz", (I8_ALL,), {}, 1),
+    ("shift_right_logical", (I32_BITS, SHIFTS32), {}, 1),
+    ("shift_right_logical", (I8_ALL, SHIFTS8), {}, 1),
+    ("mulhi", (I32_BITS, I32_BITS[::-1]), {}, 1),
+    ("mulhi", (I8_ALL, I8_ALL[::-1]), {}, 1),
+    ("reduce_precision", (ODD_FLOATS,), {"exponent_bits": 5, "mantissa_bits": 10}, 1),
+    ("reduce_precision", (ODD_FLOATS,), {"exponent_bits": 8, "mantissa_bits": 7}, 1),
+    ("reduce_precision", (ODD_FLOATS,), {"exponent_bits": 4, "mantissa_bits": 3}, 1),
+    ("reduce_precision", (ODD_F16,), {"exponent_bits": 5, "mantissa_bits": 2}, 1),
+    ("reduce_precision", (ODD_BF16,), {"exponent_bits": 3, "mantissa_bits": 5}, 1),
+    ("reduce_xor", (I,), {"axes": (1,)}, 1),
+    ("reduce_xor", (B,), {"axes": (0, 2)}, 1),
+    ("sort_key_val", (I[0], F[0, 0, :4]), {}, 1),
+    ("sort_key_val", (F, G), {"dimension": 1}, 1),
+    ("approx_max_k", (F,), {"k": 2, "reduction_dimension": 1}, 1),
+    ("approx_min_k", (F,), {"k": 3}, 1),
+    ("index_take", (F, np.array([[1, 2, -1], [0, 3, 7]], np.int32)), {"axes": (0, 1)}, 1),
+    ("index_take", (F, np.array([[1, 4], [0, 3]], np.int32)), {"axes": (0, 2)}, 1),
+    ("broadcast_to_rank", (M,), {"rank": 4}, 1),
+    ("broadcast_like", (M[:1],), {"like_arr": np.zeros((2, 4, 6), np.float32)}, 1),
+    ("tile", (M,), {"reps": (2, 3)}, 1),
+    ("stack", ([F, G],), {"axis": 2}, 1),
+    ("unstack", (M,), {"axis": 1}, 1),
+    (
+        "conv_general_dilated_patches",
+        (IMG,),
+        {"filter_shape": (2, 3), "window_strides": (1, 2), "padding": "SAME"},
+        1,
+    ),
+    (
+        "conv_general_dilated_patches",
+        (np.transpose(IMG, (0, 2, 3, 1)),),
+        {
+            "filter_shape": (3, 2),
+            "window_strides": (2, 1),
+            "padding": [(1, 0), (0, 1)],
+            "rhs_dilation": (1, 2),
+            "dimension_numbers": ("NHWC", "HWIO", "NHWC"),
+        },
+        1,
+    ),
+    ("igamma", (np.abs(F) * 4 + 0.1, np.abs(G) * 4), {}, 4),
+    ("igammac", (np.abs(F) * 4 + 0.1, np.abs(G) * 4), {}, 4),
+    ("betainc", (np.abs(F) * 3 + 0.2, np.abs(G) * 3 + 0.2, np.abs(np.tanh(F * G))), {}, 8),
+    ("igamma_grad_a", (np.abs(F) * 4 + 0.1, np.abs(G) * 4 + 0.05), {}, 16),
+    ("random_gamma_grad", (np.abs(F) * 4 + 0.1, np.abs(G) * 4 + 0.05), {}, 16),
 ]
 
 
@@ -130,12 +198,13 @@ def _ids() -> list[str]:
 def test_lax_function_matches_jax(
     name: str, operands: tuple[Any, ...], static: dict, k: int
 ) -> None:
-    want = getattr(jax.lax, name)(*operands, **static)
+    with np.errstate(over="ignore", invalid="ignore"):  # JAX's casts of the odd floats
+        want = getattr(jax.lax, name)(*operands, **static)
     got = getattr(pto.lax, name)(*operands, **static)
-    assert_matches(got, want, k, what=name)
-    if name == "concatenate":
-        traced = pto.jit(lambda a, b: pto.lax.concatenate([a, b], **static), backend="interpret")
-        assert_matches(traced(*operands[0]), want, k, what=f"jit {name}")
+    _match(got, want, k, name)
+    if name in ("concatenate", "stack"):
+        traced = pto.jit(lambda a, b: getattr(pto.lax, name)([a, b], **static), backend="interpret")
+        _match(traced(*operands[0]), want, k, f"jit {name}")
         return
     arrays = [i for i, o in enumerate(operands) if isinstance(o, np.ndarray) and o.ndim]
 
@@ -146,7 +215,17 @@ def test_lax_function_matches_jax(
         return getattr(pto.lax, name)(*args, **static)
 
     traced = pto.jit(f, backend="interpret")(*(operands[i] for i in arrays))
-    assert_matches(traced, want, k, what=f"jit {name}")
+    _match(traced, want, k, f"jit {name}")
+
+
+def _match(got: Any, want: Any, k: int, what: str) -> None:
+    """One result, or a tuple of them, against JAX's."""
+    if isinstance(want, tuple | list):
+        assert isinstance(got, tuple | list) and len(got) == len(want), what
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_matches(g, w, k, what=f"{what}[{i}]")
+    else:
+        assert_matches(got, want, k, what=what)
 
 
 def test_every_lax_function_is_tested() -> None:
@@ -158,7 +237,8 @@ def test_every_lax_function_is_tested() -> None:
     aliases |= {"floor", "gt", "le", "log", "log1p", "lt", "ne", "neg", "reciprocal", "rsqrt"}
     aliases |= {"sign", "sin", "sinh", "sqrt", "square", "stop_gradient", "tan", "tanh"}
     aliases |= {"bitwise_and", "bitwise_or", "cumprod", "cummin", "top_k", "split", "iota"}
-    aliases |= {"broadcasted_iota", "full"}
+    aliases |= {"broadcasted_iota", "full", "empty", "optimization_barrier"}
+    aliases |= {"broadcast_shapes"}
     # checked by test_scans_and_reductions_with_any_associative_function_match_jax
     aliases |= {"associative_scan", "reduce"}
     assert untested <= aliases, f"untested: {sorted(untested - aliases)}"
@@ -243,7 +323,94 @@ def test_scans_and_reductions_with_any_associative_function_match_jax() -> None:
     )
 
 
+def test_reduce_precision_rounds_its_gradient_and_barriers_pass_values_through() -> None:
+    x = np.array([1.3, 2.7, -0.1, 100.2], np.float32)
+    for f in (lambda a: (pto.lax.reduce_precision(a, 5, 2) * 3.3).sum(),):
+        want = jax.grad(lambda a: (jax.lax.reduce_precision(a, 5, 2) * 3.3).sum())(x)
+        assert_matches(pto.grad(f)(x), want, what="grad")  # the cotangent 3.3 rounded: 3.5
+        assert_matches(pto.jit(pto.grad(f), backend="interpret")(x), want, what="jit grad")
+    tree = {"a": F, "b": (I,)}
+    out = pto.lax.optimization_barrier(tree)
+    assert out["a"] is F and out["b"][0] is I
+    assert_matches(pto.lax.empty((2, 3), np.int32), jax.lax.empty((2, 3), np.int32))
+    shapes = ((2, 1, 3), (4, 1), ())
+    assert pto.lax.broadcast_shapes(*shapes) == jax.lax.broadcast_shapes(*shapes) == (2, 4, 3)
+
+
+def test_jax_lax_names_pypto_does_not_have_are_the_known_ones() -> None:
+    """What of ``jax.lax`` is not built, by kind: a new JAX name, or a gap closed, shows."""
+    types = {n for n in dir(jax.lax) if n[:1].isupper()}  # dimension numbers, enums, ...
+    devices = {"all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast"}
+    devices |= {"pmax", "pmean", "pmin", "ppermute", "precv", "psend", "pshuffle", "psum"}
+    devices |= {"psum_scatter", "pswapaxes", "ragged_all_to_all", "with_sharding_constraint"}
+    complex_ = {"complex", "conj", "imag", "real", "fft"}
+    scatter_gather = {"gather", "scatter", "scatter_add", "scatter_apply", "scatter_max"}
+    scatter_gather |= {"scatter_min", "scatter_mul", "scatter_sub"}
+    xla = {"after_all", "create_token", "composite", "dce_sink", "platform_dependent", "stage"}
+    xla |= {"rng_bit_generator", "rng_uniform", "shape_as_value", "dtype"}
+    # shape helpers of JAX's own convolution code
+    shapes = {"conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple"}
+    shapes |= {"conv_transpose_shape_tuple", "padtype_to_pads", "reduce_window_shape_tuple"}
+    other = {"custom_linear_solve", "custom_root", "conv_general_dilated_local"}
+    other |= {"ragged_dot", "ragged_dot_general", "scaled_dot"}
+    known = types | devices | complex_ | scatter_gather | xla | shapes | other
+    names = {n for n in dir(jax.lax) if not n.startswith("_") and callable(getattr(jax.lax, n))}
+    lacking = {n for n in names if not hasattr(pto.lax, n)}
+    assert lacking - known == set(), f"new in jax.lax and not in pto.lax: {sorted(lacking - known)}"
+    built = {n for n in known - types if hasattr(pto.lax, n)}
+    assert not built, f"built now, drop from the list: {sorted(built)}"
+
+
+def test_bit_functions_and_reduce_precision_on_the_npu_match_jax() -> None:
+    """Shifts, masks and wrapping products on the vector cores, bit for bit."""
+
+    def f(i: Any, s: Any, x: Any, h: Any) -> Any:
+        return (
+            pto.lax.population_count(i),
+            pto.lax.clz(i),
+            pto.lax.shift_right_logical(i, s),
+            pto.lax.mulhi(i, i[::-1]),
+            pto.lax.reduce_precision(x, 4, 3),
+            pto.lax.reduce_precision(h, 5, 2),
+        )
+
+    ins = (I32_BITS, SHIFTS32, ODD_FLOATS, ODD_F16)
+    got = pto.jit(f, machine="tiny")(*ins)
+    with np.errstate(over="ignore", invalid="ignore"):
+        want = (
+            jax.lax.population_count(I32_BITS),
+            jax.lax.clz(I32_BITS),
+            jax.lax.shift_right_logical(I32_BITS, SHIFTS32),
+            jax.lax.mulhi(I32_BITS, I32_BITS[::-1]),
+            jax.lax.reduce_precision(ODD_FLOATS, 4, 3),
+            jax.lax.reduce_precision(ODD_F16, 5, 2),
+        )
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert_matches(g, w, what=f"out[{i}]")
+        if g.dtype.is_floating:  # and the NaNs' payloads, the zeros' signs
+            bits = np.asarray(g).view(np.int32 if g.dtype.itemsize == 4 else np.int16)
+            np.testing.assert_array_equal(bits, np.asarray(w).view(bits.dtype))
+    patches = pto.jit(
+        lambda im: pto.lax.conv_general_dilated_patches(im, (2, 3), (1, 2), "SAME"), machine="tiny"
+    )(IMG)
+    assert_matches(
+        patches, jax.lax.conv_general_dilated_patches(IMG, (2, 3), (1, 2), "SAME"), what="patches"
+    )
+
+
 def test_lax_functions_refuse_what_jax_refuses() -> None:
+    with pytest.raises(pto.ShapeError, match="exponent_bits=0"):
+        pto.lax.reduce_precision(F, 0, 3)
+    with pytest.raises(pto.DTypeError, match=r"lax.reduce_precision: rounds floats, got i32"):
+        pto.lax.reduce_precision(I, 5, 3)
+    with pytest.raises(pto.DTypeError, match=r"bits of integers, got f32"):
+        pto.lax.population_count(F)
+    with pytest.raises(pto.DTypeError, match="takes floats"):
+        pto.lax.approx_max_k(I, 2)
+    with pytest.raises(pto.ShapeError, match="one row of indices per axis"):
+        pto.lax.index_take(F, np.zeros((3, 2), np.int32), (0, 1))
+    with pytest.raises(pto.ShapeError, match="one size per spatial axis"):
+        pto.lax.conv_general_dilated_patches(IMG, (2,), (1,), "SAME")
     with pytest.raises(pto.ShapeError, match="rounding_method 3"):
         pto.lax.round(F, 3)
     with pytest.raises(pto.ShapeError, match="2 start indices and 3 sizes"):

@@ -2046,6 +2046,14 @@ def _signs(data: Draw, dtype: pto.DType, name: str) -> None:
     np.testing.assert_array_equal(sign, np.signbit(np.asarray(want).astype(np.float32)))
 
 
+@case("bitwise_count", dtypes=INTS, group="library")
+def _bitwise_count(data: Draw, dtype: pto.DType, name: str) -> None:
+    info = np.iinfo(dtype.np)  # the whole range: the extremes' |x| wrap
+    a = values(data, dtype, data.draw(shapes()), ints=(info.min, info.max))
+    (x,) = operands(data, [a])
+    assert_matches(pto.bitwise_count(x), jitted(ref(name))(a), what=name)
+
+
 @case("isclose", "allclose", dtypes=DTYPES, group="library")
 def _isclose(data: Draw, dtype: pto.DType, name: str) -> None:
     sx, sy = data.draw(broadcast_shapes(2), label="shapes")

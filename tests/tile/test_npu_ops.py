@@ -272,6 +272,11 @@ CASES: dict[str, Case] = {
     "insert": (lambda x, y: pto.insert(x, [1, 1, 6], y, axis=0), [(X, "n"), (ROW, "n")], F),
     "ediff1d": (lambda x: pto.ediff1d(x[:2], to_begin=1), [(X, "n")], F + I),
     "vander": (lambda x: pto.vander(x[0, :6] / 3, 4), [(X, "n")], F),
+    "bitwise_count": (
+        lambda x: (pto.bitwise_count(x * 97 + 11), pto.bitwise_count(~(x * 97))),
+        [(X, "i")],
+        I,
+    ),
     "gcd": (lambda x: pto.gcd(x[:3] * 7, x[3:] * 5), [(X, "x")], (pto.int32,)),
     "lcm": (lambda x: pto.lcm(x[:3] % 20, x[3:] % 12), [(X, "x")], (pto.int32,)),
     "frexp": (lambda x: pto.frexp(x * 100.0), [(X, "n")], F),
