@@ -1,10 +1,19 @@
 """Deterministic random tensors: the same seed gives the same values on every machine.
 
+Two kinds of first argument. An integer seed draws on the host from numpy's Philox stream
+(``pto.random.normal(0, (2, 3))``: quick test data). A key — ``pto.random.key(seed)``, or a
+JAX key — gives ``jax.random``'s own samples, with its ``split`` and ``fold_in``, computed
+by pypto's integer ops (:mod:`pypto.ops.prng`), so they trace and compile under
+``pto.jit`` too.
+
 >>> import pypto as pto
 >>> a = pto.random.normal(0, (2, 3))
 >>> b = pto.random.normal(0, (2, 3))
 >>> bool((a == b).numpy().all())
 True
+>>> k1, k2 = pto.random.split(pto.random.key(0))
+>>> pto.random.bernoulli(k1, 0.5, (4,)).numpy()
+array([False,  True,  True,  True])
 """
 
 from __future__ import annotations
@@ -15,9 +24,73 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core.errors import DTypeError
-from pypto.eager.tensor import Tensor, _shape, _wrap
+from pypto.eager.tensor import _shape, _wrap
+from pypto.ops import api, prng
+from pypto.ops.prng import (
+    PRNGKey,
+    bernoulli,
+    bits,
+    categorical,
+    cauchy,
+    choice,
+    double_sided_maxwell,
+    exponential,
+    fold_in,
+    geometric,
+    gumbel,
+    key,
+    key_data,
+    laplace,
+    logistic,
+    lognormal,
+    maxwell,
+    pareto,
+    permutation,
+    rademacher,
+    randint,
+    rayleigh,
+    split,
+    triangular,
+    truncated_normal,
+    wald,
+    weibull_min,
+)
 
-__all__ = ["normal", "uniform"]
+__all__ = [
+    "PRNGKey",
+    "bernoulli",
+    "bits",
+    "categorical",
+    "cauchy",
+    "choice",
+    "double_sided_maxwell",
+    "exponential",
+    "fold_in",
+    "geometric",
+    "gumbel",
+    "key",
+    "key_data",
+    "laplace",
+    "logistic",
+    "lognormal",
+    "maxwell",
+    "normal",
+    "pareto",
+    "permutation",
+    "rademacher",
+    "randint",
+    "rayleigh",
+    "split",
+    "triangular",
+    "truncated_normal",
+    "uniform",
+    "wald",
+    "weibull_min",
+]
+
+
+def _is_seed(x: Any) -> bool:
+    return isinstance(x, int | np.integer) and not isinstance(x, bool)
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -33,18 +106,26 @@ def _float(dtype: Any, op: str) -> dt.DType:
 
 
 def normal(
-    seed: int, shape: Any = (), dtype: Any = dt.float32, mean: float = 0.0, std: float = 1.0
-) -> Tensor:
-    """Samples of a normal distribution N(mean, std²), rounded to ``dtype``."""
+    seed: Any, shape: Any = (), dtype: Any = dt.float32, mean: float = 0.0, std: float = 1.0
+) -> Any:
+    """Samples of a normal distribution N(mean, std²), rounded to ``dtype``: from an integer
+    seed's Philox stream, or from a key as ``jax.random.normal`` (then scaled by ``std`` and
+    shifted by ``mean`` in ``dtype``)."""
+    if not _is_seed(seed):
+        z = prng.normal(seed, shape, dtype)
+        return z if (mean, std) == (0.0, 1.0) else api.add(api.mul(z, std), mean)
     d = _float(dtype, "random.normal")
     a = _rng(seed).standard_normal(_shape(shape), dtype=np.float32) * std + mean
     return _wrap(np.asarray(a, np.float32).astype(d.np))
 
 
 def uniform(
-    seed: int, shape: Any = (), dtype: Any = dt.float32, minval: float = 0.0, maxval: float = 1.0
-) -> Tensor:
-    """Samples of a uniform distribution on [minval, maxval), rounded to ``dtype``."""
+    seed: Any, shape: Any = (), dtype: Any = dt.float32, minval: Any = 0.0, maxval: Any = 1.0
+) -> Any:
+    """Samples of a uniform distribution on [minval, maxval), rounded to ``dtype``: from an
+    integer seed's Philox stream, or from a key as ``jax.random.uniform``."""
+    if not _is_seed(seed):
+        return prng.uniform(seed, shape, dtype, minval, maxval)
     d = _float(dtype, "random.uniform")
     a = _rng(seed).random(_shape(shape), dtype=np.float32) * (maxval - minval) + minval
     return _wrap(np.asarray(a, np.float32).astype(d.np))

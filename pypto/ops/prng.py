@@ -1,0 +1,603 @@
+"""JAX's random numbers, bit for bit: keys, ``split``, ``fold_in`` and the samplers of
+``jax.random`` over the Threefry-2x32 counter hash, written with pypto's integer ops.
+
+A key is an ``int32[2]`` tensor holding the two 32-bit words of ``jax.random.PRNGKey``'s
+``uint32[2]`` (pypto has no unsigned dtypes: the bits are the same). Every function takes
+such a key, a JAX key (legacy or typed) or a numpy ``uint32[2]``. The hash is twenty rounds
+of wrapping adds, rotations and xors, so under ``pto.jit`` a traced key is hashed by the
+vector cores like any integer chain; the bits equal JAX's (``jax_threefry_partitionable``,
+its default: element ``i`` hashes the counter pair ``(0, i)`` and xors the two words), and
+so do the uniform floats in [0, 1) made from them, and the integer samplers (``randint``,
+``bernoulli``, ``categorical``, ``permutation``, ``choice``). Samplers that apply a
+function to the floats (``normal``'s ``erf_inv``, ``gumbel``'s logarithms) agree within
+pypto's tolerance of those functions.
+
+>>> import pypto as pto
+>>> k = pto.random.key(0)
+>>> pto.random.uniform(k, (3,)).numpy()
+array([0.947667  , 0.9785799 , 0.33229148], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from pypto import dtypes as dt
+from pypto.core.errors import DTypeError, ShapeError
+from pypto.ops import activations, api, composite, lax_ops, numpy_lib, special
+
+_ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
+_PARITY = 0x1BD11BDA  # Threefry's key-schedule constant
+
+
+def _key_bits(op: str, key: Any) -> Any:
+    """``key`` as an ``int32[2]`` value: a pypto key, or a JAX key (typed keys through
+    ``jax.random.key_data``) or ``uint32[2]`` array, whose bits it keeps."""
+    if "key<" in str(getattr(key, "dtype", "")):  # a typed JAX key
+        import jax
+
+        key = jax.random.key_data(key)
+    if not isinstance(key, api.Value) and np.asarray(key).dtype == np.uint32:
+        key = np.asarray(key).view(np.int32)
+    v = api.asvalue(key, op)
+    if v.dtype is not dt.int32 or tuple(v.shape) != (2,):  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"needs one key, int32[2], got {api._aval(v)}",
+            op=op,
+            hint="make keys with pto.random.key(seed) and pto.random.split(key, n); "
+            "index a batch of keys (keys[i]) or map over it with pto.vmap",
+        )
+    return v
+
+
+def _word(v: Any, i: int) -> Any:
+    return api.getitem(v, i)
+
+
+def _rotl(x: Any, r: int) -> Any:
+    """``x`` rotated left by ``r`` bits (the right shift's sign copies masked off)."""
+    return api.bitwise_or(
+        api.left_shift(x, r), api.bitwise_and(api.right_shift(x, 32 - r), (1 << r) - 1)
+    )
+
+
+def threefry2x32(k0: Any, k1: Any, x0: Any, x1: Any) -> tuple[Any, Any]:
+    """The Threefry-2x32 hash (20 rounds) of the counter pairs ``(x0, x1)`` under the key
+    ``(k0, k1)``: int32 words whose wrapping adds are uint32's."""
+    ks = (k0, k1, api.bitwise_xor(api.bitwise_xor(k0, k1), _PARITY))
+    x0, x1 = api.add(x0, ks[0]), api.add(x1, ks[1])
+    for i in range(5):
+        for r in _ROTATIONS[i % 2]:
+            x0 = api.add(x0, x1)
+            x1 = api.bitwise_xor(x0, _rotl(x1, r))
+        x0 = api.add(x0, ks[(i + 1) % 3])
+        x1 = api.add(api.add(x1, ks[(i + 2) % 3]), i + 1)
+    return x0, x1
+
+
+def _shape(op: str, shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, int | np.integer):
+        return (int(shape),)
+    try:
+        return tuple(int(n) for n in shape)
+    except TypeError:
+        raise ShapeError(f"shape {shape!r} is not a tuple of ints", op=op) from None
+
+
+def _hash_iota(key: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
+    """Both words of the hash of the counters ``(0, i)`` for the flat index ``i`` of each
+    element of ``shape``."""
+    n = math.prod(shape)
+    iota = np.arange(n, dtype=np.int64).astype(np.int32).reshape(shape)
+    y0, y1 = threefry2x32(_word(key, 0), _word(key, 1), np.zeros(shape, np.int32), iota)
+    return y0, y1
+
+
+def random_bits(key: Any, shape: tuple[int, ...]) -> Any:
+    """32 random bits per element (int32), as ``jax.random.bits``'s uint32."""
+    y0, y1 = _hash_iota(key, shape)
+    return api.bitwise_xor(y0, y1)
+
+
+def key(seed: Any) -> Any:
+    """A key from an integer seed, as ``jax.random.PRNGKey(seed)``: ``[0, seed mod 2³²]``
+    (a traced int32 seed too).
+
+    >>> import pypto as pto
+    >>> pto.random.key(7).numpy()
+    array([0, 7], dtype=int32)
+    """
+    if isinstance(seed, int | np.integer):
+        low = int(seed) & 0xFFFFFFFF
+        return api.asvalue(np.array([0, low], np.uint32).view(np.int32), "random.key")
+    s = api.asvalue(seed, "random.key")
+    if not s.dtype.is_integer or s.dtype is dt.bool_ or s.shape != ():  # type: ignore[attr-defined]
+        raise DTypeError(f"a seed is one integer, got {api._aval(s)}", op="random.key")
+    s = api.cast(s, dt.int32)
+    return composite.stack([api.mul(s, 0), s], 0)
+
+
+PRNGKey = key
+
+
+def key_data(keys: Any) -> Any:
+    """The key's two words (a pypto key is its own data)."""
+    return api.asvalue(keys, "random.key_data")
+
+
+def split(key: Any, num: int | Sequence[int] = 2) -> Any:
+    """``num`` new keys (``[*num, 2]``), as ``jax.random.split``: key ``i`` is the hash of
+    the counters ``(0, i)``.
+
+    >>> import pypto as pto
+    >>> pto.random.split(pto.random.key(0)).numpy()
+    array([[ 1797259609, -1715843330],
+           [  928981903,  -841280227]], dtype=int32)
+    """
+    shape = _shape("random.split", num)
+    y0, y1 = _hash_iota(_key_bits("random.split", key), shape)
+    return composite.stack([y0, y1], len(shape))
+
+
+def fold_in(key: Any, data: Any) -> Any:
+    """A new key from ``key`` and a 32-bit integer, as ``jax.random.fold_in``: the hash of
+    the counters ``(0, data)``."""
+    k = _key_bits("random.fold_in", key)
+    if isinstance(data, int | np.integer):
+        d: Any = int(np.array(int(data) & 0xFFFFFFFF, np.uint32).view(np.int32))
+    else:
+        d = api.asvalue(data, "random.fold_in")
+        if d.shape != () or not d.dtype.is_integer:
+            raise ShapeError(f"folds in one integer, got {api._aval(d)}", op="random.fold_in")
+        d = api.cast(d, dt.int32)
+    y0, y1 = threefry2x32(_word(k, 0), _word(k, 1), np.int32(0), d)
+    return composite.stack([y0, y1], 0)
+
+
+def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """Random bits, as ``jax.random.bits``: int32 for its uint32 (the same bits), int8 for
+    its uint8 (the low byte of each element's hash, as JAX takes it)."""
+    name = np.dtype(dtype).name if dtype is not None else "uint32"
+    if name not in ("uint32", "int32", "uint8", "int8"):
+        raise DTypeError(
+            f"bits of {name}: pypto gives 32 bits (int32) or 8 (int8)",
+            op="random.bits",
+            hint="ask for uint32 or uint8 (int32 or int8 hold the same bits)",
+        )
+    b = random_bits(_key_bits("random.bits", key), _shape("random.bits", shape))
+    return api.cast(b, dt.int8) if name.endswith("8") else b
+
+
+def _float_dtype(op: str, dtype: Any) -> dt.DType:
+    d = dt.float32 if dtype is None else dt.dtype(dtype)
+    if not d.is_floating:
+        raise DTypeError(f"samples floats, got dtype {d}", op=op, hint="pass a float dtype")
+    return d
+
+
+def _unit(key: Any, shape: tuple[int, ...], d: dt.DType) -> Any:
+    """Uniform floats in [0, 1) of dtype ``d`` from the random bits as JAX makes them: the
+    mantissa's bits (23 of 32 for float32, 10 of the low 16 for float16, 7 of the low 8 for
+    bfloat16) under the exponent of 1.0, minus 1."""
+    b = random_bits(key, shape)
+    if d is dt.float32:
+        one_to_two = api.bitwise_or(api.bitwise_and(api.right_shift(b, 9), 0x7FFFFF), 0x3F800000)
+        return api.sub(api.bitcast_convert_type(one_to_two, dt.float32), 1.0)
+    drop, width = (6, 10) if d is dt.float16 else (1, 7)
+    m = api.bitwise_and(api.right_shift(b, drop), (1 << width) - 1)  # exact in d
+    return api.cast(api.mul(api.cast(m, dt.float32), 2.0**-width), d)
+
+
+def _in_dtype(op: str, x: Any, d: dt.DType) -> Any:
+    return api.cast(api.asvalue(x, op), d)
+
+
+def uniform(
+    key: Any, shape: Any = (), dtype: Any = None, minval: Any = 0.0, maxval: Any = 1.0
+) -> Any:
+    """Uniform samples in ``[minval, maxval)``, as ``jax.random.uniform``: ``u·(maxval -
+    minval) + minval`` in ``dtype`` (at least ``minval``) of JAX's own ``u`` in [0, 1). The
+    default range gives JAX's floats bit for bit; another range may differ in the last bit,
+    where JAX's CPU build fuses the multiply and add into one rounding and pypto rounds each.
+
+    >>> import pypto as pto
+    >>> pto.random.uniform(pto.random.key(1), (2,), minval=-1.0).numpy()
+    array([-0.12273502,  0.06750584], dtype=float32)
+    """
+    op = "random.uniform"
+    d = _float_dtype(op, dtype)
+    shp = _shape(op, shape)
+    lo, hi = _in_dtype(op, minval, d), _in_dtype(op, maxval, d)
+    u = _unit(_key_bits(op, key), shp, d)
+    return api.maximum(lo, api.add(api.mul(u, api.sub(hi, lo)), lo))
+
+
+def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """Standard normal samples, as ``jax.random.normal``: ``√2·erf⁻¹(u)`` of uniform ``u``
+    in ``(-1, 1)``, the same ``u`` as JAX's."""
+    op = "random.normal"
+    d = _float_dtype(op, dtype)
+    lo = float(np.nextafter(np.array(-1.0, d.np), np.array(0.0, d.np)))
+    u = uniform(key, shape, d, lo, 1.0)
+    return api.mul(special.erf_inv(u), math.sqrt(2.0))
+
+
+def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low") -> Any:
+    """Booleans true with probability ``p``, as ``jax.random.bernoulli``: ``u < p`` for
+    uniform ``u`` of ``p``'s dtype."""
+    op = "random.bernoulli"
+    if mode != "low":
+        raise ShapeError(f"mode {mode!r}: only 'low' is built", op=op)
+    pv = api.asvalue(p, op)
+    if not pv.dtype.is_floating:  # type: ignore[attr-defined]
+        pv = api.cast(pv, dt.float32)
+    shp = tuple(pv.shape) if shape is None else _shape(op, shape)  # type: ignore[attr-defined]
+    return api.less(uniform(key, shp, pv.dtype), pv)  # type: ignore[attr-defined]
+
+
+def _unsigned_rem(x: Any, s: Any) -> Any:
+    """``x mod s`` for the 32-bit patterns ``x`` and ``s > 0`` read as unsigned (int32)."""
+    big = api.less(s, 0)  # s >= 2^31: x < 2s, one subtraction at most
+    flip = -(1 << 31)
+    below = api.less(api.bitwise_xor(x, flip), api.bitwise_xor(s, flip))
+    rem_big = api.where(below, x, api.sub(x, s))
+    # s < 2^31: a negative x stands for x + 2^32, and 2^32 mod s = 2·((2^31 - 1) mod s + 1) mod s
+    t = api.where(big, 1, s)
+    half = composite.remainder(api.add(composite.remainder(2**31 - 1, t), 1), t)
+    wrap = _add_mod(half, half, t)
+    r = composite.remainder(x, t)
+    rem_small = api.where(api.less(x, 0), _add_mod(r, wrap, t), r)
+    return api.where(big, rem_big, rem_small)
+
+
+def _add_mod(a: Any, b: Any, s: Any) -> Any:
+    """``(a + b) mod s`` for ``a, b`` in ``[0, s)`` without overflowing: ``a - (s - b)``
+    when ``a >= s - b``."""
+    gap = api.sub(s, b)
+    return api.where(api.greater_equal(a, gap), api.sub(a, gap), api.add(a, b))
+
+
+def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -> Any:
+    """Integers in ``[minval, maxval)``, as ``jax.random.randint`` (the same values): two
+    words of random bits per element combined modulo the span in uint32 arithmetic; int8 is
+    sampled in int32 (its bounds clipped to int8's range) and cast, as JAX does.
+
+    >>> import pypto as pto
+    >>> pto.random.randint(pto.random.key(0), (4,), 0, 10).numpy()
+    array([9, 0, 2, 3], dtype=int32)
+    """
+    op = "random.randint"
+    d = dt.int32 if dtype is None else dt.dtype(dtype)
+    if not d.is_integer or d is dt.bool_:
+        raise DTypeError(f"samples integers, got dtype {d}", op=op, hint="pass pto.int32")
+    shp = _shape(op, shape)
+    lo, hi = api.asvalue(minval, op), api.asvalue(maxval, op)
+    lo, hi = api.cast(lo, dt.int32), api.cast(hi, dt.int32)  # floats truncate, as JAX's
+    if d is dt.int8:
+        lo, hi = composite.clip(lo, -128, 127), composite.clip(hi, -128, 128)
+    keys = split(_key_bits(op, key))
+    higher = random_bits(api.getitem(keys, 0), shp)
+    lower = random_bits(api.getitem(keys, 1), shp)
+    span = api.where(api.less_equal(hi, lo), 1, api.sub(hi, lo))  # its bits: the uint32 span
+    span0 = api.equal(span, 0)  # 2^32 wrapped to 0: XLA's remainder by 0 leaves x, so the
+    s = api.where(span0, 1, span)  # multiplier is 0 and the offset is the low word
+    mult = _unsigned_rem(np.int32(65536), s)
+    mult = _unsigned_rem(api.mul(mult, mult), s)
+    off = api.add(api.mul(_unsigned_rem(higher, s), mult), _unsigned_rem(lower, s))
+    off = api.where(span0, lower, _unsigned_rem(off, s))
+    out = api.add(lo, off)
+    return out if d is dt.int32 else api.cast(out, d)
+
+
+def _finfo(d: dt.DType) -> Any:
+    return ml_dtypes.finfo(d.np) if d is dt.bfloat16 else np.finfo(d.np)
+
+
+def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None) -> Any:
+    """Standard Gumbel samples, as ``jax.random.gumbel`` (mode ``low``):
+    ``-log(-log(u))`` of uniform ``u`` in ``[tiny, 1)``."""
+    op = "random.gumbel"
+    if mode not in (None, "low"):
+        raise ShapeError(f"mode {mode!r}: only 'low' is built", op=op)
+    d = _float_dtype(op, dtype)
+    u = uniform(key, shape, d, float(_finfo(d).tiny), 1.0)
+    return api.neg(api.log(api.neg(api.log(u))))
+
+
+def categorical(
+    key: Any,
+    logits: Any,
+    axis: int = -1,
+    shape: Any = None,
+    replace: bool = True,
+    mode: str | None = None,
+) -> Any:
+    """Category indices drawn with probabilities ``softmax(logits)`` along ``axis``, as
+    ``jax.random.categorical``: the argmax of the logits plus Gumbel noise (the top ``k``
+    without replacement)."""
+    op = "random.categorical"
+    lg = api.asvalue(logits, op)
+    nd = len(lg.shape)  # type: ignore[attr-defined]
+    ax = composite._axis(op, lg, axis)
+    batch = tuple(n for i, n in enumerate(lg.shape) if i != ax)  # type: ignore[attr-defined]
+    shp = batch if shape is None else _shape(op, shape)
+    if shp[len(shp) - len(batch) :] != batch:
+        raise ShapeError(f"shape {shp} does not end in the logits' batch shape {batch}", op=op)
+    prefix = shp[: len(shp) - len(batch)]
+    if replace:
+        full = list(batch)
+        full.insert(ax, lg.shape[ax])  # type: ignore[attr-defined]
+        g = gumbel(key, (*prefix, *full), lg.dtype, mode)  # type: ignore[attr-defined]
+        noisy = api.add(g, api.reshape(lg, (1,) * len(prefix) + tuple(lg.shape)))  # type: ignore[attr-defined]
+        return api.argmax(noisy, len(prefix) + ax)
+    k = math.prod(prefix)
+    if k > lg.shape[ax]:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"{k} samples without replacement from {lg.shape[ax]} categories",  # type: ignore[attr-defined]
+            op=op,
+        )
+    noisy = api.add(lg, gumbel(key, tuple(lg.shape), lg.dtype, mode))  # type: ignore[attr-defined]
+    _, idx = composite.top_k(composite.moveaxis(noisy, ax, nd - 1), k)
+    idx = composite.moveaxis(idx, nd - 1, 0)
+    return api.reshape(idx, shp)
+
+
+def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Normal samples within ``(lower, upper)``, as ``jax.random.truncated_normal``: the
+    inverse of ``erf`` on uniform samples between ``erf`` of the bounds, kept strictly
+    inside them."""
+    op = "random.truncated_normal"
+    d = _float_dtype(op, dtype)
+    lo, hi = _in_dtype(op, lower, d), _in_dtype(op, upper, d)
+    shp = (
+        tuple(np.broadcast_shapes(tuple(lo.shape), tuple(hi.shape)))
+        if shape is None
+        else _shape(op, shape)
+    )
+    sqrt2 = math.sqrt(2.0)
+    a, b = activations.erf(api.div(lo, sqrt2)), activations.erf(api.div(hi, sqrt2))
+    out = api.mul(special.erf_inv(uniform(key, shp, d, a, b)), sqrt2)
+    return composite.clip(
+        out,
+        numpy_lib.nextafter(lo, api.cast(math.inf, d)),
+        numpy_lib.nextafter(hi, api.cast(-math.inf, d)),
+    )
+
+
+def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """Exponential samples of rate 1, ``-log1p(-u)``, as ``jax.random.exponential``."""
+    u = uniform(key, shape, _float_dtype("random.exponential", dtype))
+    return api.neg(composite.log1p(api.neg(u)))
+
+
+def laplace(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """Laplace samples, ``sign(u)·log1p(-|u|)`` of uniform ``u`` in ``(-1, 1)``, as
+    ``jax.random.laplace``."""
+    d = _float_dtype("random.laplace", dtype)
+    u = uniform(key, shape, d, -1.0 + float(_finfo(d).epsneg), 1.0)
+    return api.mul(composite.sign(u), composite.log1p(api.neg(api.abs(u))))
+
+
+def logistic(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """Logistic samples, ``log(u) - log1p(-u)``, as ``jax.random.logistic``."""
+    d = _float_dtype("random.logistic", dtype)
+    u = uniform(key, shape, d, float(_finfo(d).tiny), 1.0)
+    return api.sub(api.log(u), composite.log1p(api.neg(u)))
+
+
+def cauchy(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """Cauchy samples, ``tan(π(u - 1/2))``, as ``jax.random.cauchy``."""
+    d = _float_dtype("random.cauchy", dtype)
+    u = uniform(key, shape, d, float(_finfo(d).eps), 1.0)
+    return numpy_lib.tan(api.mul(api.sub(u, 0.5), math.pi))
+
+
+def rademacher(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """±1 with equal probability, as ``jax.random.rademacher``."""
+    d = dt.int32 if dtype is None else dt.dtype(dtype)
+    b = api.cast(bernoulli(key, 0.5, shape), d)
+    return api.cast(api.sub(api.mul(b, 2), 1), d)
+
+
+def lognormal(key: Any, sigma: Any = 1.0, shape: Any = None, dtype: Any = None) -> Any:
+    """``exp(sigma·z)`` of standard normal ``z``, as ``jax.random.lognormal``."""
+    op = "random.lognormal"
+    d = _float_dtype(op, dtype)
+    s = _in_dtype(op, sigma, d)
+    shp = tuple(s.shape) if shape is None else _shape(op, shape)
+    return api.exp(api.mul(normal(key, shp, d), s))
+
+
+def _shuffle(key: Any, x: Any, axis: int) -> Any:
+    """``x`` reordered along ``axis`` by sorting on random 32-bit keys, in as many rounds as
+    JAX uses (one below about 1,600 elements)."""
+    size = math.prod(x.shape)
+    rounds = int(np.ceil(3 * np.log(max(1, size)) / np.log(np.iinfo(np.uint32).max)))
+    for _ in range(rounds):
+        keys = split(key)
+        key, sub = api.getitem(keys, 0), api.getitem(keys, 1)
+        # the bits as unsigned order: the sign bit flipped
+        order = api.bitwise_xor(random_bits(sub, tuple(x.shape)), -(1 << 31))
+        _, x = lax_ops.sort_key_val(order, x, axis)
+    return x
+
+
+def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
+    """A random permutation of ``x`` along ``axis`` (of ``arange(x)`` for an integer ``x``),
+    as ``jax.random.permutation``: the same order."""
+    op = "random.permutation"
+    k = _key_bits(op, key)
+    if isinstance(x, int | np.integer):
+        return _shuffle(k, api.asvalue(np.arange(int(x), dtype=np.int32)), 0)
+    v = api.asvalue(x, op)
+    ax = composite._axis(op, v, axis)
+    if independent or len(v.shape) == 1:  # type: ignore[attr-defined]
+        return _shuffle(k, v, ax)
+    idx = _shuffle(k, api.asvalue(np.arange(v.shape[ax], dtype=np.int32)), 0)  # type: ignore[attr-defined]
+    return api.take(v, idx, ax)
+
+
+def choice(
+    key: Any,
+    a: Any,
+    shape: Any = (),
+    replace: bool = True,
+    p: Any = None,
+    axis: int = 0,
+    mode: str | None = None,
+) -> Any:
+    """Samples from ``a`` (or ``arange(a)``) along ``axis``, as ``jax.random.choice``: with
+    replacement uniform indices or inverse-CDF draws by ``p``; without, a permutation's head
+    or Gumbel top-k by ``p``."""
+    op = "random.choice"
+    k = _key_bits(op, key)
+    shp = _shape(op, shape)
+    scalar = isinstance(a, int | np.integer)
+    arr = None if scalar else api.asvalue(a, op)
+    ax = 0 if arr is None else composite._axis(op, arr, axis)
+    n = int(a) if arr is None else arr.shape[ax]  # type: ignore[attr-defined]
+    draws = math.prod(shp)
+    if n <= 0 and draws:
+        raise ShapeError("a must be greater than 0 unless no samples are taken", op=op)
+    if not replace and draws > n:
+        raise ShapeError(f"a sample of {draws} from {n} without replacement", op=op)
+    if p is None:
+        if replace:
+            ind = randint(k, shp, 0, n)
+        else:
+            perm = permutation(k, n if arr is None else arr, ax)
+            if arr is not None:
+                head = api.getitem(perm, (slice(None),) * ax + (slice(draws),))
+                return api.reshape(head, (*arr.shape[:ax], *shp, *arr.shape[ax + 1 :]))  # type: ignore[attr-defined]
+            ind = api.getitem(perm, slice(draws))
+    else:
+        pv = api.asvalue(p, op)
+        if not pv.dtype.is_floating:  # type: ignore[attr-defined]
+            pv = api.cast(pv, dt.float32)
+        if tuple(pv.shape) != (n,):  # type: ignore[attr-defined]
+            raise ShapeError(f"p {api._aval(pv)} for {n} choices: one probability each", op=op)
+        if replace:
+            cdf = composite.cumsum(pv)
+            u = uniform(k, shp, pv.dtype)  # type: ignore[attr-defined]
+            r = api.mul(api.getitem(cdf, -1), api.sub(1.0, u))
+            ind = composite.searchsorted(cdf, r)
+        else:
+            g = api.add(gumbel(k, (n,), pv.dtype, mode), api.log(pv))  # type: ignore[attr-defined]
+            ind = composite.top_k(g, draws)[1]
+    if arr is None:
+        return api.reshape(ind, shp)
+    taken = api.take(arr, api.reshape(ind, (draws,)), ax)
+    return api.reshape(taken, (*arr.shape[:ax], *shp, *arr.shape[ax + 1 :]))  # type: ignore[attr-defined]
+
+
+def _params(op: str, d: dt.DType, shape: Any, *params: Any) -> tuple[tuple[int, ...], list[Any]]:
+    """The parameters in ``d`` and the sample shape: ``shape``, or their broadcast shape."""
+    vs = [_in_dtype(op, p, d) for p in params]
+    if shape is not None:
+        return _shape(op, shape), vs
+    return tuple(np.broadcast_shapes(*(tuple(v.shape) for v in vs))), vs
+
+
+def maxwell(key: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """Maxwell samples: the length of three standard normals, as ``jax.random.maxwell``."""
+    op = "random.maxwell"
+    d = _float_dtype(op, dtype)
+    z = normal(key, (*_shape(op, shape), 3), d)
+    return api.sqrt(api.sum(api.mul(z, z), (-1,)))
+
+
+def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """Maxwell samples with a random sign, scaled and shifted, as
+    ``jax.random.double_sided_maxwell`` (the parameters' shape follows ``shape``)."""
+    op = "random.double_sided_maxwell"
+    d = _float_dtype(op, dtype)
+    params, (lo, sc) = _params(op, d, None, loc, scale)
+    shp = (*(_shape(op, shape) or params), *params)
+    keys = split(_key_bits(op, key))
+    m = maxwell(api.getitem(keys, 0), shp, d)
+    sign = rademacher(api.getitem(keys, 1), shp, d)
+    return api.add(api.mul(api.mul(sign, m), sc), lo)
+
+
+def weibull_min(
+    key: Any, scale: Any, concentration: Any, shape: Any = (), dtype: Any = None
+) -> Any:
+    """Weibull samples, the inverse CDF ``(-log1p(-u))^(1/k)·scale``, as
+    ``jax.random.weibull_min``."""
+    op = "random.weibull_min"
+    d = _float_dtype(op, dtype)
+    u = uniform(key, shape, d)
+    c = _in_dtype(op, concentration, d)
+    power = api.pow(api.neg(composite.log1p(api.neg(u))), api.div(1.0, c))
+    return api.mul(power, _in_dtype(op, scale, d))
+
+
+def pareto(key: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Pareto samples of shape ``b``, ``exp(e / b)`` of exponential ``e``, as
+    ``jax.random.pareto``."""
+    op = "random.pareto"
+    d = _float_dtype(op, dtype)
+    shp, (bv,) = _params(op, d, shape, b)
+    return api.exp(api.div(exponential(key, shp, d), bv))
+
+
+def rayleigh(key: Any, scale: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Rayleigh samples, ``scale·sqrt(-2 log u)``, as ``jax.random.rayleigh``."""
+    op = "random.rayleigh"
+    d = _float_dtype(op, dtype)
+    shp, (sc,) = _params(op, d, shape, scale)
+    u = uniform(key, shp, d)
+    return api.mul(api.broadcast_to(sc, shp), api.sqrt(api.mul(api.log(u), -2.0)))
+
+
+def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Wald (inverse Gaussian) samples of ``mean``, by the transformation with one normal
+    and one uniform (Michael, Schucany and Haas), as ``jax.random.wald``."""
+    op = "random.wald"
+    d = _float_dtype(op, dtype)
+    shp, (mu,) = _params(op, d, shape, mean)
+    keys = split(_key_bits(op, key))
+    mu = api.broadcast_to(mu, shp)
+    v = normal(api.getitem(keys, 0), shp, d)
+    z = uniform(api.getitem(keys, 1), shp, d)
+    y = api.mul(v, v)
+    mu2 = api.mul(mu, mu)
+    root = api.sqrt(api.add(api.mul(api.mul(mu, 4.0), y), api.mul(mu2, api.mul(y, y))))
+    x = api.sub(api.add(mu, api.div(api.mul(mu2, y), 2.0)), api.mul(api.div(mu, 2.0), root))
+    return api.where(api.less_equal(z, api.div(mu, api.add(mu, x))), x, api.div(mu2, x))
+
+
+def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """The number of Bernoulli trials to the first success, ``floor(log u / log1p(-p)) + 1``,
+    as ``jax.random.geometric`` (``u = 0`` read as 1, as JAX does)."""
+    op = "random.geometric"
+    pv = api.asvalue(p, op)
+    if not pv.dtype.is_floating:  # type: ignore[attr-defined]
+        pv = api.cast(pv, dt.float32)
+    shp = tuple(pv.shape) if shape is None else _shape(op, shape)  # type: ignore[attr-defined]
+    u = uniform(key, shp, pv.dtype)  # type: ignore[attr-defined]
+    u = api.where(api.equal(u, 0.0), 1.0, u)
+    g = api.add(composite.floor(api.div(api.log(u), composite.log1p(api.neg(pv)))), 1.0)
+    return api.cast(g, dt.int32 if dtype is None else dt.dtype(dtype))
+
+
+def triangular(
+    key: Any, left: Any, mode: Any, right: Any, shape: Any = None, dtype: Any = None
+) -> Any:
+    """Triangular samples on ``[left, right]`` peaking at ``mode``, by the inverse CDF, as
+    ``jax.random.triangular``."""
+    op = "random.triangular"
+    d = _float_dtype(op, dtype)
+    shp, (a, c, b) = _params(op, d, shape, left, mode, right)
+    a, c, b = (api.broadcast_to(v, shp) for v in (a, c, b))
+    width = api.sub(b, a)
+    fc = api.div(api.sub(c, a), width)
+    u = uniform(key, shp, d)
+    low = api.add(a, api.sqrt(api.mul(api.mul(u, width), api.sub(c, a))))
+    high = api.sub(b, api.sqrt(api.mul(api.mul(api.sub(1.0, u), width), api.sub(b, c))))
+    return api.where(api.less(u, fc), low, high)
