@@ -24,6 +24,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import ml_dtypes
 import numpy as np
 
@@ -39,8 +40,6 @@ def _key_bits(op: str, key: Any) -> Any:
     """``key`` as an ``int32[2]`` value: a pypto key, or a JAX key (typed keys through
     ``jax.random.key_data``) or ``uint32[2]`` array, whose bits it keeps."""
     if "key<" in str(getattr(key, "dtype", "")):  # a typed JAX key
-        import jax
-
         key = jax.random.key_data(key)
     if not isinstance(key, api.Value) and np.asarray(key).dtype == np.uint32:
         key = np.asarray(key).view(np.int32)
