@@ -169,6 +169,11 @@ def cumsum(x: Any) -> Any:
     return pto.cumsum(x, -1)
 
 
+def random_uniform(key: Any, x: Any) -> Any:
+    """jax.random.uniform's floats of x's shape from a traced key (the Threefry hash)."""
+    return pto.random.uniform(key, x.shape)
+
+
 def argsort(x: Any) -> Any:
     return pto.argsort(x, -1)
 
@@ -534,6 +539,16 @@ def _measure(settings: Settings) -> Iterator[Row]:
         base = row(name, vec_shape, fn, (x,), 0.0)
         base.update(target="", met=None, kind="baseline")
         yield base
+    # Threefry-2x32 (20 rounds of wrapping adds, rotations and xors) per element: no target
+    base = row(
+        "random.uniform (Threefry-2x32)",
+        vec_shape,
+        random_uniform,
+        (np.zeros(2, np.int32), x),
+        0.0,
+    )
+    base.update(target="", met=None, kind="baseline")
+    yield base
     del x
     r, v, k = sz.vocab
     base = row(

@@ -88,13 +88,24 @@ def _shape(op: str, shape: Any) -> tuple[int, ...]:
         raise ShapeError(f"shape {shape!r} is not a tuple of ints", op=op) from None
 
 
+def _flat_index(shape: tuple[int, ...]) -> Any:
+    """Each element's flat index (int32, wrapping past 2³¹ as uint32's bits do), as a row
+    of column numbers plus a column of row starts: two small constants the vector cores
+    broadcast, not one of the whole shape read from memory."""
+    if len(shape) < 2:
+        return api.asvalue(
+            np.arange(math.prod(shape), dtype=np.int64).astype(np.int32).reshape(shape)
+        )
+    c = shape[-1]
+    starts = (np.arange(math.prod(shape[:-1]), dtype=np.int64) * c).astype(np.int32)
+    return api.add(starts.reshape(*shape[:-1], 1), np.arange(c, dtype=np.int32))
+
+
 def _hash_iota(key: Any, shape: tuple[int, ...]) -> tuple[Any, Any]:
     """Both words of the hash of the counters ``(0, i)`` for the flat index ``i`` of each
     element of ``shape``."""
-    n = math.prod(shape)
-    iota = np.arange(n, dtype=np.int64).astype(np.int32).reshape(shape)
-    y0, y1 = threefry2x32(_word(key, 0), _word(key, 1), np.zeros(shape, np.int32), iota)
-    return y0, y1
+    # the counters' high words are 0: one scalar, broadcast by the first round's add
+    return threefry2x32(_word(key, 0), _word(key, 1), np.int32(0), _flat_index(shape))
 
 
 def random_bits(key: Any, shape: tuple[int, ...]) -> Any:

@@ -947,19 +947,51 @@ def used_outside(f: Func, eqns: list[Eqn]) -> set[Var]:
 
 
 def ub_bytes_needed(plan: RowPlan, tr: int, tc: int) -> int:
-    """An upper estimate of the UB a row kernel needs: every value's tile, I/O tiles twice."""
+    """An upper estimate of the UB a row kernel needs: I/O tiles twice (their DMA regions
+    stay reserved), row, column and scalar tiles each, and twice the peak of the full tiles
+    only the vector unit touches, which the allocator shares by liveness (the factor covers
+    the rules' own temporaries and first-fit's gaps). A long elementwise chain keeps a few
+    such tiles live at once, not one per value."""
     total = 0
     for e in plan.eqns:
         rule = OPS[e.op].rules.get("tile")
         if isinstance(rule, RowRule) and rule.scratch:
             total += rule.scratch * tr * tc + 8 * tc  # (and a row of indices or limits)
     stored = {p for ps in plan.cats.values() for p in ps}
+    temps: dict[Any, int] = {}
     for v, k in plan.kinds.items():
         r, c = {"full": (tr, tc), "col": (tr, 1), "row": (1, tc), "one": (1, max(tc, tr))}[k]
         nb = -(-r * c * v.aval.dtype.itemsize // 32) * 32
         io = v in plan.inputs or v in plan.outputs or v in stored
+        if k == "full" and not io:
+            temps[v] = nb
+            continue
         total += nb * (2 if io and k in ("full", "col") else 1)
-    return total
+    return total + min(2 * _peak_live(plan, temps), sum(temps.values()))
+
+
+def _peak_live(plan: RowPlan, temps: dict[Any, int]) -> int:
+    """The most bytes of ``temps`` live at once, each from the equation that makes it to the
+    last one that reads it, in the plan's order (the order the kernel computes them)."""
+    born: dict[Any, int] = {}
+    dies: dict[Any, int] = {}
+    for i, e in enumerate(plan.eqns):
+        if e.out in temps:
+            born.setdefault(e.out, i)
+            dies.setdefault(e.out, i)
+        for a in e.inputs:
+            if a in temps:
+                dies[a] = i
+    delta = [0] * (len(plan.eqns) + 1)
+    for v, nb in temps.items():
+        b = born.get(v, 0)
+        delta[b] += nb
+        delta[max(dies.get(v, b), b) + 1] -= nb
+    peak = live = 0
+    for d in delta:
+        live += d
+        peak = max(peak, live)
+    return peak
 
 
 def choose_row_tile(lw: Lowering, plan: RowPlan, name: str) -> tuple[int, int]:
