@@ -147,6 +147,34 @@ def test_continuous_samplers_equal_jax(name: str, args: tuple[Any, ...], kw: dic
     assert_matches(got, getattr(jax.random, name)(JKEY, *args, **kw), 8, what=name)
 
 
+GAMMAS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+    ("gamma", (np.random.default_rng(1).uniform(0.05, 6, (40, 25)).astype(np.float32),), {}),
+    ("gamma", (np.array([0.5, 3.0], np.float32),), {"shape": (4, 2), "dtype": ml_dtypes.bfloat16}),
+    ("gamma", (2.0,), {"shape": (10,), "dtype": np.float16}),
+    ("loggamma", (np.array([0.01, 0.3, 1.0, 2.5, 100.0], np.float32),), {}),
+    ("beta", (0.5, np.array([1.0, 2.0, 7.0], np.float32)), {"shape": (50, 3)}),
+    ("dirichlet", (np.array([0.5, 1.0, 3.0], np.float32),), {"shape": (20,)}),
+    ("chisquare", (3.0,), {"shape": (100,)}),
+    ("t", (np.array([1.0, 5.0], np.float32),), {"shape": (50, 2)}),
+    ("f", (3.0, 7.0), {"shape": (100,)}),
+    ("generalized_normal", (1.5,), {"shape": (100,)}),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "kw"), GAMMAS, ids=[g[0] for g in GAMMAS])
+def test_gamma_and_its_family_equal_jax(name: str, args: tuple[Any, ...], kw: dict) -> None:
+    """Marsaglia and Tsang's loops unrolled over every element: JAX's keys, proposals and
+    acceptances, so the same draws (to the tolerance of the functions applied)."""
+    got = getattr(R, name)(KEY, *args, **kw)
+    assert_matches(got, getattr(jax.random, name)(JKEY, *args, **kw), 8, what=name)
+
+
+def test_gamma_traces_under_jit() -> None:
+    a = np.array([0.5, 2.0, 9.0], np.float32)
+    got = pto.jit(lambda k, x: R.gamma(k, x), backend="interpret")(KEY, a)
+    assert_matches(got, jax.random.gamma(JKEY, a), 8)
+
+
 def test_truncated_normal_stays_inside_and_equals_jax() -> None:
     got = R.truncated_normal(KEY, -1.0, 2.0, (500,))
     assert_matches(got, jax.random.truncated_normal(JKEY, -1.0, 2.0, (500,)), 8)

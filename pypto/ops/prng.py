@@ -611,3 +611,188 @@ def triangular(
     low = api.add(a, api.sqrt(api.mul(api.mul(u, width), api.sub(c, a))))
     high = api.sub(b, api.sqrt(api.mul(api.mul(api.sub(1.0, u), width), api.sub(b, c))))
     return api.where(api.less(u, fc), low, high)
+
+
+# --- gamma and the samplers built on it -----------------------------------------------------
+
+# Marsaglia and Tsang's method accepts at least 95% of its proposals for a shape of 1 or more,
+# and its normal proposal is positive (v > 0) but for x < -3√d, under 1% of them: rounds
+# enough that every element has accepted but with probability below 1e-10 and 1e-9
+_GAMMA_ROUNDS, _PROPOSAL_ROUNDS = 8, 4
+
+
+def _split_words(k0: Any, k1: Any, n: int) -> list[tuple[Any, Any]]:
+    """``split(key, n)`` of every key of the arrays of words ``(k0, k1)``."""
+    return [threefry2x32(k0, k1, np.int32(0), np.int32(i)) for i in range(n)]
+
+
+def _bits_one(k0: Any, k1: Any) -> Any:
+    """``random_bits(key, 32, ())`` of every key of ``(k0, k1)``: the counter (0, 0)."""
+    y0, y1 = threefry2x32(k0, k1, np.int32(0), np.int32(0))
+    return api.bitwise_xor(y0, y1)
+
+
+def _unit_one(k0: Any, k1: Any, d: dt.DType) -> Any:
+    """``uniform(key, (), d)`` of every key of ``(k0, k1)``."""
+    b = _bits_one(k0, k1)
+    if d is dt.float32:
+        one_to_two = api.bitwise_or(api.bitwise_and(api.right_shift(b, 9), 0x7FFFFF), 0x3F800000)
+        return api.sub(api.bitcast_convert_type(one_to_two, dt.float32), 1.0)
+    drop, width = (6, 10) if d is dt.float16 else (1, 7)
+    m = api.bitwise_and(api.right_shift(b, drop), (1 << width) - 1)
+    return api.cast(api.mul(api.cast(m, dt.float32), 2.0**-width), d)
+
+
+def _normal_one(k0: Any, k1: Any, d: dt.DType) -> Any:
+    """``normal(key, (), d)`` of every key of ``(k0, k1)``: ``u·2 + lo`` is exact (the
+    range rounds to 2), so the uniforms are JAX's bit for bit."""
+    lo = float(np.nextafter(np.array(-1.0, d.np), np.array(0.0, d.np)))
+    span = float(np.array(1.0, d.np) - np.array(lo, d.np))
+    u = api.maximum(api.add(api.mul(_unit_one(k0, k1, d), span), lo), lo)
+    return api.mul(special.erf_inv(u), math.sqrt(2.0))
+
+
+def _gamma_words(k0: Any, k1: Any, a: Any, d: dt.DType, log_space: bool) -> Any:
+    """JAX's ``_gamma_one`` for each element: Marsaglia and Tsang's method with the shape
+    boosted by 1 below 1, its loops unrolled over every element at once, each element
+    keeping its state once it has accepted."""
+    boost = api.greater_equal(a, 1.0)
+    alpha = api.where(boost, a, api.add(a, 1.0))
+    dd = api.sub(alpha, 1.0 / 3.0)
+    c = api.div(1.0 / 3.0, api.sqrt(dd))
+    (k0, k1), (s0, s1) = _split_words(k0, k1, 2)
+    x2 = api.mul(a, 0.0)  # X, V, U of the first round's test: it always runs
+    v3 = api.add(x2, 1.0)
+    u = api.add(x2, 2.0)
+    for _ in range(_GAMMA_ROUNDS):
+        squeeze = api.greater_equal(u, api.sub(1.0, api.mul(api.mul(x2, x2), 0.0331)))
+        tail = api.add(api.mul(x2, 0.5), api.mul(dd, api.add(api.sub(1.0, v3), api.log(v3))))
+        again = composite.logical_and(squeeze, api.greater_equal(api.log(u), tail))
+        (k0n, k1n), (x0, x1), (u0, u1) = _split_words(k0, k1, 3)
+        x, v = api.mul(a, 0.0), api.sub(api.mul(a, 0.0), 1.0)
+        for _ in range(_PROPOSAL_ROUNDS):  # a normal proposal until v > 0
+            redo = api.less_equal(v, 0.0)
+            (x0n, x1n), (p0, p1) = _split_words(x0, x1, 2)
+            xs = _normal_one(p0, p1, d)
+            x = api.where(redo, xs, x)
+            v = api.where(redo, api.add(api.mul(xs, c), 1.0), v)
+            x0, x1 = api.where(redo, x0n, x0), api.where(redo, x1n, x1)
+        x2 = api.where(again, api.mul(x, x), x2)
+        v3 = api.where(again, api.mul(api.mul(v, v), v), v3)
+        u = api.where(again, _unit_one(u0, u1, d), u)
+        k0, k1 = api.where(again, k0n, k0), api.where(again, k1n, k1)
+    if log_space:
+        log_u = api.neg(exponential_words(s0, s1, d))
+        log_boost = api.where(
+            composite.logical_or(boost, api.equal(log_u, 0.0)), 0.0, api.div(log_u, a)
+        )
+        return api.add(api.add(api.log(dd), api.log(v3)), log_boost)
+    samples = api.sub(1.0, _unit_one(s0, s1, d))
+    scale = api.where(boost, 1.0, api.pow(samples, api.div(1.0, a)))
+    return api.mul(api.mul(dd, v3), scale)
+
+
+def exponential_words(k0: Any, k1: Any, d: dt.DType) -> Any:
+    """``exponential(key, (), d)`` of every key of ``(k0, k1)``."""
+    return api.neg(composite.log1p(api.neg(_unit_one(k0, k1, d))))
+
+
+def _gamma(op: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool) -> Any:
+    d = _float_dtype(op, dtype)
+    av = _in_dtype(op, a, d)
+    shp = tuple(av.shape) if shape is None else _shape(op, shape)  # type: ignore[attr-defined]
+    av = api.broadcast_to(av, shp)
+    n = math.prod(shp)
+    if n == 0:
+        return av
+    keys = split(_key_bits(op, key), n)  # one key per element, as JAX's map over them
+    k0 = api.reshape(api.getitem(keys, (slice(None), 0)), shp)
+    k1 = api.reshape(api.getitem(keys, (slice(None), 1)), shp)
+    return _gamma_words(k0, k1, av, d, log_space)
+
+
+def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Gamma(a, 1) samples, as ``jax.random.gamma``: Marsaglia and Tsang's method with JAX's
+    keys, proposals and boost, so the same draws (to the tolerance of ``log``, ``erf_inv``
+    and ``pow``). The loops are unrolled: 8 rounds of proposals, each with up to 4 normal
+    draws, every element at once; an element still rejecting after them (probability below
+    1e-10) keeps its last proposal. Not differentiable in ``a`` here (JAX's is)."""
+    return _gamma("random.gamma", key, a, shape, dtype, False)
+
+
+def loggamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """``log`` of Gamma(a, 1) samples computed in log space, as ``jax.random.loggamma``
+    (accurate for small ``a``, whose samples underflow)."""
+    return _gamma("random.loggamma", key, a, shape, dtype, True)
+
+
+def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Beta(a, b) samples from two log-gamma draws, as ``jax.random.beta``."""
+    op = "random.beta"
+    d = _float_dtype(op, dtype)
+    shp, (av, bv) = _params(op, d, shape, a, b)
+    keys = split(_key_bits(op, key))
+    ga = loggamma(api.getitem(keys, 0), api.broadcast_to(av, shp), shp, d)
+    gb = loggamma(api.getitem(keys, 1), api.broadcast_to(bv, shp), shp, d)
+    top = api.maximum(ga, gb)
+    ea, eb = api.exp(api.sub(ga, top)), api.exp(api.sub(gb, top))
+    return api.div(ea, api.add(ea, eb))
+
+
+def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Dirichlet samples: the softmax of log-gamma draws, as ``jax.random.dirichlet``."""
+    op = "random.dirichlet"
+    d = _float_dtype(op, dtype)
+    al = _in_dtype(op, alpha, d)
+    if len(al.shape) < 1:  # type: ignore[attr-defined]
+        raise ShapeError(f"alpha needs at least one axis, got {api._aval(al)}", op=op)
+    shp = tuple(al.shape[:-1]) if shape is None else _shape(op, shape)  # type: ignore[attr-defined]
+    lg = loggamma(key, al, (*shp, al.shape[-1]), d)  # type: ignore[attr-defined]
+    return composite.softmax(lg, -1)
+
+
+def chisquare(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Chi-square samples, ``2·exp(loggamma(df / 2))``, as ``jax.random.chisquare``."""
+    op = "random.chisquare"
+    d = _float_dtype(op, dtype)
+    half = api.div(_in_dtype(op, df, d), 2.0)
+    return api.mul(api.exp(loggamma(key, half, shape, d)), 2.0)
+
+
+def t(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Student's t samples, ``n·sqrt(df / 2 / g)`` of a normal ``n`` and a Gamma(df / 2)
+    ``g``, as ``jax.random.t``."""
+    op = "random.t"
+    d = _float_dtype(op, dtype)
+    dv = _in_dtype(op, df, d)
+    shp = tuple(dv.shape) if shape is None else _shape(op, shape)  # type: ignore[attr-defined]
+    keys = split(_key_bits(op, key))
+    n = normal(api.getitem(keys, 0), shp, d)
+    half = api.div(dv, 2.0)
+    g = gamma(api.getitem(keys, 1), half, shp, d)
+    return api.mul(n, api.sqrt(api.div(half, g)))
+
+
+def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """F samples, the ratio of two chi-squares over their degrees of freedom, as
+    ``jax.random.f``."""
+    op = "random.f"
+    d = _float_dtype(op, dtype)
+    num_df, den_df = _in_dtype(op, dfnum, d), _in_dtype(op, dfden, d)
+    keys = split(_key_bits(op, key))
+    den = api.div(chisquare(api.getitem(keys, 0), den_df, shape, d), den_df)
+    num = api.div(chisquare(api.getitem(keys, 1), num_df, shape, d), num_df)
+    return api.div(num, den)
+
+
+def generalized_normal(key: Any, p: Any, shape: Any = (), dtype: Any = None) -> Any:
+    """Generalized normal samples of power ``p``, ``±g^(1/p)`` for a Gamma(1/p) ``g`` and a
+    random sign, as ``jax.random.generalized_normal``."""
+    op = "random.generalized_normal"
+    d = _float_dtype(op, dtype)
+    pv = _in_dtype(op, p, d)
+    shp = _shape(op, shape)
+    keys = split(_key_bits(op, key))
+    g = gamma(api.getitem(keys, 0), api.div(1.0, pv), shp, d)
+    r = rademacher(api.getitem(keys, 1), shp, d)
+    return api.mul(r, api.pow(g, api.div(1.0, pv)))
