@@ -700,7 +700,7 @@ def exponential_words(k0: Any, k1: Any, d: dt.DType) -> Any:
 def _gamma(op: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool) -> Any:
     d = _float_dtype(op, dtype)
     av = _in_dtype(op, a, d)
-    shp = tuple(av.shape) if shape is None else _shape(op, shape)  # type: ignore[attr-defined]
+    shp = tuple(av.shape) if shape is None else _shape(op, shape)
     av = api.broadcast_to(av, shp)
     n = math.prod(shp)
     if n == 0:
@@ -744,10 +744,10 @@ def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Any
     op = "random.dirichlet"
     d = _float_dtype(op, dtype)
     al = _in_dtype(op, alpha, d)
-    if len(al.shape) < 1:  # type: ignore[attr-defined]
+    if len(al.shape) < 1:
         raise ShapeError(f"alpha needs at least one axis, got {api._aval(al)}", op=op)
-    shp = tuple(al.shape[:-1]) if shape is None else _shape(op, shape)  # type: ignore[attr-defined]
-    lg = loggamma(key, al, (*shp, al.shape[-1]), d)  # type: ignore[attr-defined]
+    shp = tuple(al.shape[:-1]) if shape is None else _shape(op, shape)
+    lg = loggamma(key, al, (*shp, al.shape[-1]), d)
     return composite.softmax(lg, -1)
 
 
@@ -765,7 +765,7 @@ def t(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Any:
     op = "random.t"
     d = _float_dtype(op, dtype)
     dv = _in_dtype(op, df, d)
-    shp = tuple(dv.shape) if shape is None else _shape(op, shape)  # type: ignore[attr-defined]
+    shp = tuple(dv.shape) if shape is None else _shape(op, shape)
     keys = split(_key_bits(op, key))
     n = normal(api.getitem(keys, 0), shp, d)
     half = api.div(dv, 2.0)
