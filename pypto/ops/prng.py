@@ -191,10 +191,14 @@ def _float_dtype(op: str, dtype: Any) -> dt.DType:
 
 
 def _unit(key: Any, shape: tuple[int, ...], d: dt.DType) -> Any:
-    """Uniform floats in [0, 1) of dtype ``d`` from the random bits as JAX makes them: the
-    mantissa's bits (23 of 32 for float32, 10 of the low 16 for float16, 7 of the low 8 for
-    bfloat16) under the exponent of 1.0, minus 1."""
-    b = random_bits(key, shape)
+    """Uniform floats in [0, 1) of dtype ``d``, as JAX makes them from the random bits."""
+    return _bits_to_unit(random_bits(key, shape), d)
+
+
+def _bits_to_unit(b: Any, d: dt.DType) -> Any:
+    """Random bits to floats in [0, 1) as JAX does: the mantissa's bits (23 of 32 for
+    float32, 10 of the low 16 for float16, 7 of the low 8 for bfloat16) under the exponent
+    of 1.0, minus 1."""
     if d is dt.float32:
         one_to_two = api.bitwise_or(api.bitwise_and(api.right_shift(b, 9), 0x7FFFFF), 0x3F800000)
         return api.sub(api.bitcast_convert_type(one_to_two, dt.float32), 1.0)
@@ -634,13 +638,7 @@ def _bits_one(k0: Any, k1: Any) -> Any:
 
 def _unit_one(k0: Any, k1: Any, d: dt.DType) -> Any:
     """``uniform(key, (), d)`` of every key of ``(k0, k1)``."""
-    b = _bits_one(k0, k1)
-    if d is dt.float32:
-        one_to_two = api.bitwise_or(api.bitwise_and(api.right_shift(b, 9), 0x7FFFFF), 0x3F800000)
-        return api.sub(api.bitcast_convert_type(one_to_two, dt.float32), 1.0)
-    drop, width = (6, 10) if d is dt.float16 else (1, 7)
-    m = api.bitwise_and(api.right_shift(b, drop), (1 << width) - 1)
-    return api.cast(api.mul(api.cast(m, dt.float32), 2.0**-width), d)
+    return _bits_to_unit(_bits_one(k0, k1), d)
 
 
 def _normal_one(k0: Any, k1: Any, d: dt.DType) -> Any:
