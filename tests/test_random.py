@@ -175,6 +175,25 @@ def test_gamma_traces_under_jit() -> None:
     assert_matches(got, jax.random.gamma(JKEY, a), 8)
 
 
+def test_gamma_samplers_differentiate_in_their_shapes_as_jax() -> None:
+    """The implicit gradient: the sample held at its quantile as the shape moves."""
+    a = np.array([0.5, 1.5, 3.0, 10.0], np.float32)
+    w = np.arange(1.0, 5.0, dtype=np.float32)
+    for name, extra in (("gamma", ()), ("loggamma", ()), ("beta", (2.0,))):
+
+        def ours(x: Any, name: str = name, extra: tuple = extra) -> Any:
+            return (getattr(R, name)(KEY, x, *extra) * w).sum()
+
+        def theirs(x: Any, name: str = name, extra: tuple = extra) -> Any:
+            return (getattr(jax.random, name)(JKEY, x, *extra) * w).sum()
+
+        want = jax.grad(theirs)(a)
+        assert_matches(pto.grad(ours)(a), want, 16, what=name)
+        if name == "gamma":
+            got = pto.jit(pto.grad(ours), backend="interpret")(a)
+            assert_matches(got, want, 16, what="jit grad gamma")
+
+
 def test_truncated_normal_stays_inside_and_equals_jax() -> None:
     got = R.truncated_normal(KEY, -1.0, 2.0, (500,))
     assert_matches(got, jax.random.truncated_normal(JKEY, -1.0, 2.0, (500,)), 8)

@@ -20,6 +20,7 @@ array([0.947667  , 0.9785799 , 0.33229148], dtype=float32)
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -703,10 +704,41 @@ def _gamma(op: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool) -
     n = math.prod(shp)
     if n == 0:
         return av
-    keys = split(_key_bits(op, key), n)  # one key per element, as JAX's map over them
-    k0 = api.reshape(api.getitem(keys, (slice(None), 0)), shp)
-    k1 = api.reshape(api.getitem(keys, (slice(None), 1)), shp)
-    return _gamma_words(k0, k1, av, d, log_space)
+    return _gamma_fn(d, log_space)(_key_bits(op, key), av)
+
+
+@functools.cache
+def _gamma_fn(d: dt.DType, log_space: bool) -> Any:
+    """Gamma sampling of dtype ``d`` as a function of the key and the shapes ``a`` whose
+    gradient in ``a`` is the implicit one, as JAX's: the sample held at its quantile moves
+    by ``random_gamma_grad(a, x)`` (over ``x`` for the logarithm)."""
+    from pypto.graph.custom_vjp import custom_vjp  # the graph layer imports this module
+    from pypto.lax import random_gamma_grad
+
+    def draw(key: Any, a: Any) -> Any:
+        shp = tuple(a.shape)
+        keys = split(key, math.prod(shp))  # one key per element, as JAX's map over them
+        k0 = api.reshape(api.getitem(keys, (slice(None), 0)), shp)
+        k1 = api.reshape(api.getitem(keys, (slice(None), 1)), shp)
+        return _gamma_words(k0, k1, a, d, log_space)
+
+    draw.__name__ = f"random_{'log' if log_space else ''}gamma_{d.short}"
+    fn = custom_vjp(draw)
+
+    def fwd(key: Any, a: Any) -> Any:
+        out = draw(key, a)
+        return out, (a, out)
+
+    def bwd(res: Any, g: Any) -> Any:
+        a, out = res
+        if not log_space:
+            return None, api.mul(g, random_gamma_grad(a, out))
+        x = api.exp(out)  # a sample that underflowed counts as the smallest normal
+        x = api.where(api.equal(x, 0.0), float(_finfo(d).tiny), x)
+        return None, api.mul(g, api.div(random_gamma_grad(a, x), x))
+
+    fn.defvjp(fwd, bwd)
+    return fn
 
 
 def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Any:
@@ -714,7 +746,8 @@ def gamma(key: Any, a: Any, shape: Any = None, dtype: Any = None) -> Any:
     keys, proposals and boost, so the same draws (to the tolerance of ``log``, ``erf_inv``
     and ``pow``). The loops are unrolled: 8 rounds of proposals, each with up to 4 normal
     draws, every element at once; an element still rejecting after them (probability below
-    1e-10) keeps its last proposal. Not differentiable in ``a`` here (JAX's is)."""
+    1e-10) keeps its last proposal. Differentiable in ``a`` as JAX's is: implicitly, through
+    :func:`pto.lax.random_gamma_grad`."""
     return _gamma("random.gamma", key, a, shape, dtype, False)
 
 
