@@ -574,10 +574,11 @@ def _measure(settings: Settings) -> Iterator[Row]:
     )
     # the same in jax.nn's [B, T, N, H] layout with a quarter as many key/value heads
     # (grouped-query attention): no target
-    q, kv = np.zeros((bb, s, h, d), F16), np.zeros((bb, s, h // 4, d), F16)
+    hk = max(1, h // 4)  # (the quick shapes' two heads share one)
+    q, kv = np.zeros((bb, s, h, d), F16), np.zeros((bb, s, hk, d), F16)
     gqa = row(
         "causal attention, jax.nn layout, grouped heads",
-        f"b{bb} h{h}/{h // 4} s{s} d{d}",
+        f"b{bb} h{h}/{hk} s{s} d{d}",
         grouped_attention,
         (q, kv, kv),
         0.0,

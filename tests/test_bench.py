@@ -178,6 +178,8 @@ def test_lowering_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert all(len(r) == len(LOWERING_HEADERS) and r[4] in ("yes", "no", "") for r in body)
     rows = json.loads((tmp_path / "lowering.json").read_text())["rows"]
     assert len(rows) == len(LOWERING_ROWS)
+    # every row lowers and runs on the quick shapes too (an error row would hide a regression)
+    assert [r["benchmark"] for r in rows if "error" in r] == []
     for row in rows:
         if "error" in row:
             assert row["met"] is not True and "\n" not in row["error"]
