@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import jax
-import ml_dtypes
 import numpy as np
 
 from pypto import dtypes as dt
@@ -78,15 +77,6 @@ def threefry2x32(k0: Any, k1: Any, x0: Any, x1: Any) -> tuple[Any, Any]:
         x0 = api.add(x0, ks[(i + 1) % 3])
         x1 = api.add(api.add(x1, ks[(i + 2) % 3]), i + 1)
     return x0, x1
-
-
-def _shape(op: str, shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, int | np.integer):
-        return (int(shape),)
-    try:
-        return tuple(int(n) for n in shape)
-    except TypeError:
-        raise ShapeError(f"shape {shape!r} is not a tuple of ints", op=op) from None
 
 
 def _flat_index(shape: tuple[int, ...]) -> Any:
@@ -150,7 +140,7 @@ def split(key: Any, num: int | Sequence[int] = 2) -> Any:
     array([[ 1797259609, -1715843330],
            [  928981903,  -841280227]], dtype=int32)
     """
-    shape = _shape("random.split", num)
+    shape = api._shape_arg("random.split", num)
     y0, y1 = _hash_iota(_key_bits("random.split", key), shape)
     return composite.stack([y0, y1], len(shape))
 
@@ -180,7 +170,7 @@ def bits(key: Any, shape: Any = (), dtype: Any = None) -> Any:
             op="random.bits",
             hint="ask for uint32 or uint8 (int32 or int8 hold the same bits)",
         )
-    b = random_bits(_key_bits("random.bits", key), _shape("random.bits", shape))
+    b = random_bits(_key_bits("random.bits", key), api._shape_arg("random.bits", shape))
     return api.cast(b, dt.int8) if name.endswith("8") else b
 
 
@@ -226,10 +216,21 @@ def uniform(
     """
     op = "random.uniform"
     d = _float_dtype(op, dtype)
-    shp = _shape(op, shape)
+    shp = api._shape_arg(op, shape)
     lo, hi = _in_dtype(op, minval, d), _in_dtype(op, maxval, d)
-    u = _unit(_key_bits(op, key), shp, d)
+    return _scaled(_unit(_key_bits(op, key), shp, d), lo, hi)
+
+
+def _scaled(u: Any, lo: Any, hi: Any) -> Any:
+    """Floats ``u`` in [0, 1) moved to ``[lo, hi)`` as JAX does, and held at ``lo`` or more."""
     return api.maximum(lo, api.add(api.mul(u, api.sub(hi, lo)), lo))
+
+
+def _normal_of(u: Any, d: dt.DType) -> Any:
+    """Standard normals from floats ``u`` in [0, 1): ``√2·erf⁻¹`` of them moved to
+    ``(-1, 1)`` (the span rounds to 2, so the move is exact)."""
+    lo = api.cast(float(np.nextafter(np.array(-1.0, d.np), np.array(0.0, d.np))), d)
+    return api.mul(special.erf_inv(_scaled(u, lo, api.cast(1.0, d))), math.sqrt(2.0))
 
 
 def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
@@ -237,9 +238,7 @@ def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     in ``(-1, 1)``, the same ``u`` as JAX's."""
     op = "random.normal"
     d = _float_dtype(op, dtype)
-    lo = float(np.nextafter(np.array(-1.0, d.np), np.array(0.0, d.np)))
-    u = uniform(key, shape, d, lo, 1.0)
-    return api.mul(special.erf_inv(u), math.sqrt(2.0))
+    return _normal_of(_unit(_key_bits(op, key), api._shape_arg(op, shape), d), d)
 
 
 def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low") -> Any:
@@ -251,7 +250,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low") -> A
     pv = api.asvalue(p, op)
     if not pv.dtype.is_floating:  # type: ignore[attr-defined]
         pv = api.cast(pv, dt.float32)
-    shp = tuple(pv.shape) if shape is None else _shape(op, shape)  # type: ignore[attr-defined]
+    shp = tuple(pv.shape) if shape is None else api._shape_arg(op, shape)  # type: ignore[attr-defined]
     return api.less(uniform(key, shp, pv.dtype), pv)  # type: ignore[attr-defined]
 
 
@@ -290,7 +289,7 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -
     d = dt.int32 if dtype is None else dt.dtype(dtype)
     if not d.is_integer or d is dt.bool_:
         raise DTypeError(f"samples integers, got dtype {d}", op=op, hint="pass pto.int32")
-    shp = _shape(op, shape)
+    shp = api._shape_arg(op, shape)
     lo, hi = api.asvalue(minval, op), api.asvalue(maxval, op)
     lo, hi = api.cast(lo, dt.int32), api.cast(hi, dt.int32)  # floats truncate, as JAX's
     if d is dt.int8:
@@ -309,10 +308,6 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -
     return out if d is dt.int32 else api.cast(out, d)
 
 
-def _finfo(d: dt.DType) -> Any:
-    return ml_dtypes.finfo(d.np) if d is dt.bfloat16 else np.finfo(d.np)
-
-
 def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None) -> Any:
     """Standard Gumbel samples, as ``jax.random.gumbel`` (mode ``low``):
     ``-log(-log(u))`` of uniform ``u`` in ``[tiny, 1)``."""
@@ -320,7 +315,7 @@ def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None
     if mode not in (None, "low"):
         raise ShapeError(f"mode {mode!r}: only 'low' is built", op=op)
     d = _float_dtype(op, dtype)
-    u = uniform(key, shape, d, float(_finfo(d).tiny), 1.0)
+    u = uniform(key, shape, d, float(dt.finfo(d).tiny), 1.0)
     return api.neg(api.log(api.neg(api.log(u))))
 
 
@@ -340,7 +335,7 @@ def categorical(
     nd = len(lg.shape)  # type: ignore[attr-defined]
     ax = composite._axis(op, lg, axis)
     batch = tuple(n for i, n in enumerate(lg.shape) if i != ax)  # type: ignore[attr-defined]
-    shp = batch if shape is None else _shape(op, shape)
+    shp = batch if shape is None else api._shape_arg(op, shape)
     if shp[len(shp) - len(batch) :] != batch:
         raise ShapeError(f"shape {shp} does not end in the logits' batch shape {batch}", op=op)
     prefix = shp[: len(shp) - len(batch)]
@@ -372,7 +367,7 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
     shp = (
         tuple(np.broadcast_shapes(tuple(lo.shape), tuple(hi.shape)))
         if shape is None
-        else _shape(op, shape)
+        else api._shape_arg(op, shape)
     )
     sqrt2 = math.sqrt(2.0)
     a, b = activations.erf(api.div(lo, sqrt2)), activations.erf(api.div(hi, sqrt2))
@@ -386,7 +381,12 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
 
 def exponential(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Exponential samples of rate 1, ``-log1p(-u)``, as ``jax.random.exponential``."""
-    u = uniform(key, shape, _float_dtype("random.exponential", dtype))
+    return _exponential_of(uniform(key, shape, _float_dtype("random.exponential", dtype)))
+
+
+def _exponential_of(u: Any) -> Any:
+    """Exponentials from floats ``u`` in [0, 1): ``-log1p(-u)`` (``log`` of ``1 - u`` is
+    finite at ``u = 0``)."""
     return api.neg(composite.log1p(api.neg(u)))
 
 
@@ -394,21 +394,21 @@ def laplace(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Laplace samples, ``sign(u)·log1p(-|u|)`` of uniform ``u`` in ``(-1, 1)``, as
     ``jax.random.laplace``."""
     d = _float_dtype("random.laplace", dtype)
-    u = uniform(key, shape, d, -1.0 + float(_finfo(d).epsneg), 1.0)
+    u = uniform(key, shape, d, -1.0 + float(dt.finfo(d).epsneg), 1.0)
     return api.mul(composite.sign(u), composite.log1p(api.neg(api.abs(u))))
 
 
 def logistic(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Logistic samples, ``log(u) - log1p(-u)``, as ``jax.random.logistic``."""
     d = _float_dtype("random.logistic", dtype)
-    u = uniform(key, shape, d, float(_finfo(d).tiny), 1.0)
+    u = uniform(key, shape, d, float(dt.finfo(d).tiny), 1.0)
     return api.sub(api.log(u), composite.log1p(api.neg(u)))
 
 
 def cauchy(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Cauchy samples, ``tan(π(u - 1/2))``, as ``jax.random.cauchy``."""
     d = _float_dtype("random.cauchy", dtype)
-    u = uniform(key, shape, d, float(_finfo(d).eps), 1.0)
+    u = uniform(key, shape, d, float(dt.finfo(d).eps), 1.0)
     return numpy_lib.tan(api.mul(api.sub(u, 0.5), math.pi))
 
 
@@ -424,7 +424,7 @@ def lognormal(key: Any, sigma: Any = 1.0, shape: Any = None, dtype: Any = None) 
     op = "random.lognormal"
     d = _float_dtype(op, dtype)
     s = _in_dtype(op, sigma, d)
-    shp = tuple(s.shape) if shape is None else _shape(op, shape)
+    shp = tuple(s.shape) if shape is None else api._shape_arg(op, shape)
     return api.exp(api.mul(normal(key, shp, d), s))
 
 
@@ -471,7 +471,7 @@ def choice(
     or Gumbel top-k by ``p``."""
     op = "random.choice"
     k = _key_bits(op, key)
-    shp = _shape(op, shape)
+    shp = api._shape_arg(op, shape)
     scalar = isinstance(a, int | np.integer)
     arr = None if scalar else api.asvalue(a, op)
     ax = 0 if arr is None else composite._axis(op, arr, axis)
@@ -514,7 +514,7 @@ def _params(op: str, d: dt.DType, shape: Any, *params: Any) -> tuple[tuple[int, 
     """The parameters in ``d`` and the sample shape: ``shape``, or their broadcast shape."""
     vs = [_in_dtype(op, p, d) for p in params]
     if shape is not None:
-        return _shape(op, shape), vs
+        return api._shape_arg(op, shape), vs
     return tuple(np.broadcast_shapes(*(tuple(v.shape) for v in vs))), vs
 
 
@@ -522,7 +522,7 @@ def maxwell(key: Any, shape: Any = (), dtype: Any = None) -> Any:
     """Maxwell samples: the length of three standard normals, as ``jax.random.maxwell``."""
     op = "random.maxwell"
     d = _float_dtype(op, dtype)
-    z = normal(key, (*_shape(op, shape), 3), d)
+    z = normal(key, (*api._shape_arg(op, shape), 3), d)
     return api.sqrt(api.sum(api.mul(z, z), (-1,)))
 
 
@@ -532,7 +532,7 @@ def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Any = (), dtype:
     op = "random.double_sided_maxwell"
     d = _float_dtype(op, dtype)
     params, (lo, sc) = _params(op, d, None, loc, scale)
-    shp = (*(_shape(op, shape) or params), *params)
+    shp = (*(api._shape_arg(op, shape) or params), *params)
     keys = split(_key_bits(op, key))
     m = maxwell(api.getitem(keys, 0), shp, d)
     sign = rademacher(api.getitem(keys, 1), shp, d)
@@ -594,7 +594,7 @@ def geometric(key: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
     pv = api.asvalue(p, op)
     if not pv.dtype.is_floating:  # type: ignore[attr-defined]
         pv = api.cast(pv, dt.float32)
-    shp = tuple(pv.shape) if shape is None else _shape(op, shape)  # type: ignore[attr-defined]
+    shp = tuple(pv.shape) if shape is None else api._shape_arg(op, shape)  # type: ignore[attr-defined]
     u = uniform(key, shp, pv.dtype)  # type: ignore[attr-defined]
     u = api.where(api.equal(u, 0.0), 1.0, u)
     g = api.add(composite.floor(api.div(api.log(u), composite.log1p(api.neg(pv)))), 1.0)
@@ -643,12 +643,8 @@ def _unit_one(k0: Any, k1: Any, d: dt.DType) -> Any:
 
 
 def _normal_one(k0: Any, k1: Any, d: dt.DType) -> Any:
-    """``normal(key, (), d)`` of every key of ``(k0, k1)``: ``u·2 + lo`` is exact (the
-    range rounds to 2), so the uniforms are JAX's bit for bit."""
-    lo = float(np.nextafter(np.array(-1.0, d.np), np.array(0.0, d.np)))
-    span = float(np.array(1.0, d.np) - np.array(lo, d.np))
-    u = api.maximum(api.add(api.mul(_unit_one(k0, k1, d), span), lo), lo)
-    return api.mul(special.erf_inv(u), math.sqrt(2.0))
+    """``normal(key, (), d)`` of every key of ``(k0, k1)``."""
+    return _normal_of(_unit_one(k0, k1, d), d)
 
 
 def _gamma_words(k0: Any, k1: Any, a: Any, d: dt.DType, log_space: bool) -> Any:
@@ -681,7 +677,7 @@ def _gamma_words(k0: Any, k1: Any, a: Any, d: dt.DType, log_space: bool) -> Any:
         u = api.where(again, _unit_one(u0, u1, d), u)
         k0, k1 = api.where(again, k0n, k0), api.where(again, k1n, k1)
     if log_space:
-        log_u = api.neg(exponential_words(s0, s1, d))
+        log_u = api.neg(_exponential_of(_unit_one(s0, s1, d)))
         log_boost = api.where(
             composite.logical_or(boost, api.equal(log_u, 0.0)), 0.0, api.div(log_u, a)
         )
@@ -691,15 +687,10 @@ def _gamma_words(k0: Any, k1: Any, a: Any, d: dt.DType, log_space: bool) -> Any:
     return api.mul(api.mul(dd, v3), scale)
 
 
-def exponential_words(k0: Any, k1: Any, d: dt.DType) -> Any:
-    """``exponential(key, (), d)`` of every key of ``(k0, k1)``."""
-    return api.neg(composite.log1p(api.neg(_unit_one(k0, k1, d))))
-
-
 def _gamma(op: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool) -> Any:
     d = _float_dtype(op, dtype)
     av = _in_dtype(op, a, d)
-    shp = tuple(av.shape) if shape is None else _shape(op, shape)
+    shp = tuple(av.shape) if shape is None else api._shape_arg(op, shape)
     av = api.broadcast_to(av, shp)
     n = math.prod(shp)
     if n == 0:
@@ -734,7 +725,7 @@ def _gamma_fn(d: dt.DType, log_space: bool) -> Any:
         if not log_space:
             return None, api.mul(g, random_gamma_grad(a, out))
         x = api.exp(out)  # a sample that underflowed counts as the smallest normal
-        x = api.where(api.equal(x, 0.0), float(_finfo(d).tiny), x)
+        x = api.where(api.equal(x, 0.0), float(dt.finfo(d).tiny), x)
         return None, api.mul(g, api.div(random_gamma_grad(a, x), x))
 
     fn.defvjp(fwd, bwd)
@@ -777,7 +768,7 @@ def dirichlet(key: Any, alpha: Any, shape: Any = None, dtype: Any = None) -> Any
     al = _in_dtype(op, alpha, d)
     if len(al.shape) < 1:
         raise ShapeError(f"alpha needs at least one axis, got {api._aval(al)}", op=op)
-    shp = tuple(al.shape[:-1]) if shape is None else _shape(op, shape)
+    shp = tuple(al.shape[:-1]) if shape is None else api._shape_arg(op, shape)
     lg = loggamma(key, al, (*shp, al.shape[-1]), d)
     return composite.softmax(lg, -1)
 
@@ -796,7 +787,7 @@ def t(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Any:
     op = "random.t"
     d = _float_dtype(op, dtype)
     dv = _in_dtype(op, df, d)
-    shp = tuple(dv.shape) if shape is None else _shape(op, shape)
+    shp = tuple(dv.shape) if shape is None else api._shape_arg(op, shape)
     keys = split(_key_bits(op, key))
     n = normal(api.getitem(keys, 0), shp, d)
     half = api.div(dv, 2.0)
@@ -822,7 +813,7 @@ def generalized_normal(key: Any, p: Any, shape: Any = (), dtype: Any = None) -> 
     op = "random.generalized_normal"
     d = _float_dtype(op, dtype)
     pv = _in_dtype(op, p, d)
-    shp = _shape(op, shape)
+    shp = api._shape_arg(op, shape)
     keys = split(_key_bits(op, key))
     g = gamma(api.getitem(keys, 0), api.div(1.0, pv), shp, d)
     r = rademacher(api.getitem(keys, 1), shp, d)
