@@ -22,6 +22,8 @@ the baseline that shows what double buffering buys).
 
 from __future__ import annotations
 
+import bisect
+import heapq
 from dataclasses import dataclass, field, replace
 
 from pypto.block.crosscore import add_cross_flags
@@ -223,8 +225,14 @@ def _allocate(
     }
     bufs: dict[str, Buf] = {}
     used: dict[Space, int] = {}
-    # io tiles: dedicated regions (a DMA may still be reading the previous slot)
-    placed: dict[Space, list[tuple[int, int, int, int]]] = {}  # (addr, size, first, last)
+    # First fit by address among the tiles live at the same time. io tiles come first and
+    # live throughout (a DMA may still be reading the previous slot); the others come in
+    # order of their first access, so a placed tile whose last access is before this one's
+    # first can never overlap a later one either, and leaves the address-sorted ``live``
+    # list (a linear scan: the pass is over the tiles live at once, not all of them).
+    live: dict[Space, list[tuple[int, int]]] = {}  # (addr, size) by address
+    ends: dict[Space, list[tuple[int, int, int]]] = {}  # heaps of (last access, addr, size)
+    align = m.align_bytes
     parity_of, loop_parity = _parities(vars_)
     for v in sorted(vars_.values(), key=lambda v: (not v.io, v.first)):
         loop = _common_loop(v)
@@ -232,12 +240,17 @@ def _allocate(
         parity = parity_of[v.name] if slots == 2 else None
         size = _align(v.nbytes, m.align_bytes) * slots
         first, last = (0, end) if v.io else (v.first, v.last)
+        blocks = live.setdefault(v.space, [])
+        expiry = ends.setdefault(v.space, [])
+        while expiry and expiry[0][0] < first:
+            _, a, sz = heapq.heappop(expiry)
+            del blocks[bisect.bisect_left(blocks, (a, sz))]
         addr = 0
-        for a, sz, f, l in sorted(placed.get(v.space, [])):
-            overlap_time = not (last < f or l < first)
-            if overlap_time and addr < a + sz and a < addr + size:
-                addr = _align(a + sz, m.align_bytes)
-        placed.setdefault(v.space, []).append((addr, size, first, last))
+        for a, sz in blocks:
+            if addr < a + sz and a < addr + size:
+                addr = -(-(a + sz) // align) * align
+        bisect.insort(blocks, (addr, size))
+        heapq.heappush(expiry, (last, addr, size))
         used[v.space] = max(used.get(v.space, 0), addr + size)
         bufs[v.name] = Buf(
             v.name, v.space.value, addr, v.nbytes, slots, parity, _align(v.nbytes, m.align_bytes)

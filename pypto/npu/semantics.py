@@ -430,7 +430,7 @@ def _build_exec(
                 tags[a] = (t[0], t[1] + r, t[2] + c, R, C, d_nb, npd)
 
         return extract_tagged
-    return _vector_exec(ins, tiles, views, cp.where(sid))
+    return _vector_exec(ins, tiles, views, lambda: cp.where(sid))
 
 
 def _operand(
@@ -473,7 +473,8 @@ def _get_structs(s: np.ndarray, per: int) -> tuple[np.ndarray, np.ndarray]:
     return vals.view(s.dtype), words[:, 1::2].view(np.int32)
 
 
-def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any], where: str) -> Exec:
+def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any], where: Callable[[], str]) -> Exec:
+    """``where`` describes the instruction for an error (formatted only when one is raised)."""
     op = ins.op
     vd = views[0]
     dd = tiles[0].dtype.np
@@ -547,7 +548,7 @@ def _vector_exec(ins: Instr, tiles: list[Tile], views: list[Any], where: str) ->
             if idx.size and (idx.min() < 0 or idx.max() >= n):
                 bad = idx[(idx < 0) | (idx >= n)].flat[0]
                 raise SimulationError(
-                    f"{core.describe()}, pipe V, {where}: index {bad} is outside the "
+                    f"{core.describe()}, pipe V, {where()}: index {bad} is outside the "
                     f"{n} elements of the source tile",
                     op="TGATHER",
                 )

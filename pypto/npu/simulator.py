@@ -23,7 +23,9 @@ See :func:`simulate` for an example.
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import operator
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -61,6 +63,7 @@ _RUNNING, _FE_BLOCKED, _DONE = range(3)
 _SPACE_NAME = {v: k.value for k, v in SPACE_NO.items()}
 GM_ROWS, GM_COLS = 16, 512
 """The blocks of a GM tensor's 2-D view that race detection keeps its accesses by."""
+_first = operator.itemgetter(0)  # a shadow entry's first byte
 
 
 class _Core:
@@ -187,6 +190,7 @@ class _Engine:
         self.flows: list[tuple[int, int, float, int, int, float]] = []
         self.shadow: dict[Any, list[tuple[Any, ...]]] = {}
         self.shadow_gm: dict[int, dict[Any, list[tuple[Any, ...]]]] = {}
+        self.shadow_span: dict[int, int] = {}  # the longest range in each buffer's shadow
         self.gm2d: list[np.ndarray] = []
         self.exec: list[Any] = [None] * len(cp.instrs)
         self.acc: list[Any] = [None] * len(cp.instrs)
@@ -711,44 +715,58 @@ class _Engine:
 
     def _check_races(self, gp: int, item: tuple[Any, ...], start: float, ranges: list[Any]) -> None:
         # A shadow entry keeps the instruction's queue item, (sid, issue cycle, ...): the
-        # race report needs its program order (see _race). A GM tensor's entries (key < 0)
-        # are kept per block of GM_ROWS x GM_COLS of its 2-D view, each entry in every block
-        # it touches: a tensor stored tile by tile in many small tiles that nothing
-        # overwrites keeps every tile's entry, and a flat list made each access scan them all.
+        # race report needs its program order (see _race). A buffer's entries are kept in
+        # order of their first byte, so an access scans only those that can reach it (the
+        # first byte within the buffer's longest range before its end): a vector kernel of
+        # many small tiles keeps hundreds of them live in UB. A GM tensor's entries
+        # (key < 0) are kept per block of GM_ROWS x GM_COLS of its 2-D view, each entry in
+        # every block it touches: a tensor stored tile by tile in many small tiles that
+        # nothing overwrites keeps every tile's entry, and a flat list made each access
+        # scan them all.
         vc = self.vc[gp]
         ep = vc[gp]
         for key, r0, r1, c0, c1, w in ranges:
-            if key >= 0:
-                shadow = self.shadow
-                slots: Any = (key,)
-            else:
-                shadow = self.shadow_gm.setdefault(key, {})
-                slots = [
-                    (br, bc)
-                    for br in range(r0 // GM_ROWS, (r1 - 1) // GM_ROWS + 1)
-                    for bc in range(c0 // GM_COLS, (c1 - 1) // GM_COLS + 1)
-                ]
             entry = (r0, r1, c0, c1, gp, ep, w, item, start)
-            for slot in slots:
-                keep = []
-                for e in shadow.get(slot, ()):
-                    if e[0] < r1 and r0 < e[1] and e[2] < c1 and c0 < e[3]:
-                        if (
-                            e[4] != gp
-                            and (w or e[6])
-                            and vc.get(e[4], -1) < e[5]
-                            # an SLD completes as the scalar unit issues it: whatever the
-                            # core issues after it is ordered after it
-                            and not (e[4] == gp - gp % NPIPES and item[1] > e[7][1])
-                        ):
-                            raise self._race(key, (r0, r1, c0, c1), (gp, item, w, start), e)
-                        if (r0 <= e[0] and e[1] <= r1 and c0 <= e[2] and e[3] <= c1) and (
-                            w or (not e[6] and e[4] == gp)
-                        ):
-                            continue
-                    keep.append(e)
-                keep.append(entry)
-                shadow[slot] = keep
+            if key >= 0:
+                seq = self.shadow.setdefault(key, [])
+                span = self.shadow_span.get(key, 0)
+                if r1 - r0 > span:
+                    span = self.shadow_span[key] = r1 - r0
+                lo = bisect.bisect_right(seq, r0 - span, key=_first)
+                hi = bisect.bisect_left(seq, r1, lo, key=_first)
+                keep = self._scan(key, seq[lo:hi], entry, vc)
+                keep.insert(bisect.bisect_right(keep, r0, key=_first), entry)
+                seq[lo:hi] = keep
+                continue
+            shadow = self.shadow_gm.setdefault(key, {})
+            for br in range(r0 // GM_ROWS, (r1 - 1) // GM_ROWS + 1):
+                for bc in range(c0 // GM_COLS, (c1 - 1) // GM_COLS + 1):
+                    keep = self._scan(key, shadow.get((br, bc), ()), entry, vc)
+                    keep.append(entry)
+                    shadow[br, bc] = keep
+
+    def _scan(self, key: int, seq: Any, entry: tuple[Any, ...], vc: dict[int, int]) -> list[Any]:
+        """The shadow entries of ``seq`` that the access ``entry`` leaves (it supersedes those
+        it covers, as a write or as the same pipe's read); a race with any is an error."""
+        r0, r1, c0, c1, gp, _, w, item, start = entry
+        keep = []
+        for e in seq:
+            if e[0] < r1 and r0 < e[1] and e[2] < c1 and c0 < e[3]:
+                if (
+                    e[4] != gp
+                    and (w or e[6])
+                    and vc.get(e[4], -1) < e[5]
+                    # an SLD completes as the scalar unit issues it: whatever the core
+                    # issues after it is ordered after it
+                    and not (e[4] == gp - gp % NPIPES and item[1] > e[7][1])
+                ):
+                    raise self._race(key, (r0, r1, c0, c1), (gp, item, w, start), e)
+                if (r0 <= e[0] and e[1] <= r1 and c0 <= e[2] and e[3] <= c1) and (
+                    w or (not e[6] and e[4] == gp)
+                ):
+                    continue
+            keep.append(e)
+        return keep
 
     def _race(
         self,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -929,21 +930,35 @@ class RowBuilder:
             self.body.append(st)
 
 
+_READERS: weakref.WeakKeyDictionary[Func, tuple[dict[Var, list[int]], set[Var]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _readers(f: Func) -> tuple[dict[Var, list[int]], set[Var]]:
+    """The ``id`` of each equation that reads each value, and the outputs (kept per function:
+    the lowering asks for every candidate kernel, and a scan of the whole function each time
+    made it quadratic)."""
+    r = _READERS.get(f)
+    if r is None:
+        readers: dict[Var, list[int]] = {}
+        for e in f.eqns:
+            for a in e.inputs:
+                if isinstance(a, Var):
+                    readers.setdefault(a, []).append(id(e))
+        r = _READERS[f] = (readers, {o for o in f.outputs if isinstance(o, Var)})
+    return r
+
+
 def used_outside(f: Func, eqns: list[Eqn]) -> set[Var]:
     """The values ``eqns`` produce that other equations or the function's outputs read."""
     inside = {id(e) for e in eqns}
-    out: set[Var] = set()
-    mine = {e.out for e in eqns}
-    for e in f.eqns:
-        if id(e) in inside:
-            continue
-        for a in e.inputs:
-            if isinstance(a, Var) and a in mine:
-                out.add(a)
-    for o in f.outputs:
-        if isinstance(o, Var) and o in mine:
-            out.add(o)
-    return out
+    readers, outputs = _readers(f)
+    return {
+        e.out
+        for e in eqns
+        if e.out in outputs or any(r not in inside for r in readers.get(e.out, ()))
+    }
 
 
 def ub_bytes_needed(plan: RowPlan, tr: int, tc: int) -> int:
