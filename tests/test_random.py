@@ -93,6 +93,15 @@ def test_discrete_samplers_equal_jax() -> None:
     cases: list[tuple[Any, Any]] = [
         (R.bernoulli(KEY, 0.3, (100,)), jax.random.bernoulli(JKEY, 0.3, (100,))),
         (R.bernoulli(KEY, P), jax.random.bernoulli(JKEY, P)),
+        # two uniforms, for probabilities below float32's resolution
+        (
+            R.bernoulli(KEY, np.float32([1e-9, 3e-8, 0.4]), (500, 3), mode="high"),
+            jax.random.bernoulli(JKEY, np.float32([1e-9, 3e-8, 0.4]), (500, 3), mode="high"),
+        ),
+        (
+            R.categorical(KEY, LOGITS, mode="high"),
+            jax.random.categorical(JKEY, LOGITS, mode="high"),
+        ),
         (R.rademacher(KEY, (50,)), jax.random.rademacher(JKEY, (50,))),
         (R.categorical(KEY, LOGITS), jax.random.categorical(JKEY, LOGITS)),
         (
@@ -132,6 +141,8 @@ CONTINUOUS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     for n in ("gumbel", "exponential", "laplace", "logistic", "cauchy", "lognormal", "maxwell")
 ] + [
     ("double_sided_maxwell", (np.float32(1.0), np.array([2.0, 3.0], np.float32)), {"shape": (5,)}),
+    ("gumbel", (), {"shape": (500,), "mode": "high"}),
+    ("gumbel", (), {"shape": (100,), "dtype": np.float16, "mode": "high"}),
     ("weibull_min", (2.0, 1.5), {"shape": (300,)}),
     ("pareto", (np.array([1.0, 3.0], np.float32),), {}),
     ("rayleigh", (2.0,), {"shape": (300,)}),
@@ -194,6 +205,124 @@ def test_gamma_samplers_differentiate_in_their_shapes_as_jax() -> None:
             assert_matches(got, want, 16, what="jit grad gamma")
 
 
+RATES = np.array([0.0, 0.5, 3.0, 9.99, 10.0, 12.0, 50.0, 1e3, np.inf, np.nan, -1.0], np.float32)
+TRIALS = np.array([0, 3, 10, 21, 100, 1000, 1e6, np.inf, -1, np.nan, 5, 5, 7.7], np.float32)
+PROBS = np.array([0.3, 0.5, 0.9, 0.49, 0.11, 0.5, 0.3, 0.3, 0.3, 0.3, 0.0, 1.0, np.nan], np.float32)
+
+
+def test_poisson_and_binomial_equal_jax() -> None:
+    """JAX's loops over the whole shape, both methods of each, and its edge values: the same
+    integers (binomial's as floats, NaN and infinity included)."""
+    rng = np.random.default_rng(4)
+    rates = np.concatenate([rng.uniform(0, 10, 300), rng.uniform(10, 1000, 300)])
+    trials = np.floor(10 ** rng.uniform(0, 5, 500)).astype(np.float32)
+    probs = rng.uniform(0, 1, 500).astype(np.float32)
+    cases: list[tuple[Any, Any]] = [
+        (R.poisson(KEY, RATES, (5, 11)), jax.random.poisson(JKEY, RATES, (5, 11))),
+        (R.poisson(KEY, rates), jax.random.poisson(JKEY, rates)),
+        (R.poisson(KEY, 4.0, (40,), np.int8), jax.random.poisson(JKEY, 4.0, (40,), jnp.int8)),
+        (
+            R.binomial(KEY, TRIALS, PROBS, (4, 13)),
+            jax.random.binomial(JKEY, TRIALS, PROBS, (4, 13)),
+        ),
+        (R.binomial(KEY, trials, probs), jax.random.binomial(JKEY, trials, probs)),
+        (R.binomial(KEY, 12, 0.25, (30,)), jax.random.binomial(JKEY, 12, 0.25, (30,))),
+    ]
+    for i, (got, want) in enumerate(cases):
+        assert_matches(got, want, what=f"case {i}")
+
+
+def test_poisson_at_large_rates_is_jax_but_for_rounding() -> None:
+    """Above a rate of about 1e4 the rejection test compares sums of size ``lam·log(lam)``
+    in float32, where the last bit of ``log`` and ``lgamma`` decides (pypto's and XLA's
+    differ there): nearly every sample is JAX's, and the rest are draws of the same law."""
+    lam = np.float32(10 ** np.random.default_rng(5).uniform(4, 6, 2000))
+    got, want = np.asarray(R.poisson(KEY, lam)), np.asarray(jax.random.poisson(JKEY, lam))
+    assert (got == want).mean() > 0.98
+    z = (got - lam) / np.sqrt(lam)
+    assert abs(z.mean()) < 0.1 and 0.9 < z.std() < 1.1
+
+
+def test_poisson_and_binomial_trace_under_jit_and_map_with_vmap() -> None:
+    """Traced, the loops run a fixed count, each round kept only while JAX's would run (its
+    rejection samplers take every accepted proposal, an element's second too)."""
+    rates = RATES[:8]
+    f = pto.jit(lambda k, lam: R.poisson(k, lam, (6, 8)), backend="interpret")
+    assert_matches(f(KEY, rates), jax.random.poisson(JKEY, rates, (6, 8)), what="poisson")
+    g = pto.jit(lambda k, n, p: R.binomial(k, n, p), backend="interpret")
+    want = jax.random.binomial(JKEY, TRIALS, PROBS)
+    assert_matches(g(KEY, TRIALS, PROBS), want, what="binomial")
+    keys, jkeys = R.split(KEY, 3), jax.random.split(JKEY, 3)
+    got = pto.vmap(lambda k: R.poisson(k, np.float32([2.0, 30.0]), (2,)))(keys)
+    assert_matches(
+        got, jax.vmap(lambda k: jax.random.poisson(k, np.float32([2.0, 30.0]), (2,)))(jkeys)
+    )
+
+
+COV = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], np.float32)
+LINALG: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+    ("multivariate_normal", (np.arange(3.0, dtype=np.float32), COV), {"shape": (50,)}),
+    (
+        "multivariate_normal",
+        (np.zeros((2, 3), np.float32), np.stack([COV, 2 * COV])),
+        {"shape": (5, 2)},
+    ),
+    ("orthogonal", (4,), {"shape": (3,)}),
+    ("orthogonal", (5,), {"m": 2}),
+    ("orthogonal", (2,), {"shape": (2,), "m": 6}),
+    ("ball", (3,), {"shape": (100,)}),
+    ("ball", (4, 1.0), {"shape": (20,)}),
+    ("ball", (2, 3.5), {"shape": (20,)}),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "kw"), LINALG, ids=[c[0] for c in LINALG])
+def test_samplers_built_on_linear_algebra_equal_jax(
+    name: str, args: tuple[Any, ...], kw: dict
+) -> None:
+    got = getattr(R, name)(KEY, *args, **kw)
+    assert_matches(got, getattr(jax.random, name)(JKEY, *args, **kw), 16, what=name)
+
+
+@pytest.mark.parametrize("method", ["eigh", "svd"])
+def test_multivariate_normal_by_eigh_and_svd_uses_jax_normals(method: str) -> None:
+    """The factor from ``eigh`` or ``svd`` is unique up to its columns' signs, which LAPACK
+    and pypto may choose differently: the samples are ``mean + F z`` with JAX's normals ``z``
+    and a factor ``F`` with ``F Fᵀ = cov``."""
+    mean = np.array([1.0, -2.0, 0.5], np.float32)
+    x = np.asarray(R.multivariate_normal(KEY, mean, COV, (40,), method=method))
+    if method == "eigh":
+        w, v = (np.asarray(t) for t in pto.linalg.eigh(COV))
+        factor = v * np.sqrt(w)[None, :]
+    else:
+        u, sv, _ = (np.asarray(t) for t in pto.linalg.svd(COV))
+        factor = u * np.sqrt(sv)[None, :]
+    np.testing.assert_allclose(factor @ factor.T, COV, rtol=1e-5, atol=1e-5)
+    z = np.linalg.solve(factor.astype(np.float64), (x - mean).T.astype(np.float64)).T
+    np.testing.assert_allclose(z, np.asarray(jax.random.normal(JKEY, (40, 3))), atol=2e-5)
+
+
+def test_new_samplers_name_bad_arguments() -> None:
+    with pytest.raises(pto.DTypeError, match=r"random\.poisson: samples integers"):
+        R.poisson(KEY, 3.0, (2,), pto.float32)
+    with pytest.raises(pto.ShapeError, match=r"random\.poisson: .*\(3,\) do not broadcast"):
+        R.poisson(KEY, np.ones(3, np.float32), (2,))
+    with pytest.raises(pto.DTypeError, match=r"random\.binomial: samples floats"):
+        R.binomial(KEY, 3, 0.5, (2,), pto.int32)
+    with pytest.raises(pto.ShapeError, match=r"mean \[\.\.\., n\] and cov \[\.\.\., n, n\]"):
+        R.multivariate_normal(KEY, np.zeros(3, np.float32), np.eye(2, dtype=np.float32))
+    with pytest.raises(pto.ShapeError, match="method='qr' is not one of"):
+        R.multivariate_normal(
+            KEY, np.zeros(2, np.float32), np.eye(2, dtype=np.float32), method="qr"
+        )
+    with pytest.raises(pto.ShapeError, match=r"random\.orthogonal: n must be a non-negative"):
+        R.orthogonal(KEY, -2)
+    with pytest.raises(pto.ShapeError, match=r"random\.ball: p must be a Python number"):
+        R.ball(KEY, 3, p="2")
+    with pytest.raises(pto.ShapeError, match=r"(?s)random\.gumbel: mode 'highest'.*64-bit"):
+        R.gumbel(KEY, (2,), mode="highest")
+
+
 def test_truncated_normal_stays_inside_and_equals_jax() -> None:
     got = R.truncated_normal(KEY, -1.0, 2.0, (500,))
     assert_matches(got, jax.random.truncated_normal(JKEY, -1.0, 2.0, (500,)), 8)
@@ -222,6 +351,17 @@ def test_a_traced_key_compiles_and_runs_on_the_npu() -> None:
     np.testing.assert_array_equal(_bits(traced_seed), np.asarray(jax.random.PRNGKey(9)))
     folded = pto.jit(lambda k, d: R.fold_in(k, d), backend="interpret")(KEY, np.int32(4))
     np.testing.assert_array_equal(_bits(folded), np.asarray(jax.random.fold_in(JKEY, 4)))
+
+
+def test_the_looping_samplers_compile_and_run_on_the_npu() -> None:
+    """Gamma's unrolled proposals and poisson's rounds (each gated by a reduction over the
+    whole shape) as NPU programs: JAX's draws."""
+    a = np.linspace(0.3, 4.0, 16).astype(np.float32)
+    got = pto.jit(lambda k, x: R.gamma(k, x), machine="tiny")(KEY, a)
+    assert_matches(got, jax.random.gamma(JKEY, a), 8, what="gamma")
+    lam = np.array([0.5, 3.0, 9.0, 12.0, 50.0, 1e3, 0.0, 7.0], np.float32)
+    got = pto.jit(lambda k, x: R.poisson(k, x, (2, 8)), machine="tiny")(KEY, lam)
+    assert_matches(got, jax.random.poisson(JKEY, lam, (2, 8)), what="poisson")
 
 
 def test_a_batch_of_keys_maps_with_vmap() -> None:

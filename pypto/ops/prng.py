@@ -58,6 +58,12 @@ def _word(v: Any, i: int) -> Any:
     return api.getitem(v, i)
 
 
+def _pair(op: str, key: Any) -> tuple[Any, Any]:
+    """The two keys of ``split(key)``."""
+    keys = split(_key_bits(op, key))
+    return api.getitem(keys, 0), api.getitem(keys, 1)
+
+
 def _rotl(x: Any, r: int) -> Any:
     """``x`` rotated left by ``r`` bits (the right shift's sign copies masked off)."""
     return api.bitwise_or(
@@ -181,6 +187,13 @@ def _float_dtype(op: str, dtype: Any) -> dt.DType:
     return d
 
 
+def _int_dtype(op: str, dtype: Any) -> dt.DType:
+    d = dt.int32 if dtype is None else dt.dtype(dtype)
+    if not d.is_integer or d is dt.bool_:
+        raise DTypeError(f"samples integers, got dtype {d}", op=op, hint="pass pto.int32")
+    return d
+
+
 def _unit(key: Any, shape: tuple[int, ...], d: dt.DType) -> Any:
     """Uniform floats in [0, 1) of dtype ``d``, as JAX makes them from the random bits."""
     return _bits_to_unit(random_bits(key, shape), d)
@@ -243,15 +256,34 @@ def normal(key: Any, shape: Any = (), dtype: Any = None) -> Any:
 
 def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low") -> Any:
     """Booleans true with probability ``p``, as ``jax.random.bernoulli``: ``u < p`` for
-    uniform ``u`` of ``p``'s dtype."""
+    uniform ``u`` of ``p``'s dtype; ``mode="high"`` draws two uniforms, the second one
+    scaled below the first's resolution, for probabilities under about 1e-7."""
     op = "random.bernoulli"
-    if mode != "low":
-        raise ShapeError(f"mode {mode!r}: only 'low' is built", op=op)
+    _check_mode(op, mode)
     pv = api.asvalue(p, op)
     if not pv.dtype.is_floating:  # type: ignore[attr-defined]
         pv = api.cast(pv, dt.float32)
     shp = tuple(pv.shape) if shape is None else api._shape_arg(op, shape)  # type: ignore[attr-defined]
+    if mode == "high":
+        u1, u2 = _two_units(op, key, shp, pv.dtype)  # type: ignore[attr-defined]
+        u2 = api.mul(u2, 2.0 ** -dt.finfo(pv.dtype).nmant)  # type: ignore[attr-defined]
+        return api.less(u2, api.sub(pv, u1))
     return api.less(uniform(key, shp, pv.dtype), pv)  # type: ignore[attr-defined]
+
+
+def _check_mode(op: str, mode: str | None) -> None:
+    if mode not in (None, "low", "high"):
+        raise ShapeError(
+            f"mode {mode!r}: 'low' and 'high' are built",
+            op=op,
+            hint="'highest' (64-bit fixed point) is not built",
+        )
+
+
+def _two_units(op: str, key: Any, shape: tuple[int, ...], d: dt.DType) -> tuple[Any, Any]:
+    """The two halves of ``uniform(key, (2, *shape), d)``: JAX's pair for ``mode="high"``."""
+    u = _unit(_key_bits(op, key), (2, *shape), d)
+    return api.getitem(u, 0), api.getitem(u, 1)
 
 
 def _unsigned_rem(x: Any, s: Any) -> Any:
@@ -286,17 +318,15 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -
     array([9, 0, 2, 3], dtype=int32)
     """
     op = "random.randint"
-    d = dt.int32 if dtype is None else dt.dtype(dtype)
-    if not d.is_integer or d is dt.bool_:
-        raise DTypeError(f"samples integers, got dtype {d}", op=op, hint="pass pto.int32")
+    d = _int_dtype(op, dtype)
     shp = api._shape_arg(op, shape)
     lo, hi = api.asvalue(minval, op), api.asvalue(maxval, op)
     lo, hi = api.cast(lo, dt.int32), api.cast(hi, dt.int32)  # floats truncate, as JAX's
     if d is dt.int8:
         lo, hi = composite.clip(lo, -128, 127), composite.clip(hi, -128, 128)
-    keys = split(_key_bits(op, key))
-    higher = random_bits(api.getitem(keys, 0), shp)
-    lower = random_bits(api.getitem(keys, 1), shp)
+    k0, k1 = _pair(op, key)
+    higher = random_bits(k0, shp)
+    lower = random_bits(k1, shp)
     span = api.where(api.less_equal(hi, lo), 1, api.sub(hi, lo))  # its bits: the uint32 span
     span0 = api.equal(span, 0)  # 2^32 wrapped to 0: XLA's remainder by 0 leaves x, so the
     s = api.where(span0, 1, span)  # multiplier is 0 and the offset is the low word
@@ -309,13 +339,19 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -
 
 
 def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None) -> Any:
-    """Standard Gumbel samples, as ``jax.random.gumbel`` (mode ``low``):
-    ``-log(-log(u))`` of uniform ``u`` in ``[tiny, 1)``."""
+    """Standard Gumbel samples, as ``jax.random.gumbel``: ``-log(-log(u))`` of uniform ``u``
+    in ``[tiny, 1)``; ``mode="high"`` adds a second uniform below the first's resolution
+    where it is under 1/2 (``-log(-log1p(-x))``), for events under about 1e-7."""
     op = "random.gumbel"
-    if mode not in (None, "low"):
-        raise ShapeError(f"mode {mode!r}: only 'low' is built", op=op)
+    _check_mode(op, mode)
     d = _float_dtype(op, dtype)
-    u = uniform(key, shape, d, float(dt.finfo(d).tiny), 1.0)
+    fi = dt.finfo(d)
+    if mode == "high":
+        high, low = _two_units(op, key, api._shape_arg(op, shape), d)
+        fine = api.add(api.add(high, api.mul(low, 2.0**-fi.nmant)), float(fi.tiny))
+        x = api.where(api.greater_equal(high, 0.5), high, fine)
+        return api.neg(api.log(api.neg(composite.log1p(api.neg(x)))))
+    u = uniform(key, shape, d, float(fi.tiny), 1.0)
     return api.neg(api.log(api.neg(api.log(u))))
 
 
@@ -533,9 +569,9 @@ def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Any = (), dtype:
     d = _float_dtype(op, dtype)
     params, (lo, sc) = _params(op, d, None, loc, scale)
     shp = (*(api._shape_arg(op, shape) or params), *params)
-    keys = split(_key_bits(op, key))
-    m = maxwell(api.getitem(keys, 0), shp, d)
-    sign = rademacher(api.getitem(keys, 1), shp, d)
+    k0, k1 = _pair(op, key)
+    m = maxwell(k0, shp, d)
+    sign = rademacher(k1, shp, d)
     return api.add(api.mul(api.mul(sign, m), sc), lo)
 
 
@@ -576,10 +612,10 @@ def wald(key: Any, mean: Any, shape: Any = None, dtype: Any = None) -> Any:
     op = "random.wald"
     d = _float_dtype(op, dtype)
     shp, (mu,) = _params(op, d, shape, mean)
-    keys = split(_key_bits(op, key))
+    k0, k1 = _pair(op, key)
     mu = api.broadcast_to(mu, shp)
-    v = normal(api.getitem(keys, 0), shp, d)
-    z = uniform(api.getitem(keys, 1), shp, d)
+    v = normal(k0, shp, d)
+    z = uniform(k1, shp, d)
     y = api.mul(v, v)
     mu2 = api.mul(mu, mu)
     root = api.sqrt(api.add(api.mul(api.mul(mu, 4.0), y), api.mul(mu2, api.mul(y, y))))
@@ -753,9 +789,9 @@ def beta(key: Any, a: Any, b: Any, shape: Any = None, dtype: Any = None) -> Any:
     op = "random.beta"
     d = _float_dtype(op, dtype)
     shp, (av, bv) = _params(op, d, shape, a, b)
-    keys = split(_key_bits(op, key))
-    ga = loggamma(api.getitem(keys, 0), api.broadcast_to(av, shp), shp, d)
-    gb = loggamma(api.getitem(keys, 1), api.broadcast_to(bv, shp), shp, d)
+    k0, k1 = _pair(op, key)
+    ga = loggamma(k0, api.broadcast_to(av, shp), shp, d)
+    gb = loggamma(k1, api.broadcast_to(bv, shp), shp, d)
     top = api.maximum(ga, gb)
     ea, eb = api.exp(api.sub(ga, top)), api.exp(api.sub(gb, top))
     return api.div(ea, api.add(ea, eb))
@@ -788,10 +824,10 @@ def t(key: Any, df: Any, shape: Any = None, dtype: Any = None) -> Any:
     d = _float_dtype(op, dtype)
     dv = _in_dtype(op, df, d)
     shp = tuple(dv.shape) if shape is None else api._shape_arg(op, shape)
-    keys = split(_key_bits(op, key))
-    n = normal(api.getitem(keys, 0), shp, d)
+    k0, k1 = _pair(op, key)
+    n = normal(k0, shp, d)
     half = api.div(dv, 2.0)
-    g = gamma(api.getitem(keys, 1), half, shp, d)
+    g = gamma(k1, half, shp, d)
     return api.mul(n, api.sqrt(api.div(half, g)))
 
 
@@ -801,9 +837,9 @@ def f(key: Any, dfnum: Any, dfden: Any, shape: Any = None, dtype: Any = None) ->
     op = "random.f"
     d = _float_dtype(op, dtype)
     num_df, den_df = _in_dtype(op, dfnum, d), _in_dtype(op, dfden, d)
-    keys = split(_key_bits(op, key))
-    den = api.div(chisquare(api.getitem(keys, 0), den_df, shape, d), den_df)
-    num = api.div(chisquare(api.getitem(keys, 1), num_df, shape, d), num_df)
+    k0, k1 = _pair(op, key)
+    den = api.div(chisquare(k0, den_df, shape, d), den_df)
+    num = api.div(chisquare(k1, num_df, shape, d), num_df)
     return api.div(num, den)
 
 
@@ -814,7 +850,394 @@ def generalized_normal(key: Any, p: Any, shape: Any = (), dtype: Any = None) -> 
     d = _float_dtype(op, dtype)
     pv = _in_dtype(op, p, d)
     shp = api._shape_arg(op, shape)
-    keys = split(_key_bits(op, key))
-    g = gamma(api.getitem(keys, 0), api.div(1.0, pv), shp, d)
-    r = rademacher(api.getitem(keys, 1), shp, d)
+    k0, k1 = _pair(op, key)
+    g = gamma(k0, api.div(1.0, pv), shp, d)
+    r = rademacher(k1, shp, d)
     return api.mul(r, api.pow(g, api.div(1.0, pv)))
+
+
+# --- samplers built on linear algebra -------------------------------------------------------
+
+
+def _check_shape(op: str, shape: tuple[int, ...], *param_shapes: tuple[int, ...]) -> None:
+    """JAX's rule for an explicit sample shape: the parameters broadcast to it."""
+    try:
+        ok = np.broadcast_shapes(shape, *param_shapes) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        shapes = ", ".join(str(s) for s in param_shapes)
+        raise ShapeError(
+            f"the parameters' shapes {shapes} do not broadcast to the sample shape {shape}",
+            op=op,
+            hint="pass shape=None for their broadcast shape",
+        )
+
+
+def multivariate_normal(
+    key: Any, mean: Any, cov: Any, shape: Any = None, dtype: Any = None, method: str = "cholesky"
+) -> Any:
+    """Samples of N(mean, cov), as ``jax.random.multivariate_normal``: ``mean + F z`` for
+    standard normals ``z`` (JAX's) and a factor ``F`` of ``cov`` with ``F Fᵀ = cov``: the
+    Cholesky factor, or from ``method="eigh"`` or ``"svd"``. The sample shape is ``shape +
+    mean.shape[-1:]`` (``shape`` defaults to the batch shapes of ``mean`` and ``cov``
+    broadcast).
+
+    >>> import pypto as pto
+    >>> x = pto.random.multivariate_normal(pto.random.key(0), pto.zeros(2),
+    ...                                    pto.tensor([[4.0, 0.0], [0.0, 1.0]]), (3,))
+    >>> x.shape
+    (3, 2)
+    """
+    from pypto.ops import solvers, spectral
+
+    op = "random.multivariate_normal"
+    if method not in ("cholesky", "eigh", "svd"):
+        raise ShapeError(
+            f"method={method!r} is not one of 'cholesky', 'eigh', 'svd'",
+            op=op,
+            hint="cholesky is the fastest; eigh and svd accept a singular covariance",
+        )
+    d = _float_dtype(op, dtype)
+    mu, cv = _in_dtype(op, mean, d), _in_dtype(op, cov, d)
+    ms, cs = tuple(mu.shape), tuple(cv.shape)
+    if len(ms) < 1 or len(cs) < 2 or cs[-2:] != (ms[-1], ms[-1]):
+        raise ShapeError(
+            f"needs mean [..., n] and cov [..., n, n], got mean {api._aval(mu)} and cov "
+            f"{api._aval(cv)}",
+            op=op,
+        )
+    n = ms[-1]
+    if shape is None:
+        try:
+            shp = tuple(np.broadcast_shapes(ms[:-1], cs[:-2]))
+        except ValueError:
+            raise ShapeError(
+                f"the batch shapes of mean {ms[:-1]} and cov {cs[:-2]} do not broadcast", op=op
+            ) from None
+    else:
+        shp = api._shape_arg(op, shape)
+        _check_shape(op, shp, ms[:-1], cs[:-2])
+    if method == "svd":
+        u, s, _ = spectral.svd(cv)
+        factor = api.mul(u, composite.expand_dims(api.sqrt(s), -2))
+    elif method == "eigh":
+        w, v = spectral.eigh(cv)
+        factor = api.mul(v, composite.expand_dims(api.sqrt(w), -2))
+    else:
+        factor = solvers.cholesky(cv)
+    z = normal(key, (*shp, n), d)
+    fz = api.getitem(api.matmul(factor, composite.expand_dims(z, -1)), (Ellipsis, 0))
+    return api.add(mu, fz)
+
+
+def orthogonal(key: Any, n: int, shape: Any = (), dtype: Any = None, m: int | None = None) -> Any:
+    """Random matrices with orthonormal columns (or rows), uniform over their group (Haar),
+    as ``jax.random.orthogonal``: the ``Q`` of the QR factorization of JAX's normal draws,
+    its columns' signs set by ``R``'s diagonal. The shape is ``shape + (n, m)``, ``m``
+    defaulting to ``n``.
+
+    >>> import pypto as pto
+    >>> q = pto.random.orthogonal(pto.random.key(0), 3)
+    >>> bool(abs((q @ q.T).numpy() - pto.eye(3).numpy()).max() < 1e-5)
+    True
+    """
+    from pypto.ops import solvers
+
+    op = "random.orthogonal"
+    d = _float_dtype(op, dtype)
+    shp = api._shape_arg(op, shape)
+    rows, cols = _static_int(op, "n", n), _static_int(op, "m", n if m is None else m)
+    z = normal(key, (*shp, max(rows, cols), min(rows, cols)), d)
+    q, r = solvers.qr(z)
+    signs = composite.sign(composite.diagonal(r, 0, -2, -1))
+    x = api.mul(q, composite.expand_dims(signs, -2))
+    return composite.swapaxes(x, -1, -2) if rows < cols else x
+
+
+def _static_int(op: str, what: str, v: Any) -> int:
+    if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 0:
+        raise ShapeError(
+            f"{what} must be a non-negative Python int known when tracing, got {v!r:.40}", op=op
+        )
+    return int(v)
+
+
+def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None) -> Any:
+    """Points uniform in the unit ``p``-norm ball of ``R^d``, as ``jax.random.ball``:
+    generalized normals over the ``p``-th root of their ``p``-norm's ``p``-th power plus an
+    exponential (Barthe, Guédon, Mendelson and Naor).
+
+    >>> import pypto as pto
+    >>> x = pto.random.ball(pto.random.key(0), 3, shape=(100,))
+    >>> bool(((x * x).sum(-1) <= 1).numpy().all())
+    True
+    """
+    op = "random.ball"
+    dd = _float_dtype(op, dtype)
+    dim = _static_int(op, "d", d)
+    if isinstance(p, bool) or not isinstance(p, int | float | np.integer | np.floating):
+        raise ShapeError(f"p must be a Python number, got {p!r:.40}", op=op)
+    shp = api._shape_arg(op, shape)
+    k1, k2 = _pair(op, key)
+    g = generalized_normal(k1, p, (*shp, dim), dd)
+    e = exponential(k2, shp, dd)
+    norm = api.add(api.sum(api.pow(api.abs(g), float(p)), (-1,)), e)
+    return api.div(g, composite.expand_dims(api.pow(norm, 1.0 / p), -1))
+
+
+# --- poisson and binomial: JAX's loops over the whole shape ----------------------------------
+
+# JAX draws a whole-shape round until every element is done. Eagerly pypto does the same;
+# traced, the count is fixed (the NPU program has no data-dependent loops) at rounds that
+# every element needs but with probability below 1e-10: Knuth's method (and the binomial's
+# inversion) takes one round more than its sample, under 40 for a rate below 10
+# (P(Poisson(10) >= 40) = 7e-13); the rejection samplers accept at least 72% of proposals
+# (measured from 10 to 1e5), 0.28^20 = 8e-12.
+_COUNT_ROUNDS, _REJECTION_ROUNDS = 40, 20
+_EAGER_ROUNDS = 10_000  # JAX's own cap is far away; every loop here ends long before
+
+
+def _rounds(bound: int, pending: Any, body: Any, carry: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``carry = body(carry)`` while any element of ``pending(carry)`` is true, as JAX's
+    ``while_loop`` over the whole shape: eagerly JAX's trip count exactly; traced, ``bound``
+    rounds, each kept only while some element was pending before it (the rejection samplers
+    take every accepted proposal, even an element's second, so the rounds past JAX's end
+    must change nothing)."""
+    done = 0
+    while done < _EAGER_ROUNDS:
+        more = composite.any(pending(carry))
+        values = getattr(more, "numpy", None)
+        if values is None:  # traced
+            for i in range(bound - done):
+                if i:
+                    more = composite.any(pending(carry))
+                new = body(carry)
+                carry = tuple(api.where(more, n, o) for n, o in zip(new, carry, strict=True))
+            return carry
+        if not bool(values()):
+            return carry
+        carry = body(carry)
+        done += 1
+    return carry
+
+
+def _poisson_knuth(key: Any, lam: Any, shape: tuple[int, ...]) -> Any:
+    """Knuth's method: uniforms multiplied (their logs added) until the product drops below
+    ``exp(-lam)``; the count of them, minus one (int32)."""
+
+    def body(c: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+        k, rng, log_prod = c
+        keys = split(rng)
+        rng, sub = api.getitem(keys, 0), api.getitem(keys, 1)
+        k = api.where(api.greater(log_prod, api.neg(lam)), api.add(k, 1), k)
+        return k, rng, api.add(log_prod, api.log(uniform(sub, shape)))
+
+    init = (lax_ops.full(shape, 0, dt.int32), key, lax_ops.full(shape, 0, dt.float32))
+    k, _, _ = _rounds(_COUNT_ROUNDS, lambda c: api.greater(c[2], api.neg(lam)), body, init)
+    return api.sub(k, 1)
+
+
+def _poisson_rejection(key: Any, lam: Any, shape: tuple[int, ...]) -> Any:
+    """Hörmann's transformed rejection (PTRS), JAX's constants and expressions."""
+    log_lam = api.log(lam)
+    b = api.add(api.mul(api.sqrt(lam), 2.53), 0.931)
+    a = api.add(api.mul(b, 0.02483), -0.059)
+    inv_alpha = api.add(api.div(1.1328, api.sub(b, 3.4)), 1.1239)
+    v_r = api.sub(0.9277, api.div(3.6224, api.sub(b, 2.0)))
+
+    def body(c: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+        k_out, accepted, rng = c
+        keys = split(rng, 3)
+        rng = api.getitem(keys, 0)
+        u = api.sub(uniform(api.getitem(keys, 1), shape), 0.5)
+        v = uniform(api.getitem(keys, 2), shape)
+        us = api.sub(0.5, api.abs(u))
+        k = _rejection_k(a, b, us, u, api.add(lam, 0.43))
+        s = api.log(api.div(api.mul(v, inv_alpha), api.add(api.div(a, api.mul(us, us)), b)))
+        t = api.sub(api.add(api.neg(lam), api.mul(k, log_lam)), special.lgamma(api.add(k, 1.0)))
+        accept1 = composite.logical_and(api.greater_equal(us, 0.07), api.less_equal(v, v_r))
+        tiny = composite.logical_and(api.less(us, 0.013), api.greater(v, us))
+        reject = composite.logical_or(api.less(k, 0.0), tiny)
+        accept = composite.logical_or(
+            accept1, composite.logical_and(composite.logical_not(reject), api.less_equal(s, t))
+        )
+        return api.where(accept, k, k_out), composite.logical_or(accepted, accept), rng
+
+    init = (lax_ops.full(shape, -1.0, dt.float32), lax_ops.full(shape, 0, dt.bool_), key)
+    k, _, _ = _rounds(_REJECTION_ROUNDS, lambda c: composite.logical_not(c[1]), body, init)
+    return k
+
+
+def _rejection_k(a: Any, b: Any, us: Any, u: Any, shift: Any) -> Any:
+    """The proposal of the transformed rejection samplers, ``floor((2a / us + b)·u + shift)``."""
+    return composite.floor(api.add(api.mul(api.add(api.div(api.mul(a, 2.0), us), b), u), shift))
+
+
+def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Poisson samples of rate ``lam``, as ``jax.random.poisson``: JAX's keys and its two
+    methods, Knuth's below a rate of 10 and Hörmann's transformed rejection above, so the
+    same integers. JAX loops until every element is done; eagerly pypto does too, and under
+    ``jit`` it runs a fixed 40 (Knuth) and 20 (rejection) rounds, which suffice but with
+    probability below 1e-10 per element (one that needs more keeps its count so far).
+
+    >>> import pypto as pto
+    >>> pto.random.poisson(pto.random.key(0), 3.0, (5,)).numpy()
+    array([0, 0, 4, 4, 1], dtype=int32)
+    """
+    op = "random.poisson"
+    d = _int_dtype(op, dtype)
+    lv = _in_dtype(op, lam, dt.float32)
+    if shape is None:
+        shp = tuple(lv.shape)
+    else:
+        shp = api._shape_arg(op, shape)
+        _check_shape(op, shp, tuple(lv.shape))
+    lv = api.broadcast_to(lv, shp)
+    k = _key_bits(op, key)
+    use_knuth = composite.logical_or(composite.isnan(lv), api.less(lv, 10.0))
+    knuth = _poisson_knuth(k, api.where(use_knuth, lv, 0.0), shp)
+    rejection = _poisson_rejection(k, api.where(use_knuth, 1e5, lv), shp)
+    out = api.where(use_knuth, api.cast(knuth, d), api.cast(rejection, d))
+    return api.where(api.equal(lv, 0.0), lax_ops.full(shp, 0, d), out)
+
+
+_STIRLING_TAIL = (
+    0.0810614667953272,
+    0.0413406959554092,
+    0.0276779256849983,
+    0.02079067210376509,
+    0.0166446911898211,
+    0.0138761288230707,
+    0.0118967099458917,
+    0.0104112652619720,
+    0.00925546218271273,
+    0.00833056343336287,
+)
+"""``log k! - log(√(2π) (k+1)^(k+1/2) e^-(k+1))`` for k = 0..9, JAX's table."""
+
+
+def _stirling_tail(k: Any) -> Any:
+    """The error of Stirling's approximation to ``log (k+1)!``: JAX's table up to 9, its
+    series above."""
+    kc = composite.clip(k, 0.0, 9.0)
+    kp1sq = api.mul(api.add(kc, 1.0), api.add(kc, 1.0))
+    series = api.div(
+        api.sub(1.0 / 12, api.div(api.sub(1.0 / 360, api.div(1.0 / 1260, kp1sq)), kp1sq)),
+        api.add(kc, 1.0),
+    )
+    idx = composite.floor(kc)
+    table = series
+    for j in range(len(_STIRLING_TAIL) - 1, -1, -1):
+        table = api.where(api.equal(idx, float(j)), _STIRLING_TAIL[j], table)
+    return api.where(api.less_equal(k, 9.0), table, series)
+
+
+def _binomial_inversion(key: Any, count: Any, q: Any, shape: tuple[int, ...]) -> Any:
+    """Geometric waiting times added until they pass ``count``; how many, minus one."""
+    log1mq = composite.log1p(api.neg(q))
+
+    def body(c: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+        num, total, rng = c
+        keys = split(rng)
+        sub, rng = api.getitem(keys, 0), api.getitem(keys, 1)
+        num = api.where(api.less_equal(total, count), api.add(num, 1.0), num)
+        u = uniform(sub, shape, q.dtype)
+        geom = composite.ceil(api.div(api.log(u), log1mq))
+        return num, api.add(total, geom), rng
+
+    zeros = lax_ops.full(shape, 0, q.dtype)
+    num, _, _ = _rounds(
+        _COUNT_ROUNDS, lambda c: api.less_equal(c[1], count), body, (zeros, zeros, key)
+    )
+    return api.sub(num, 1.0)
+
+
+def _btrs(key: Any, count: Any, prob: Any, shape: tuple[int, ...]) -> Any:
+    """Hörmann's transformed rejection with squeeze (BTRS), JAX's constants, and its bound
+    summed in JAX's order."""
+    log = api.log
+    stddev = api.sqrt(api.mul(api.mul(count, prob), api.sub(1.0, prob)))
+    b = api.add(api.mul(stddev, 2.53), 1.15)
+    a = api.add(api.add(api.mul(b, 0.0248), -0.0873), api.mul(prob, 0.01))
+    c = api.add(api.mul(count, prob), 0.5)
+    v_r = api.sub(0.92, api.div(4.2, b))
+    r = api.div(prob, api.sub(1.0, prob))
+    alpha = api.mul(api.add(api.div(5.1, b), 2.83), stddev)
+    m = composite.floor(api.mul(api.add(count, 1.0), prob))
+    n_m = api.add(api.sub(count, m), 1.0)
+    mode_term = api.mul(api.add(m, 0.5), log(api.div(api.add(m, 1.0), api.mul(r, n_m))))
+    tail_m, tail_n_m = _stirling_tail(m), _stirling_tail(api.sub(count, m))
+
+    def body(cr: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+        k_out, accepted, rng = cr
+        keys = split(rng, 3)
+        rng = api.getitem(keys, 0)
+        u = api.sub(uniform(api.getitem(keys, 1), shape, prob.dtype), 0.5)
+        v = uniform(api.getitem(keys, 2), shape, prob.dtype)
+        us = api.sub(0.5, api.abs(u))
+        accept1 = composite.logical_and(api.greater_equal(us, 0.07), api.less_equal(v, v_r))
+        k = _rejection_k(a, b, us, u, c)
+        reject = composite.logical_or(api.less(k, 0.0), api.greater(k, count))
+        lv = log(api.div(api.mul(v, alpha), api.add(api.div(a, api.mul(us, us)), b)))
+        n_k = api.add(api.sub(count, k), 1.0)
+        ub = api.add(mode_term, api.mul(api.add(count, 1.0), log(api.div(n_m, n_k))))
+        ub = api.add(ub, api.mul(api.add(k, 0.5), log(api.div(api.mul(r, n_k), api.add(k, 1.0)))))
+        ub = api.add(api.add(ub, tail_m), tail_n_m)
+        ub = api.sub(api.sub(ub, _stirling_tail(k)), _stirling_tail(api.sub(count, k)))
+        accept = composite.logical_or(
+            accept1,
+            composite.logical_and(composite.logical_not(reject), api.less_equal(lv, ub)),
+        )
+        return api.where(accept, k, k_out), composite.logical_or(accepted, accept), rng
+
+    init = (lax_ops.full(shape, -1.0, prob.dtype), lax_ops.full(shape, 0, dt.bool_), key)
+    k, _, _ = _rounds(_REJECTION_ROUNDS, lambda cr: composite.logical_not(cr[1]), body, init)
+    return k
+
+
+def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None) -> Any:
+    """Binomial samples: successes in ``n`` trials of probability ``p``, as
+    ``jax.random.binomial`` (floats, as JAX's): JAX's keys and its two methods, inversion
+    (geometric waiting times) for ``n·min(p, 1-p) <= 10`` and Hörmann's BTRS above, so the
+    same counts; ``n`` is floored, a NaN or negative ``n`` or a NaN ``p`` gives NaN and an
+    infinite ``n`` infinity. Eagerly the loops run as long as JAX's; under ``jit`` they run
+    a fixed 40 and 20 rounds, which suffice but with probability below 1e-10 per element.
+
+    >>> import pypto as pto
+    >>> pto.random.binomial(pto.random.key(0), 10, 0.3, (5,)).numpy()
+    array([2., 2., 1., 2., 1.], dtype=float32)
+    """
+    op = "random.binomial"
+    d = _float_dtype(op, dtype)
+    pv: Any = api.asvalue(p, op)
+    if not pv.dtype.is_floating:
+        pv = api.cast(pv, dt.float32)
+    cv = api.cast(api.asvalue(n, op), pv.dtype)
+    if shape is None:
+        shp = tuple(np.broadcast_shapes(tuple(cv.shape), tuple(pv.shape)))
+    else:
+        shp = api._shape_arg(op, shape)
+        _check_shape(op, shp, tuple(cv.shape), tuple(pv.shape))
+    count, prob = api.broadcast_to(cv, shp), api.broadcast_to(pv, shp)
+    k = _key_bits(op, key)
+    lt_half = api.less(prob, 0.5)
+    q = api.where(lt_half, prob, api.sub(1.0, prob))
+    bad_count = composite.logical_or(composite.isnan(count), api.less(count, 0.0))
+    inf_count = composite.isinf(count)
+    q_nan, q_neg = composite.isnan(q), api.less(q, 0.0)
+    q = api.where(composite.logical_or(q_nan, q_neg), 0.01, q)
+    use_inversion = composite.logical_or(bad_count, api.less_equal(api.mul(count, q), 10.0))
+    count = composite.floor(count)
+    inv = _binomial_inversion(k, api.where(use_inversion, count, 0.0), q, shp)
+    btrs = _btrs(k, api.where(use_inversion, 1e4, count), api.where(use_inversion, 0.5, q), shp)
+    samples = api.where(use_inversion, inv, btrs)
+    invalid = composite.logical_or(composite.logical_or(q_neg, q_nan), bad_count)
+    samples = api.where(invalid, float("nan"), samples)
+    samples = api.where(
+        composite.logical_and(inf_count, composite.logical_not(invalid)), float("inf"), samples
+    )
+    keep = composite.logical_or(
+        composite.logical_or(lt_half, bad_count), composite.logical_or(q_nan, inf_count)
+    )
+    return api.cast(api.where(keep, samples, api.sub(count, samples)), d)
