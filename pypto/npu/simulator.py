@@ -732,8 +732,11 @@ class _Engine:
                 span = self.shadow_span.get(key, 0)
                 if r1 - r0 > span:
                     span = self.shadow_span[key] = r1 - r0
-                lo = bisect.bisect_right(seq, r0 - span, key=_first)
-                hi = bisect.bisect_left(seq, r1, lo, key=_first)
+                if len(seq) <= 8:  # a few tiles (a GEMM's buffers): scan them all
+                    lo, hi = 0, len(seq)
+                else:
+                    lo = bisect.bisect_right(seq, r0 - span, key=_first)
+                    hi = bisect.bisect_left(seq, r1, lo, key=_first)
                 keep = self._scan(key, seq[lo:hi], entry, vc)
                 keep.insert(bisect.bisect_right(keep, r0, key=_first), entry)
                 seq[lo:hi] = keep
