@@ -215,6 +215,55 @@ def _align(n: int, a: int) -> int:
     return -(-n // a) * a
 
 
+class _Arena:
+    """Disjoint blocks of one buffer placed first fit: the lowest address where a block fits
+    between those placed is the start of the lowest free gap long enough, else the top.
+    Sizes are multiples of the alignment, so every gap and the top are aligned."""
+
+    def __init__(self) -> None:
+        self.top = 0
+        self.starts: list[int] = []  # the gaps below the top, by address
+        self.end_of: dict[int, int] = {}
+        self.start_of: dict[int, int] = {}
+
+    def place(self, size: int) -> int:
+        if size == 0:
+            return 0
+        for s in self.starts:
+            e = self.end_of[s]
+            if e - s >= size:
+                self._drop(s)
+                if s + size < e:
+                    self._gap(s + size, e)
+                return s
+        addr, self.top = self.top, self.top + size
+        return addr
+
+    def free(self, addr: int, size: int) -> None:
+        if size == 0:
+            return
+        s, e = addr, addr + size
+        if s in self.start_of:  # a gap ends where the block starts
+            s = self.start_of[s]
+            self._drop(s)
+        if e in self.end_of:  # a gap starts where the block ends
+            e2 = self.end_of[e]
+            self._drop(e)
+            e = e2
+        if e == self.top:
+            self.top = s
+        else:
+            self._gap(s, e)
+
+    def _gap(self, s: int, e: int) -> None:
+        bisect.insort(self.starts, s)
+        self.end_of[s], self.start_of[e] = e, s
+
+    def _drop(self, s: int) -> None:
+        del self.starts[bisect.bisect_left(self.starts, s)]
+        del self.start_of[self.end_of.pop(s)]
+
+
 def _allocate(
     k: Kernel, sec: Section, m: Machine, double: bool, single: frozenset[Space] = frozenset()
 ) -> tuple[dict[str, Buf], dict[tuple[str, ...], str]]:
@@ -228,11 +277,10 @@ def _allocate(
     # First fit by address among the tiles live at the same time. io tiles come first and
     # live throughout (a DMA may still be reading the previous slot); the others come in
     # order of their first access, so a placed tile whose last access is before this one's
-    # first can never overlap a later one either, and leaves the address-sorted ``live``
-    # list (a linear scan: the pass is over the tiles live at once, not all of them).
-    live: dict[Space, list[tuple[int, int]]] = {}  # (addr, size) by address
+    # first can never overlap a later one either, and frees its bytes (a linear scan: the
+    # arena holds the tiles live at once, which are disjoint).
+    arenas: dict[Space, _Arena] = {}
     ends: dict[Space, list[tuple[int, int, int]]] = {}  # heaps of (last access, addr, size)
-    align = m.align_bytes
     parity_of, loop_parity = _parities(vars_)
     for v in sorted(vars_.values(), key=lambda v: (not v.io, v.first)):
         loop = _common_loop(v)
@@ -240,16 +288,12 @@ def _allocate(
         parity = parity_of[v.name] if slots == 2 else None
         size = _align(v.nbytes, m.align_bytes) * slots
         first, last = (0, end) if v.io else (v.first, v.last)
-        blocks = live.setdefault(v.space, [])
+        arena = arenas.setdefault(v.space, _Arena())
         expiry = ends.setdefault(v.space, [])
         while expiry and expiry[0][0] < first:
             _, a, sz = heapq.heappop(expiry)
-            del blocks[bisect.bisect_left(blocks, (a, sz))]
-        addr = 0
-        for a, sz in blocks:
-            if addr < a + sz and a < addr + size:
-                addr = -(-(a + sz) // align) * align
-        bisect.insort(blocks, (addr, size))
+            arena.free(a, sz)
+        addr = arena.place(size)
         heapq.heappush(expiry, (last, addr, size))
         used[v.space] = max(used.get(v.space, 0), addr + size)
         bufs[v.name] = Buf(
