@@ -19,6 +19,7 @@ Groups that are not row kernels are split into single equations, each lowered by
 from __future__ import annotations
 
 import contextlib
+import itertools
 import math
 import weakref
 from collections.abc import Callable, Iterator, Sequence
@@ -366,6 +367,21 @@ class RowPlan:
     """inputs read through a slice and/or a leading-axes transpose of another buffer"""
     cats: dict[Any, tuple[Var, ...]] = field(default_factory=dict)
     """outputs concatenated along the last axis from full values: stored piece by piece"""
+    _spans: dict[Any, tuple[int, int]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    def spans(self) -> dict[Any, tuple[int, int]]:
+        """(the equation that makes it, the last one that reads it) of each value made here,
+        by position in ``eqns`` (kept: the tile choice asks for every candidate shape)."""
+        if self._spans is None:
+            spans: dict[Any, tuple[int, int]] = {}
+            for i, e in enumerate(self.eqns):
+                spans.setdefault(e.out, (i, i))
+                for a in e.inputs:
+                    spans[a] = (spans[a][0] if a in spans else 0, i)
+            self._spans = spans
+        return self._spans
 
     def row_blocks(self) -> list[int]:
         """Row counts the tile rows must divide: a tile never wraps a broadcast operand's
@@ -988,25 +1004,13 @@ def ub_bytes_needed(plan: RowPlan, tr: int, tc: int) -> int:
 def _peak_live(plan: RowPlan, temps: dict[Any, int]) -> int:
     """The most bytes of ``temps`` live at once, each from the equation that makes it to the
     last one that reads it, in the plan's order (the order the kernel computes them)."""
-    born: dict[Any, int] = {}
-    dies: dict[Any, int] = {}
-    for i, e in enumerate(plan.eqns):
-        if e.out in temps:
-            born.setdefault(e.out, i)
-            dies.setdefault(e.out, i)
-        for a in e.inputs:
-            if a in temps:
-                dies[a] = i
+    spans = plan.spans()
     delta = [0] * (len(plan.eqns) + 1)
     for v, nb in temps.items():
-        b = born.get(v, 0)
+        b, d = spans.get(v, (0, 0))
         delta[b] += nb
-        delta[max(dies.get(v, b), b) + 1] -= nb
-    peak = live = 0
-    for d in delta:
-        live += d
-        peak = max(peak, live)
-    return peak
+        delta[max(d, b) + 1] -= nb
+    return max(0, *itertools.accumulate(delta))
 
 
 def choose_row_tile(lw: Lowering, plan: RowPlan, name: str) -> tuple[int, int]:
