@@ -17,6 +17,9 @@ Every function is staged with ``pto.jit`` (Tile IR → Block IR → PTO ISA) and
   ``static_size()`` (instructions in the program text) must be the same at both sizes when the
   block is compiled with the same cube and attention tiles (the automatic ones, which depend on the
   sizes, are shown beside).
+- ``long program``: ``pto.random.gamma`` over 16 shapes, one vector kernel of about 20,000
+  instructions, compiled the same way: instructions of program text per second, target
+  ≥ 5,000/s.
 
 A row whose lowering or simulation raises shows the error's first line and counts as not met.
 ``--quick`` runs the same rows on small shapes (a smoke test: those numbers mean little).
@@ -645,6 +648,48 @@ def _measure(settings: Settings) -> Iterator[Row]:
     grad.update(target="", met=None, kind="baseline")
     yield grad
     yield from _compile_rows(sz)
+    yield from _long_program_row(1 if settings.quick else sz.compile_runs)
+
+
+LONG_PROGRAM_RATE = 5_000.0
+"""Target of the long-program compile row: instructions of program text per second."""
+
+
+def _long_program_row(runs: int) -> Iterator[Row]:
+    """``jax.random.gamma`` over 16 shapes: Marsaglia and Tsang's loops unrolled into one long
+    vector kernel (about 20,000 instructions and as many tiles to place), compiled through
+    all four levels: what a long straight-line program costs to compile. The rate counts the
+    program text's instructions."""
+    a = np.linspace(0.3, 4.0, 16).astype(np.float32)
+    key = pto.random.key(0)
+
+    def gamma(k: Any, x: Any) -> Any:
+        return pto.random.gamma(k, x)
+
+    base: Row = {
+        "kind": "compile",
+        "benchmark": "long program: compile, all four levels",
+        "shape": "random.gamma, 16 shapes",
+        "target": f"≥ {LONG_PROGRAM_RATE:,.0f} instr/s",
+        "met": False,
+    }
+    try:
+        size = pto.jit(gamma, machine=MACHINE).lower(key, a).isa.static_size()
+        times = compile_times({"gamma": (gamma, (key, a))}, runs)["gamma"]
+    except Exception as e:
+        yield {**base, "result": error_line(e), "error": error_line(e)}
+        return
+    med = statistics.median(times)
+    rate = size / med
+    yield {
+        **base,
+        "result": f"{rate:,.0f} instr/s ({size:,} in {med:.2f} s)",
+        "median_s": med,
+        "samples_s": times,
+        "static_size": size,
+        "instr_per_s": rate,
+        "met": rate >= LONG_PROGRAM_RATE,
+    }
 
 
 def block_grad(block: Callable[..., Any]) -> Callable[..., Any]:

@@ -165,6 +165,7 @@ LOWERING_ROWS = [
     "decoder block: compile, all four levels",
     "decoder block: compile time ratio",
     "decoder block: ISA static size (instructions)",
+    "long program: compile, all four levels",
 ]
 
 
