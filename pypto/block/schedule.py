@@ -25,6 +25,7 @@ from __future__ import annotations
 import bisect
 import heapq
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from pypto.block.crosscore import add_cross_flags
 from pypto.block.ir import BInstr, BItem, BlockFunc, BlockKernel, BLoop, Buf
@@ -72,6 +73,24 @@ def _instr(s: Stmt) -> Instr:
         return Instr(s.op, (T(s.dst), *(T(a) if isinstance(a, TileVar) else a for a in s.args)))
     assert isinstance(s, SOp)
     return Instr(s.op, (Reg(s.dst), *(T(a) if isinstance(a, TileVar) else a for a in s.args)))
+
+
+_PIPES: dict[tuple[Any, ...], Pipe] = {}
+
+
+def _stmt_pipe(s: TLoad | TStore | TOp | SOp) -> Pipe:
+    """``pipe_of`` the statement's instruction, remembered by what decides it: the kind, the
+    opcode and the tiles' spaces (a long kernel asks for tens of thousands)."""
+    if isinstance(s, TStore):
+        key: tuple[Any, ...] = (TStore, s.src.space, s.scale is None)
+    elif isinstance(s, TOp):
+        key = (TOp, s.op, s.dst.space, *(a.space for a in s.args if isinstance(a, TileVar)))
+    else:
+        key = (type(s), getattr(s, "op", None))
+    pipe = _PIPES.get(key)
+    if pipe is None:
+        pipe = _PIPES[key] = pipe_of(_instr(s))
+    return pipe
 
 
 def _tiles(s: Stmt) -> tuple[list[TileVar], list[TileVar]]:
@@ -125,7 +144,7 @@ def _collect(sec: Section) -> tuple[dict[str, _Var], int]:
             reads, writes = _tiles(s)
             if not reads and not writes:
                 continue
-            pipe = pipe_of(_instr(s))
+            pipe = _stmt_pipe(s)
             read = {t.name for t in reads}
             for t in reads + writes:
                 if t.name not in vars_:
@@ -309,18 +328,25 @@ class _NoFit(Exception):
         self.space, self.need, self.cap = space, need, cap
 
 
+_SPACES = {sp.value: sp for sp in Space}
+
+
 @dataclass
 class _Emitter:
     bufs: dict[str, Buf]
     parities: dict[str, str] = field(default_factory=dict)  # loop -> its parity register
+    addrs: dict[str, Expr] = field(default_factory=dict)
 
     def tile(self, t: TileVar) -> Tile:
+        addr = self.addrs.get(t.name)
         b = self.bufs[t.name]
-        addr = Expr.of(b.addr)
-        if b.slots > 1:
-            assert b.parity is not None
-            addr = Expr.reg(b.parity) * b.stride + b.addr
-        return Tile(Space(b.space), addr, t.dtype, t.shape)
+        if addr is None:  # (a buffer's address expression is made once: Exprs are immutable)
+            addr = Expr.of(b.addr)
+            if b.slots > 1:
+                assert b.parity is not None
+                addr = Expr.reg(b.parity) * b.stride + b.addr
+            self.addrs[t.name] = addr
+        return Tile(_SPACES[b.space], addr, t.dtype, t.shape)
 
     def instr(self, s: TLoad | TStore | TOp | SOp) -> BInstr:
         loc = str(s.loc) if s.loc else None
