@@ -964,9 +964,9 @@ def _static_int(op: str, what: str, v: Any) -> int:
 
 
 def ball(key: Any, d: int, p: float = 2, shape: Any = (), dtype: Any = None) -> Any:
-    """Points uniform in the unit ``p``-norm ball of ``R^d``, as ``jax.random.ball``:
-    generalized normals over the ``p``-th root of their ``p``-norm's ``p``-th power plus an
-    exponential (Barthe, Guédon, Mendelson and Naor).
+    """Points uniform in the unit ``p``-norm ball of ``R^d``, as ``jax.random.ball``: ``d``
+    generalized normals ``g`` divided by ``(sum |g|^p + e)^(1/p)`` for an exponential ``e``
+    (Barthe, Guédon, Mendelson and Naor).
 
     >>> import pypto as pto
     >>> x = pto.random.ball(pto.random.key(0), 3, shape=(100,))
@@ -1053,7 +1053,7 @@ def _poisson_rejection(key: Any, lam: Any, shape: tuple[int, ...]) -> Any:
         u = api.sub(uniform(api.getitem(keys, 1), shape), 0.5)
         v = uniform(api.getitem(keys, 2), shape)
         us = api.sub(0.5, api.abs(u))
-        k = _rejection_k(a, b, us, u, api.add(lam, 0.43))
+        k = _rejection_k(a, b, us, u, lam, 0.43)
         s = api.log(api.div(api.mul(v, inv_alpha), api.add(api.div(a, api.mul(us, us)), b)))
         t = api.sub(api.add(api.neg(lam), api.mul(k, log_lam)), special.lgamma(api.add(k, 1.0)))
         accept1 = composite.logical_and(api.greater_equal(us, 0.07), api.less_equal(v, v_r))
@@ -1069,9 +1069,13 @@ def _poisson_rejection(key: Any, lam: Any, shape: tuple[int, ...]) -> Any:
     return k
 
 
-def _rejection_k(a: Any, b: Any, us: Any, u: Any, shift: Any) -> Any:
-    """The proposal of the transformed rejection samplers, ``floor((2a / us + b)·u + shift)``."""
-    return composite.floor(api.add(api.mul(api.add(api.div(api.mul(a, 2.0), us), b), u), shift))
+def _rejection_k(a: Any, b: Any, us: Any, u: Any, *shifts: Any) -> Any:
+    """The proposal of the transformed rejection samplers, ``floor((2a / us + b)·u + shift
+    + ...)``, added left to right as JAX writes it."""
+    k = api.mul(api.add(api.div(api.mul(a, 2.0), us), b), u)
+    for sh in shifts:
+        k = api.add(k, sh)
+    return composite.floor(k)
 
 
 def poisson(key: Any, lam: Any, shape: Any = None, dtype: Any = None) -> Any:
