@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pypto import dtypes as dt
 from pypto.core import progress
 from pypto.core.errors import PyptoError, TraceError
+from pypto.core.gcpause import gc_paused
 from pypto.core.passes import Pass, PassManager, Snapshot, verify_default
 from pypto.eager.tensor import Tensor, _wrap
 from pypto.graph import interpret, passes, pytree
@@ -74,6 +75,10 @@ class Lowered:
     def _build_levels(self, step: Callable[[str], None] | None = None) -> None:
         if self._levels:
             return
+        with gc_paused():
+            self._lower_levels(step)
+
+    def _lower_levels(self, step: Callable[[str], None] | None) -> None:
         from pypto.block import codegen, schedule
         from pypto.npu.machine import machine as get_machine
         from pypto.tile import config, lower_func
@@ -354,7 +359,7 @@ class Jitted:
         levels = ["trace", "tensor passes"]
         if self.backend == "npu":
             levels += ["tile", "block", "isa"]
-        with progress.stages(f"compile {fname}", levels) as step:
+        with gc_paused(), progress.stages(f"compile {fname}", levels) as step:
             step("trace")
             func, out_tree, free = trace(
                 with_scalars,

@@ -34,6 +34,7 @@ import numpy as np
 
 from pypto import dtypes as dt
 from pypto.core.errors import SimulationError
+from pypto.core.gcpause import gc_paused
 from pypto.isa.ir import PEERS, Expr, GmRef, Instr, Program, Space, Tile
 from pypto.isa.parser import parse
 from pypto.npu.compile import (
@@ -1043,19 +1044,20 @@ def simulate(
         raise SimulationError(
             f"stop_after={stop_after}: the debugger needs numerics=True and a positive count"
         )
-    cp = compile_program(prog, m)
-    eng = _Engine(
-        cp,
-        arrays,
-        numerics=numerics,
-        races=races,
-        poison=poison,
-        trace=trace,
-        blocks=nblk,
-        stop_after=stop_after,
-        progress=progress,
-    )
-    eng.run()
+    with gc_paused():
+        cp = compile_program(prog, m)
+        eng = _Engine(
+            cp,
+            arrays,
+            numerics=numerics,
+            races=races,
+            poison=poison,
+            trace=trace,
+            blocks=nblk,
+            stop_after=stop_after,
+            progress=progress,
+        )
+        eng.run()
     outputs = None
     if numerics:
         # Views of the run's GM (no copy): nothing else holds or writes it once the run is over.
@@ -1078,4 +1080,8 @@ def simulate(
             stop_after=stop_after,
         ),
     )
-    return Profile.from_engine(eng, cp, outputs, request, buffers)
+    prof = Profile.from_engine(eng, cp, outputs, request, buffers)
+    for c in eng.cores:  # the cores of a cluster name each other: free their buffers now
+        c.peers = {}
+        c.gen = None
+    return prof

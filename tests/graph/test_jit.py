@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Any, NamedTuple
@@ -245,3 +246,29 @@ def test_verify_rejects_ill_typed_ir() -> None:
     )
     with pytest.raises(pto.PyptoError, match="rules give f32\\[2\\]"):
         parse(text).verify()
+
+
+def test_compiling_pauses_the_garbage_collector_and_restores_it() -> None:
+    """The compiler's IR objects all stay live: full collections during a compile only
+    rescan them. The collector is back on afterwards, after an error too, and stays off
+    for a caller that had turned it off."""
+    seen: list[bool] = []
+
+    def f(x: Any) -> Any:
+        seen.append(gc.isenabled())
+        return x * 2 + 1
+
+    x = np.ones((4, 8), np.float32)
+    assert gc.isenabled()
+    low = pto.jit(f, machine="tiny").lower(x)
+    assert seen == [False] and gc.isenabled()
+    assert low.isa.static_size() > 0 and gc.isenabled()  # the lazy levels too
+    with pytest.raises(pto.ShapeError):
+        pto.jit(lambda a: a @ a, backend="interpret")(x)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        pto.jit(f, backend="interpret")(x + 1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
