@@ -358,12 +358,13 @@ def profile_row(
 
 
 def compile_times(
-    fns: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]], runs: int
+    fns: dict[str, tuple[Callable[..., Any], tuple[Any, ...]]], runs: int, warm_up: bool = True
 ) -> dict[str, list[float]]:
     """Seconds of ``pto.jit(fn).lower(*args).isa`` from a fresh jit object, ``runs`` times per
-    candidate, the candidates alternating (order reversed every other round)."""
+    candidate, the candidates alternating (order reversed every other round); first one
+    untimed compile of each unless the caller has made one (imports, op-table caches)."""
     names = list(fns)
-    for n in names:  # warm-up: imports, op-table caches
+    for n in names if warm_up else ():
         fn, args = fns[n]
         _ = pto.jit(fn, machine=MACHINE).lower(*args).isa
     times: dict[str, list[float]] = {n: [] for n in names}
@@ -674,8 +675,8 @@ def _long_program_row(runs: int) -> Iterator[Row]:
         "met": False,
     }
     try:
-        size = pto.jit(gamma, machine=MACHINE).lower(key, a).isa.static_size()
-        times = compile_times({"gamma": (gamma, (key, a))}, runs)["gamma"]
+        size = pto.jit(gamma, machine=MACHINE).lower(key, a).isa.static_size()  # (warm)
+        times = compile_times({"gamma": (gamma, (key, a))}, runs, warm_up=False)["gamma"]
     except Exception as e:
         yield {**base, "result": error_line(e), "error": error_line(e)}
         return
