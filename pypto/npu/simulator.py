@@ -1044,19 +1044,17 @@ def simulate(
         raise SimulationError(
             f"stop_after={stop_after}: the debugger needs numerics=True and a positive count"
         )
+    opts: dict[str, Any] = dict(
+        numerics=numerics,
+        races=races,
+        poison=poison,
+        trace=trace,
+        blocks=nblk,
+        stop_after=stop_after,
+    )
     with gc_paused():
         cp = compile_program(prog, m)
-        eng = _Engine(
-            cp,
-            arrays,
-            numerics=numerics,
-            races=races,
-            poison=poison,
-            trace=trace,
-            blocks=nblk,
-            stop_after=stop_after,
-            progress=progress,
-        )
+        eng = _Engine(cp, arrays, progress=progress, **opts)
         eng.run()
     outputs = None
     if numerics:
@@ -1067,19 +1065,7 @@ def simulate(
             if t.role in ("out", "inout")
         }
     buffers = eng.snapshot() if stop_after is not None else None
-    request = RunRequest(
-        prog,
-        m,
-        arrays,
-        dict(
-            numerics=numerics,
-            races=races,
-            poison=poison,
-            trace=trace,
-            blocks=nblk,
-            stop_after=stop_after,
-        ),
-    )
+    request = RunRequest(prog, m, arrays, opts)
     prof = Profile.from_engine(eng, cp, outputs, request, buffers)
     for c in eng.cores:  # the cores of a cluster name each other: free their buffers now
         c.peers = {}
