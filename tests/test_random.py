@@ -307,6 +307,10 @@ def test_new_samplers_name_bad_arguments() -> None:
         R.poisson(KEY, 3.0, (2,), pto.float32)
     with pytest.raises(pto.ShapeError, match=r"random\.poisson: .*\(3,\) do not broadcast"):
         R.poisson(KEY, np.ones(3, np.float32), (2,))
+    with pytest.raises(
+        pto.ShapeError, match=r"random\.binomial: .*\(3,\), \(2,\) do not broadcast"
+    ):
+        R.binomial(KEY, np.ones(3, np.float32), np.full(2, 0.5, np.float32))
     with pytest.raises(pto.DTypeError, match=r"random\.binomial: samples floats"):
         R.binomial(KEY, 3, 0.5, (2,), pto.int32)
     with pytest.raises(pto.ShapeError, match=r"mean \[\.\.\., n\] and cov \[\.\.\., n, n\]"):

@@ -401,7 +401,7 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Any = None, dtype:
     d = _float_dtype(op, dtype)
     lo, hi = _in_dtype(op, lower, d), _in_dtype(op, upper, d)
     shp = (
-        tuple(np.broadcast_shapes(tuple(lo.shape), tuple(hi.shape)))
+        _broadcast(op, tuple(lo.shape), tuple(hi.shape))
         if shape is None
         else api._shape_arg(op, shape)
     )
@@ -546,12 +546,24 @@ def choice(
     return api.reshape(taken, (*arr.shape[:ax], *shp, *arr.shape[ax + 1 :]))  # type: ignore[attr-defined]
 
 
+def _broadcast(op: str, *shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """The shape the parameters' shapes broadcast to; a ShapeError naming them if none."""
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise ShapeError(
+            "the parameters' shapes " + ", ".join(map(str, shapes)) + " do not broadcast",
+            op=op,
+            hint="each axis, aligned from the right, must be equal or 1",
+        ) from None
+
+
 def _params(op: str, d: dt.DType, shape: Any, *params: Any) -> tuple[tuple[int, ...], list[Any]]:
     """The parameters in ``d`` and the sample shape: ``shape``, or their broadcast shape."""
     vs = [_in_dtype(op, p, d) for p in params]
     if shape is not None:
         return api._shape_arg(op, shape), vs
-    return tuple(np.broadcast_shapes(*(tuple(v.shape) for v in vs))), vs
+    return _broadcast(op, *(tuple(v.shape) for v in vs)), vs
 
 
 def maxwell(key: Any, shape: Any = (), dtype: Any = None) -> Any:
@@ -909,12 +921,7 @@ def multivariate_normal(
         )
     n = ms[-1]
     if shape is None:
-        try:
-            shp = tuple(np.broadcast_shapes(ms[:-1], cs[:-2]))
-        except ValueError:
-            raise ShapeError(
-                f"the batch shapes of mean {ms[:-1]} and cov {cs[:-2]} do not broadcast", op=op
-            ) from None
+        shp = _broadcast(op, ms[:-1], cs[:-2])
     else:
         shp = api._shape_arg(op, shape)
         _check_shape(op, shp, ms[:-1], cs[:-2])
@@ -1219,7 +1226,7 @@ def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None) -> 
         pv = api.cast(pv, dt.float32)
     cv = api.cast(api.asvalue(n, op), pv.dtype)
     if shape is None:
-        shp = tuple(np.broadcast_shapes(tuple(cv.shape), tuple(pv.shape)))
+        shp = _broadcast(op, tuple(cv.shape), tuple(pv.shape))
     else:
         shp = api._shape_arg(op, shape)
         _check_shape(op, shp, tuple(cv.shape), tuple(pv.shape))

@@ -372,8 +372,9 @@ class RowPlan:
     )
 
     def spans(self) -> dict[Any, tuple[int, int]]:
-        """(the equation that makes it, the last one that reads it) of each value made here,
-        by position in ``eqns`` (kept: the tile choice asks for every candidate shape)."""
+        """(the equation that makes it, the last one that reads it) of each value, by position
+        in ``eqns``; a value read but not made here counts from 0 (kept: the tile choice asks
+        for every candidate shape)."""
         if self._spans is None:
             spans: dict[Any, tuple[int, int]] = {}
             for i, e in enumerate(self.eqns):
@@ -1010,7 +1011,7 @@ def _peak_live(plan: RowPlan, temps: dict[Any, int]) -> int:
         b, d = spans.get(v, (0, 0))
         delta[b] += nb
         delta[max(d, b) + 1] -= nb
-    return max(0, *itertools.accumulate(delta))
+    return max(itertools.accumulate(delta, initial=0))
 
 
 def choose_row_tile(lw: Lowering, plan: RowPlan, name: str) -> tuple[int, int]:
