@@ -145,6 +145,10 @@ def grouped_attention(q: Any, k: Any, v: Any) -> Any:
     return pto.dot_product_attention(q, k, v, is_causal=True)
 
 
+def biased_attention(q: Any, k: Any, v: Any, bias: Any) -> Any:
+    return pto.dot_product_attention(q, k, v, bias=bias, is_causal=True)
+
+
 def max_pool(x: Any) -> Any:
     return pto.lax.reduce_window(x, -np.inf, pto.maximum, (1, 3, 3, 1), (1, 2, 2, 1), "SAME")
 
@@ -590,7 +594,21 @@ def _measure(settings: Settings) -> Iterator[Row]:
     )
     gqa.update(target="", met=None, kind="baseline")
     yield gqa
-    del q, kv
+    # with a bias per head over every batch row (ALiBi-like, [1, N, T, S]): the vector cores
+    # add its tiles in the same kernel (no target)
+    q, kv = np.zeros((bb, s, h, d), F16), np.zeros((bb, s, h, d), F16)
+    bias = np.zeros((1, h, s, s), F16)
+    biased = row(
+        "causal attention with a bias, jax.nn layout",
+        f"b{bb} h{h} s{s} d{d}, bias 1×{h}×{s}×{s}",
+        biased_attention,
+        (q, kv, kv, bias),
+        0.0,
+        useful_flops=2.0 * bb * h * s * s * d,
+    )
+    biased.update(target="", met=None, kind="baseline")
+    yield biased
+    del q, kv, bias
     # decoding: one query row per head against a long cache, HBM-bound (no target)
     bb, h, lq, lk, d = sz.decode
     q, kv = np.zeros((bb, h, lq, d), F16), np.zeros((bb, h, lk, d), F16)

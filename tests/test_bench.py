@@ -153,6 +153,7 @@ LOWERING_ROWS = [
     "top_k (last axis)",
     "causal attention",
     "causal attention, jax.nn layout, grouped heads",
+    "causal attention with a bias, jax.nn layout",
     "attention, decoding",
     "3x3 convolution, NHWC, SAME",
     "3x3 convolution, gradients (input and kernel)",
@@ -191,10 +192,10 @@ def test_lowering_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
             assert row["sim_wall_s"] > 0 and row["compile_s"] > 0
             assert "MTE2" in row["utilization"]
     judged = [r for r in rows if r["met"] is not None]
-    # flip, cumsum, argsort, random.uniform, top_k, grouped and decoding attention, the
-    # convolution, its gradients and the pooling, the fuse=False baseline and the block's
+    # flip, cumsum, argsort, random.uniform, top_k, grouped, biased and decoding attention,
+    # the convolution, its gradients and the pooling, the fuse=False baseline and the block's
     # gradient have no target of their own
-    assert len(judged) == len(rows) - 12
+    assert len(judged) == len(rows) - 13
     softmax = next(r for r in rows if r["benchmark"] == "softmax (last axis)")
     assert softmax.get("error") is None and isinstance(softmax["met"], bool)
 

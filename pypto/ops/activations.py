@@ -402,12 +402,12 @@ def dot_product_attention(
     (the masked logits are a large finite negative there), and ``return_residual`` also
     gives the logsumexp of each row of logits, ``[B, T, N]``.
 
-    It is :func:`~pypto.scaled_dot_product_attention` on the heads: with no ``bias`` and no
-    residual, ``pto.jit`` compiles it to one flash-attention kernel that reads and writes the
+    It is :func:`~pypto.scaled_dot_product_attention` on the heads: with no residual,
+    ``pto.jit`` compiles it to one flash-attention kernel that reads and writes the
     ``[B, T, N, H]`` layout in place, each group's K/V tiles broadcast over its query heads
-    (no copy). The logits are rounded to the inputs' dtype once, as in
-    ``scaled_dot_product_attention`` and the NPU's fixpipe; JAX keeps float16 and bfloat16
-    logits in float32.
+    (no copy), and a ``bias`` of full ``[.., T, S]`` extent added tile by tile. The logits
+    are rounded to the inputs' dtype once, as in ``scaled_dot_product_attention`` and the
+    NPU's fixpipe; JAX keeps float16 and bfloat16 logits in float32.
 
     >>> import pypto as pto
     >>> q = pto.random.normal(0, (2, 8, 4, 16))  # [B, T, N, H]
@@ -488,11 +488,14 @@ def dot_product_attention(
             keep, fixed = every, []
         keep = composite.logical_or(keep, composite.logical_not(seen))
         varied = [api.broadcast_to(keep, (*keep.shape[:-2], t, s))]  # (as the kernel loads it)
+    # the bias first: made after the product, its reshape would end the product's kernel
+    # before the add could join it (and the flash kernel could take it)
+    bg = None if bias is None else api.cast(to_groups(bias, "bias"), q.dtype)
     qh, kt, vh = heads(q, True), heads(k, False), heads(v, False)
     sc = scale if scale is not None else 1.0 / math.sqrt(h)
     logits = api.mul(api.matmul(qh, api.transpose(kt, composite._swap_last(len(kt.shape)))), sc)
-    if bias is not None:
-        logits = api.add(logits, api.cast(to_groups(bias, "bias"), logits.dtype))
+    if bg is not None:
+        logits = api.add(logits, bg)
     for m in (*fixed, *varied):
         logits = api.where(m, logits, -math.inf)
     out = api.matmul(composite.softmax(logits, -1), vh)

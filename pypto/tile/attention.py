@@ -1,7 +1,7 @@
 """Attention as flash attention: one cluster kernel, online softmax over K/V tiles.
 
-The fusion pass makes ``scaled_dot_product_attention`` (and matmul → scale/mask → softmax →
-matmul) one ``attention`` group. Its kernel's grid runs over the batch dims and the query tiles
+The fusion pass makes ``scaled_dot_product_attention`` (and matmul → scale/bias/mask → softmax
+→ matmul) one ``attention`` group. Its kernel's grid runs over the batch dims and the query tiles
 ``[bq, D]``; for each query tile the K/V tiles ``[bk, D]`` go by in a loop:
 
 * the cube core computes ``S = Q Kᵀ`` (f32 in L0C) and hands it to the two vector cores
@@ -34,7 +34,9 @@ tile per ``bk`` keys: per score, the K/V loads and the P V ring cost ``(D + Dv) 
 2 Dv / bk`` elements, which the tile choice minimises once every cluster has work. Under a
 causal mask with ``bk > bq`` the diagonal lies inside a step, ``%u = q mod (bk / bq)`` query
 tiles from its start: the vector cores mask that step with rows ``%u*bq ..`` of a
-lower-triangular ``[bk, bk]`` tile.
+lower-triangular ``[bk, bk]`` tile. A bias (``softmax(q kᵀ · scale + bias) v``, the bias
+``[.., Lq, Lk]`` in the scores' dtype) is loaded tile by tile on the vector cores and added
+before the masks.
 
 At the end each vector core writes ``acc / l`` in the output dtype. The ``Lq x Lk`` score
 matrix never reaches GM: only the rings' two slots per cluster do. A causal mask (the composite's
@@ -111,7 +113,7 @@ __all__ = ["AttentionPlan", "match_attention"]
 
 @dataclass
 class AttentionPlan:
-    """What the group computes: ``softmax(q @ kt * scale, masked) @ v``."""
+    """What the group computes: ``softmax(q @ kt * scale + biases, masked) @ v``."""
 
     q: Var
     kt: Var  # [.., D, Lk]
@@ -127,6 +129,9 @@ class AttentionPlan:
     k_pos: tuple[int, ...] = ()
     """for each axis of the keys ``[.., Lk, D]``, the axis of ``k`` it is (identity: ``k`` is
     the keys; else a head split the tiles read as windows of ``k``)"""
+    biases: tuple[Var, ...] = ()
+    """``[.., Lq, Lk]`` operands added to the scaled scores (in their dtype) before the masks:
+    the vector cores add each K/V step's tile of them"""
 
 
 def _lit(x: object) -> float | None:
@@ -159,16 +164,26 @@ def match_attention(lw: Lowering, eqns: list[Eqn]) -> AttentionPlan | None:
     cur: Var = mm1.out
     scale = 1.0
     masks: list[Var] = []
+    biases: list[Var] = []
     mid = es[1:-1]
     i = 0
-    while i < len(mid) and mid[i].op in ("mul", "where"):
+    # the composite's order: scale, then biases, then masks
+    while i < len(mid) and mid[i].op in ("mul", "add", "where"):
         e = mid[i]
         if e.op == "mul":
             a, b = e.inputs
             s = _lit(b) if a is cur else _lit(a) if b is cur else None
-            if s is None or s <= 0 or masks:
+            if s is None or s <= 0 or masks or biases:
                 return None
             scale *= s
+        elif e.op == "add":
+            a, b = e.inputs
+            bias = b if a is cur else a if b is cur else None
+            if not isinstance(bias, Var) or bias is cur or masks:
+                return None
+            if bias.aval.dtype is not cur.aval.dtype or bias.aval.ndim > cur.aval.ndim:
+                return None
+            biases.append(bias)
         else:
             c, x, y = e.inputs
             ninf = _lit(y)
@@ -200,6 +215,8 @@ def match_attention(lw: Lowering, eqns: list[Eqn]) -> AttentionPlan | None:
     dtypes = {x.aval.dtype for x in (q, kt, v, mm2.out)}
     if len(dtypes) != 1 or dtypes.pop() not in (dt.float16, dt.bfloat16, dt.float32):
         return None
+    if any(x.aval.shape[-2:] != (lq, lk) for x in biases):
+        return None  # (a bias broadcast along the queries or the keys: not loaded by tiles)
     consts = {id(cv): arr for cv, arr in lw.func.consts}
     causal = False
     for mk in masks:
@@ -217,7 +234,7 @@ def match_attention(lw: Lowering, eqns: list[Eqn]) -> AttentionPlan | None:
         lw, (k, k_pos), kt.aval.shape[:-2], mm2.out.aval.shape[:-2]
     ):
         k, k_pos = None, ()  # K's layout does not give [bk, D] windows: transpose it first
-    return AttentionPlan(q, kt, v, mm2.out, scale, masks, tr, causal, k, k_pos)
+    return AttentionPlan(q, kt, v, mm2.out, scale, masks, tr, causal, k, k_pos, tuple(biases))
 
 
 def _is_causal(arr: np.ndarray, n: int) -> bool:
@@ -320,9 +337,11 @@ def _ub_bytes(
     masked: bool = True,
     split: bool = False,
     scratch: int = 0,
+    bias: bool = False,
 ) -> int:
     """UB of the vector cores' tiles: scores (P in place; with ``split`` one per query tile,
-    see :func:`_split`), the mask's rows (``masked``), the PV tile (the output's cast too), its
+    see :func:`_split`), the mask's rows (``masked``), a bias tile (``bias``), the PV tile (the
+    output's cast too), its
     f32 copy, an accumulator per query tile, the row statistics and the read-ahead's
     ``scratch`` (:func:`_scratch`); ``io`` slots for each transfer (2: double-buffered, which
     the Block level keeps where it fits)."""
@@ -331,6 +350,7 @@ def _ub_bytes(
         io * h * bk * s * (g if split else 1)
         + (h * max(bq, bk) if masked else 0)
         + (2 * h * bk if bk < bq and masked else 0)
+        + (io * h * bk * s if bias else 0)
         + io * h * dv * s
         + (g + (0 if in_scores else 1)) * h * dv * 4
         + (6 + 6 * g) * 32 * (h // 8 + 1)
@@ -344,10 +364,13 @@ def _scratch(m: Machine, gq: int) -> int:
     return m.ub_bytes // 16 if gq > 1 else 0
 
 
-def _split(m: Machine, h: int, bk: int, bq: int, dv: int, s: int, g: int, masked: bool) -> bool:
+def _split(
+    m: Machine, h: int, bk: int, bq: int, dv: int, s: int, g: int, masked: bool, bias: bool
+) -> bool:
     """Whether each query tile of a point gets its own scores tile in UB: the next tile's S
     then loads while this one's softmax runs, instead of after its P has left."""
-    need = _ub_bytes(h, bk, bq, dv, s, g, masked=masked, split=True, scratch=_scratch(m, g * bq))
+    scratch = _scratch(m, g * bq)
+    need = _ub_bytes(h, bk, bq, dv, s, g, masked=masked, split=True, scratch=scratch, bias=bias)
     return g > 1 and need <= m.ub_bytes
 
 
@@ -442,6 +465,7 @@ def _problems(lw: Lowering, p: AttentionPlan, bq: int, bk: int, g: int) -> list[
                 g,
                 masked=masked,
                 scratch=_scratch(m, g * bq),
+                bias=bool(p.biases),
             ),
             m.ub_bytes,
         ),
@@ -497,6 +521,7 @@ def _tiles(lw: Lowering, p: AttentionPlan) -> tuple[int, int, int]:
                 io=2,
                 masked=masked,
                 scratch=_scratch(m, bq),
+                bias=bool(p.biases),
             )
             double = _l0_fits(lw, p, bq, kc, 2) and ub2 <= m.ub_bytes
             key = (busy, -traffic, double, bq * bk, bq)
@@ -1004,7 +1029,7 @@ def _kernel(
         return TileVar(name, Space.UB, dtype, shape)
 
     neg = ub("ninf", d_t, (1, bk))
-    split = _split(m, h, bk, bq, dv, d_t.itemsize, g, p.causal or bool(p.masks))
+    split = _split(m, h, bk, bq, dv, d_t.itemsize, g, p.causal or bool(p.masks), bool(p.biases))
     pre: list[Stmt] = [*count, TOp("TEXPANDS", neg, (-math.inf,), loc)]
     tri = ub("tril", dt.bool_, (h, max(bq, bk)))
     start: list[Stmt] = list(where)
@@ -1029,6 +1054,15 @@ def _kernel(
         ]
         x = ub(f"x{sfx}" if split else "x", d_t, (h, bk))
         soft: list[Stmt] = [TLoad(x, ws_s, ring("ss", t) + sub, Expr(), loc)]
+        # the biases before the masks, as the composite adds them (a masked score is -inf
+        # whatever its bias)
+        for bv in p.biases:
+            brow = batch_rows(bv.aval.shape, lq) + Expr.reg("q") * gq + t * bq + sub
+            bt = ub("bias", d_t, (h, bk))
+            soft += [
+                TLoad(bt, gm(bv, lq, lk), brow, kv0 + j * bk, loc),
+                TOp("TADD", x, (x, bt), loc),
+            ]
         if p.causal:
             # only the last bq/bk tiles of the row reach past the diagonal: mask those with
             # the matching columns of the lower-triangular tile (no DMA per step)

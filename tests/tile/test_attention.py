@@ -84,6 +84,70 @@ def test_rectangular_and_masked() -> None:
     check(lambda q, k, v, m: pto.scaled_dot_product_attention(q, k, v, m), q, k, v, mask)
 
 
+def biased(q: Any, k: Any, v: Any, b: Any, m: Any = None) -> Any:
+    s = (q @ k.swapaxes(-1, -2)) * 0.125 + b
+    if m is not None:
+        s = pto.where(m, s, -np.inf)
+    return pto.softmax(s, -1) @ v
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+@pytest.mark.parametrize("d", F, ids=lambda d: d.name)
+def test_a_bias_is_added_in_the_flash_kernel(d: pto.DType, machine: str) -> None:
+    # the vector cores load each K/V step's tile of the bias and add it to the scaled scores
+    # before the masks; the bias broadcasts over the batch, and splits with the keys
+    q, k, v = (arr((2, 2, 128, 32), d, s) for s in range(3))
+    bias = arr((2, 1, 128, 128), d, 7)  # [heads, 1, Lq, Lk] over [batch, heads, ..]
+    mask = np.random.default_rng(3).random((128, 128)) > 0.2
+    att = only_attention(check(biased, q, k, v, bias, machine=machine))
+    assert "tadd" in str(att).split(".aiv")[1]
+    only_attention(check(biased, q, k, v, bias, mask, machine=machine))
+    # decoding: one query row per head, its keys split over the clusters on the chip
+    q1, k1 = arr((2, 2, 1, 32), d), arr((2, 2, 512, 32), d, 1)
+    att = only_attention(check(biased, q1, k1, k1, arr((2, 1, 1, 512), d, 2), machine=machine))
+    assert (dict(att.tile).get("splits", 1) > 1) == (machine == "ascend910b")
+
+
+@pytest.mark.parametrize("attn", [(32, 64, 2), (64, 32, 1), (32, 128, 1)])
+def test_a_bias_under_tiles_set_by_hand(attn: tuple[int, int, int]) -> None:
+    # pairs of query tiles (each adds its own rows of the bias), several K/V steps per query
+    # tile, and several query tiles per K/V step
+    d = pto.float16
+    q, k, v = (arr((2, 2, 128, 32), d, s) for s in range(3))
+    att = only_attention(check(biased, q, k, v, arr((2, 2, 128, 128), d, 7), tile=dict(attn=attn)))
+    t = dict(att.tile)
+    assert (t["bq"], t["bk"], t.get("g", 1)) == attn
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_dot_product_attention_with_a_bias_is_one_kernel(machine: str) -> None:
+    # jax.nn's layout, grouped heads, a causal mask and a per-head bias: one flash kernel,
+    # the bias read in place (its head split is a view)
+    d = pto.float16
+    q, kv = arr((2, 64, 4, 32), d, 1), arr((2, 64, 2, 32), d, 2)
+    bias = arr((2, 4, 64, 64), d, 3)
+
+    def fn(q: Any, k: Any, v: Any, b: Any) -> Any:
+        return pto.dot_product_attention(q, k, v, bias=b, is_causal=True)
+
+    only_attention(check(fn, q, kv, kv, bias, machine=machine))
+
+
+def test_a_bias_the_kernel_does_not_take_runs_as_kernels_of_their_own() -> None:
+    # a bias broadcast along the keys (not loaded by tiles), and a scale after the bias
+    # (which would scale the bias too): the scores go through GM, with the same results
+    d = pto.float16
+    q, k, v = (arr((2, 64, 32), d, s) for s in range(3))
+    low = check(biased, q, k, v, arr((2, 64, 1), d, 3))
+    assert all(k.kind != "attention" for k in low.tile_ir.kernels)
+
+    def late_scale(q: Any, k: Any, v: Any, b: Any) -> Any:
+        return pto.softmax((q @ k.swapaxes(-1, -2) + b) * 0.125, -1) @ v
+
+    low = check(late_scale, q, k, v, arr((2, 64, 64), d, 3))
+    assert all(k.kind != "attention" for k in low.tile_ir.kernels)
+
+
 def test_queries_that_are_a_slice_of_the_keys() -> None:
     """q = x[:, :1] with k = v = x: the slice's copy kernel gives x a layout of whole rows,
     which the attention kernel asserted against; it now reads a copy in its own layout."""

@@ -8,7 +8,7 @@ Rules, applied in program order:
   — unless a ``pto.hint`` of the equation sets a key the kernel's hint sets otherwise (an op
   hinted differently starts a kernel of its own; an unhinted op takes the kernel's hint);
 - softmax, log_softmax, layer_norm and rms_norm (traced composites) are one kernel each;
-- matmul → (scale, mask) → softmax → matmul becomes one ``attention`` kernel;
+- matmul → (scale, bias, mask) → softmax → matmul becomes one ``attention`` kernel;
 - matmuls, reductions and layout ops otherwise start kernels of their own.
 
 :func:`unfuse` is the op-by-op baseline: every equation its own kernel.
