@@ -600,7 +600,7 @@ def _measure(settings: Settings) -> Iterator[Row]:
     bias = np.zeros((1, h, s, s), F16)
     biased = row(
         "causal attention with a bias, jax.nn layout",
-        f"b{bb} h{h} s{s} d{d}, bias 1×{h}×{s}×{s}",
+        f"b{bb} h{h} s{s} d{d}, bias 1x{h}x{s}x{s}",
         biased_attention,
         (q, kv, kv, bias),
         0.0,

@@ -1,6 +1,7 @@
 """``pto.lax``: structured control flow with ``jax.lax``'s signatures (see
 :mod:`pypto.graph.control`), convolutions and ``reduce_window`` (:mod:`pypto.ops.conv`),
-``bitcast_convert_type``, ``pad``, and ``jax.lax``'s array functions
+``bitcast_convert_type``, ``pad``, the general ``gather`` and scatters
+(:mod:`pypto.ops.gather`), and ``jax.lax``'s array functions
 (:mod:`pypto.ops.lax_ops`: ``dot_general``, ``dynamic_slice``, ``select``, ``reduce_sum``, …)
 and the incomplete gamma and beta functions (``igamma``, ``igammac``, ``betainc``, from
 :mod:`pypto.scipy.special`, with ``igamma_grad_a`` and ``random_gamma_grad``).
@@ -28,6 +29,8 @@ from pypto.ops.conv import (
     conv_with_general_padding,
     reduce_window,
 )
+from pypto.ops.gather import *  # noqa: F403  (jax.lax's gather and scatters)
+from pypto.ops.gather import __all__ as _gather_scatter
 from pypto.ops.lax_ops import *  # noqa: F403  (jax.lax's array functions)
 from pypto.ops.lax_ops import __all__ as _array_functions
 from pypto.ops.numpy_lib import lax_pad as pad
@@ -57,6 +60,7 @@ __all__ = [
     "switch",
     "while_loop",
     *_array_functions,
+    *_gather_scatter,
 ]
 
 
