@@ -259,6 +259,27 @@ def test_poisson_and_binomial_trace_under_jit_and_map_with_vmap() -> None:
     )
 
 
+def test_multinomial_equals_jax() -> None:
+    """Category by category a binomial of the trials left: JAX's counts, for batches of
+    distributions, categories of probability 0, a sample shape, and traced."""
+    rng = np.random.default_rng(6)
+    p = rng.random((5, 6)).astype(np.float32)
+    p[1, 2] = p[3, 0] = 0.0
+    p /= p.sum(-1, keepdims=True)
+    n = np.array([0, 1, 17, 150, 3000], np.float32)
+    assert_matches(R.multinomial(KEY, n, p), jax.random.multinomial(JKEY, n, p), what="batch")
+    kw = dict(shape=(4, 3), dtype=pto.bfloat16)
+    got = R.multinomial(KEY, 50, P[:3] / P[:3].sum(), **kw)
+    want = jax.random.multinomial(JKEY, 50, P[:3] / P[:3].sum(), shape=(4, 3), dtype=jnp.bfloat16)
+    assert_matches(got, want, what="shape")
+    f = pto.jit(lambda k, n, p: R.multinomial(k, n, p), backend="interpret")
+    assert_matches(f(KEY, n, p), jax.random.multinomial(JKEY, n, p), what="jit")
+    with pytest.raises(pto.ShapeError, match=r"random\.multinomial: p needs an axis"):
+        R.multinomial(KEY, 3, np.float32(1.0))
+    with pytest.raises(pto.ShapeError, match=r"\(3,\) do not broadcast to the sample shape"):
+        R.multinomial(KEY, 3, P[:3], shape=(2, 4))
+
+
 COV = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], np.float32)
 LINALG: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("multivariate_normal", (np.arange(3.0, dtype=np.float32), COV), {"shape": (50,)}),

@@ -1252,3 +1252,47 @@ def binomial(key: Any, n: Any, p: Any, shape: Any = None, dtype: Any = None) -> 
         composite.logical_or(lt_half, bad_count), composite.logical_or(q_nan, inf_count)
     )
     return api.cast(api.where(keep, samples, api.sub(count, samples)), d)
+
+
+def multinomial(
+    key: Any, n: Any, p: Any, *, shape: Any = None, dtype: Any = None, unroll: int | bool = 1
+) -> Any:
+    """Multinomial counts of ``n`` trials over the categories of ``p`` (its last axis), as
+    ``jax.random.multinomial`` (floats, as JAX's): category by category, a :func:`binomial`
+    of the trials left with the category's share of the probability left, each with its own
+    key of ``split(key, k)``, so the same counts. ``shape`` is the whole sample shape, the
+    categories last (JAX's code; its docstring says without them); ``unroll`` is accepted
+    for JAX's signature (the categories' loop always unrolls when traced).
+
+    >>> import pypto as pto
+    >>> pto.random.multinomial(pto.random.key(0), 10, pto.tensor([0.2, 0.3, 0.5])).numpy()
+    array([1., 1., 8.], dtype=float32)
+    """
+    op = "random.multinomial"
+    d = _float_dtype(op, dtype)
+    if not isinstance(unroll, int | np.integer):  # (a bool is an int)
+        raise DTypeError(f"unroll must be an int or a bool, got {unroll!r:.60}", op=op)
+    nv, pv = api.promote(op, (n, p), inexact=True)
+    if len(pv.shape) < 1:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"p needs an axis of categories, got {api._aval(pv)}",
+            op=op,
+            hint="give the probabilities of the outcomes along the last axis",
+        )
+    shp = tuple(pv.shape) if shape is None else api._shape_arg(op, shape)  # type: ignore[attr-defined]
+    _check_shape(op, shp, tuple(pv.shape))  # type: ignore[attr-defined]
+    _check_shape(op, shp[:-1], tuple(nv.shape))  # type: ignore[attr-defined]
+    left = api.broadcast_to(nv, shp[:-1])
+    prob = composite.moveaxis(api.broadcast_to(pv, shp), -1, 0)
+    k = shp[-1]
+    # each category's share of what is left: its probability over the sum from it on
+    rest = composite.cumsum(prob, 0, reverse=True)
+    ratios = api.div(prob, api.where(api.equal(rest, 0.0), 1.0, rest))
+    keys = split(_key_bits(op, key), k)
+    counts = []
+    for i in range(k):
+        ratio = composite.clip(api.getitem(ratios, i), 0.0, 1.0)
+        c = binomial(api.getitem(keys, i), left, ratio, dtype=left.dtype)  # type: ignore[attr-defined]
+        left = api.sub(left, c)
+        counts.append(c)
+    return api.cast(composite.stack(counts, len(shp) - 1), d)
