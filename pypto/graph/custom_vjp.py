@@ -187,7 +187,20 @@ class custom_vjp:
         res = self._residuals(args, body, out_tree)
         # One equation per result: the others' cotangents are zero here (bwd is linear in g).
         cts = [ct if i == result else _zeros(o.aval) for i, o in enumerate(body.outputs)]
+        # a value bwd closes over that another trace made (the forward's, say) would become a
+        # parameter of the backward's graph that nobody passes: refuse it by name
+        t = dispatch.current_trace()
+        before = len(getattr(t, "free", ()))
         grads = self.bwd(res, pytree.unflatten(out_tree, cts))
+        lifted = getattr(t, "free", ())[before:]
+        if lifted:
+            raise TraceError(
+                f"bwd of custom_vjp function {self.name} uses a value traced outside it "
+                f"({', '.join(str(v.aval) for v, _ in lifted)}), not one of its residuals",
+                op="custom_vjp",
+                loc=_loc(self.bwd),
+                hint="return the value among fwd's residuals and take it from there",
+            )
         return self._check_cotangents(grads, args)
 
     def _residuals(self, args: tuple[Any, ...], body: Func, out_tree: pytree.TreeDef) -> Any:

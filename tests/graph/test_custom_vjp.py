@@ -426,6 +426,28 @@ def test_closing_over_a_traced_value_is_refused() -> None:
         pto.grad(loss, argnums=1)(np.ones(2, np.float32), np.ones(2, np.float32))
 
 
+def test_a_bwd_closing_over_a_traced_value_is_refused() -> None:
+    # the value is the forward's (a Var of another graph): the backward's graph would take it
+    # as a parameter nobody passes (this crashed in the interpreter before)
+    def loss(w):
+        a = w * 2.0
+
+        @pto.custom_vjp
+        def f(x):
+            return x * 1.0
+
+        f.defvjp(lambda x: (f(x), None), lambda r, g: (g * a,))
+        return f(w).sum()
+
+    for run in (pto.grad(loss), pto.jit(pto.grad(loss), backend="interpret")):
+        with pytest.raises(
+            pto.TraceError,
+            match=r"bwd of custom_vjp function f(_\d+)? uses a value traced outside it",
+        ) as e:
+            run(np.ones(2, np.float32))
+        assert "test_custom_vjp.py" in str(e.value)
+
+
 # ---- source locations -------------------------------------------------------------------
 
 
