@@ -1,7 +1,8 @@
 """``pto.lax``: structured control flow with ``jax.lax``'s signatures (see
-:mod:`pypto.graph.control`), convolutions and ``reduce_window`` (:mod:`pypto.ops.conv`),
-``bitcast_convert_type``, ``pad``, the general ``gather`` and scatters
-(:mod:`pypto.ops.gather`), and ``jax.lax``'s array functions
+:mod:`pypto.graph.control`), implicitly differentiated solvers (``custom_linear_solve``,
+``custom_root``: :mod:`pypto.graph.solves`), convolutions and ``reduce_window``
+(:mod:`pypto.ops.conv`), ``bitcast_convert_type``, ``pad``, the general ``gather`` and
+scatters (:mod:`pypto.ops.gather`), and ``jax.lax``'s array functions
 (:mod:`pypto.ops.lax_ops`: ``dot_general``, ``dynamic_slice``, ``select``, ``reduce_sum``, …)
 and the incomplete gamma and beta functions (``igamma``, ``igammac``, ``betainc``, from
 :mod:`pypto.scipy.special`, with ``igamma_grad_a`` and ``random_gamma_grad``).
@@ -18,6 +19,7 @@ import numpy as np
 from pypto.graph.autodiff import vjp
 from pypto.graph.control import cond, fori_loop, scan, switch, while_loop
 from pypto.graph.control import map_ as map
+from pypto.graph.solves import custom_linear_solve, custom_root
 from pypto.ops import api as _api
 from pypto.ops import bitcast_convert_type
 from pypto.ops.conv import (
@@ -48,6 +50,8 @@ __all__ = [
     "conv_general_dilated",
     "conv_transpose",
     "conv_with_general_padding",
+    "custom_linear_solve",
+    "custom_root",
     "fori_loop",
     "igamma",
     "igamma_grad_a",

@@ -1292,7 +1292,7 @@ def multinomial(
     counts = []
     for i in range(k):
         ratio = composite.clip(api.getitem(ratios, i), 0.0, 1.0)
-        c = binomial(api.getitem(keys, i), left, ratio, dtype=left.dtype)  # type: ignore[attr-defined]
+        c = binomial(api.getitem(keys, i), left, ratio, dtype=left.dtype)
         left = api.sub(left, c)
         counts.append(c)
     return api.cast(composite.stack(counts, len(shp) - 1), d)
