@@ -23,7 +23,7 @@ from pypto import dtypes as dt
 from pypto.core import dispatch
 from pypto.core.errors import DTypeError, ShapeError
 from pypto.ops import api, rules
-from pypto.ops.table import OPS, Op, register
+from pypto.ops.table import OPS, Op, Value, register
 
 
 def _composite(name: str, doc: str, jax_impl: Callable[..., Any], **kw: Any) -> Any:
@@ -1505,22 +1505,24 @@ def _quantile_jax(
     return jnp.quantile(x, q, axis=axis, method=method, keepdims=keepdims)
 
 
-def _static_q(op: str, q: Any) -> np.ndarray:
-    """``q`` as a float32 numpy array of rank 0 or 1 (JAX's float32 for a Python number)."""
+def _static_q(op: str, q: Any) -> Any:
+    """``q`` as a float32 numpy array of rank 0 or 1 (JAX's float32 for a Python number), or
+    as a float32 value when it is traced (its values unknown until it runs)."""
     if isinstance(q, bool | np.bool_):
         raise DTypeError(f"q must be numbers, got {q!r}", op=op)
+    if isinstance(q, Value) and not isinstance(q, api._ET):  # traced: no values yet
+        if q.dtype is dt.bool_ or not (q.dtype.is_floating or q.dtype.is_integer):  # type: ignore[attr-defined]
+            raise DTypeError(f"q must be numbers, got {api._aval(q)}", op=op)
+        if len(q.shape) > 1:  # type: ignore[attr-defined]
+            raise ShapeError(f"q must have rank 0 or 1, got {api._aval(q)}", op=op)
+        return api.cast(q, dt.float32)
     if not isinstance(q, numbers.Number | list | tuple | np.ndarray | np.generic):
-        try:  # an eager tensor holds its values; a traced one does not
+        try:  # an eager tensor holds its values
             values = np.asarray(q)
             if values.dtype == object:
                 raise TypeError
         except Exception:
-            raise DTypeError(
-                f"q must be a number or a sequence of numbers known when the function is "
-                f"traced, got a traced {api._aval(q)}",
-                op=op,
-                hint="pass q as a Python float or a numpy array (a static argument)",
-            ) from None
+            raise DTypeError(f"q must be numbers, got {q!r:.60}", op=op) from None
         q = values
     try:
         arr = np.asarray(q, dtype=np.float32)
@@ -1547,7 +1549,9 @@ def quantile(
 
     ``x`` is sorted along the axis; the positions ``q·(n - 1)``, their floors and ceilings and
     the weights between them are known when the function is traced (computed in float32, as
-    JAX does), so the quantiles are slices of the sorted values, interpolated in float32.
+    JAX does), so the quantiles are slices of the sorted values, interpolated in float32. A
+    traced ``q`` (an argument of a jitted function) gathers its positions, clamped into the
+    row as JAX clamps them.
 
     >>> import pypto as pto
     >>> pto.quantile(pto.tensor([1.0, 2.0, 3.0, 4.0]), 0.5).numpy()
@@ -1578,7 +1582,8 @@ def quantiles(
             hint="the weighted 'inverted_cdf' is not supported",
         )
     qs = _static_q(op, q)
-    if ((qs < 0) | (qs > 1) | np.isnan(qs)).any():
+    traced = not isinstance(qs, np.ndarray)
+    if not traced and ((qs < 0) | (qs > 1) | np.isnan(qs)).any():
         raise ShapeError(f"q must lie in [0, 1], got {q!r:.60}", op=op)
     keep = rules.flag(op, "keepdims", keepdims)
     v = api.asvalue(x, op)
@@ -1602,10 +1607,20 @@ def quantiles(
     else:  # a NaN anywhere along the axis makes every element NaN, so the quantiles are NaN
         rows = api.where(any(nan, -1, True), math.nan, rows)
     srt = sort(rows, -1)
-    flat = qs.reshape(-1)
+    q_rank = len(qs.shape)
+    if not traced:
+        flat: Any = qs.reshape(-1)
+    else:  # one traced scalar per quantile
+        flat = [api.getitem(qs, i) for i in range(qs.shape[0])] if q_rank else [qs]
     outs = []
-    if skip_nan:  # positions q·(count - 1) per row, read with a gather (as JAX computes them)
-        last = api.sub(api.sum(api.cast(logical_not(nan), dt.float32), (nd - len(axes),), True), 1)
+    if skip_nan or traced:
+        # positions q·(count - 1) per row (or q·(n - 1) for a traced q), read with a gather
+        # and clamped into the row, as JAX computes them
+        if skip_nan:
+            count = api.sum(api.cast(logical_not(nan), dt.float32), (nd - len(axes),), True)
+        else:
+            count = api.broadcast_to(np.float32(n), (*(shape[d] for d in kept), 1))
+        last = api.sub(count, 1)
         for w in flat:
             pos = api.mul(last, w)
             low, high = floor(pos), ceil(pos)
@@ -1625,7 +1640,7 @@ def quantiles(
         outs = [
             api.reshape(r, tuple(1 if d in axes else shape[d] for d in range(nd))) for r in outs
         ]
-    return outs[0] if qs.ndim == 0 else stack(outs, 0)
+    return outs[0] if q_rank == 0 else stack(outs, 0)
 
 
 def _interpolate(method: str, low: Any, high: Any, w: Any, nearest_low: Any) -> Any:
@@ -1684,7 +1699,8 @@ def percentile(
     array(2., dtype=float32)
     """
     qs = _static_q("percentile", q)
-    return quantile(x, qs / np.float32(100), axis, method, keepdims)
+    fraction = qs / np.float32(100) if isinstance(qs, np.ndarray) else api.div(qs, 100.0)
+    return quantile(x, fraction, axis, method, keepdims)
 
 
 def _searchsorted_jax(

@@ -1437,9 +1437,8 @@ def nanpercentile(
     2.0
     """
     qs = composite._static_q("nanpercentile", q)
-    return composite.quantiles(
-        "nanpercentile", x, qs / np.float32(100), axis, method, keepdims, skip_nan=True
-    )
+    fraction = qs / np.float32(100) if isinstance(qs, np.ndarray) else api.div(qs, 100.0)
+    return composite.quantiles("nanpercentile", x, fraction, axis, method, keepdims, skip_nan=True)
 
 
 def _nancumsum_jax(x: Any, axis: Any = None, dtype: Any = None) -> Any:

@@ -264,8 +264,43 @@ def test_quantile_misuse_is_a_clear_error() -> None:
         pto.quantile(x, [[0.5]])
     with pytest.raises(pto.ShapeError, match="zero-size axis"):
         pto.median(pto.tensor(np.ones((3, 0), np.float32)), 1)
-    with pytest.raises(pto.DTypeError, match="q must be a number or a sequence"):
-        pto.jit(lambda x, q: pto.quantile(x, q), backend="interpret")(x, pto.tensor(0.5))
+    with pytest.raises(pto.DTypeError, match=r"q must be numbers, got bool\[\]"):
+        pto.jit(lambda x, q: pto.quantile(x, q), backend="interpret")(x, pto.tensor(True))
+    with pytest.raises(pto.ShapeError, match=r"q must have rank 0 or 1, got f32\[1,1\]"):
+        pto.jit(lambda x, q: pto.quantile(x, q), backend="interpret")(x, np.ones((1, 1)))
+
+
+@pytest.mark.parametrize("method", ["linear", "lower", "higher", "midpoint", "nearest"])
+def test_traced_q_reads_its_positions_with_a_gather(method: str) -> None:
+    """q an argument of the jitted function, as in JAX: its positions q·(n - 1), clamped into
+    the row, are computed when it runs (q out of [0, 1] and NaN rows as JAX has them)."""
+    a = RNG.standard_normal((5, 9)).astype(np.float32)
+    a[1, 3] = np.nan
+    for fn, jfn, q in (
+        (pto.quantile, jnp.quantile, np.float32(0.3)),
+        (pto.quantile, jnp.quantile, np.array([0.0, 0.25, 1.0, 1.5, -0.2], np.float32)),
+        (pto.nanquantile, jnp.nanquantile, np.array([0.1, 0.9], np.float32)),
+        (pto.percentile, jnp.percentile, np.array([10.0, 50.0], np.float32)),
+        (pto.nanpercentile, jnp.nanpercentile, np.float32(75.0)),
+    ):
+        for axis in (1, None):
+            kw = dict(axis=axis, method=method)
+            got = pto.jit(lambda x, q, f=fn, kw=kw: f(x, q, **kw), backend="interpret")
+            want = jax.jit(lambda x, q, f=jfn, kw=kw: f(x, q, **kw))(a, q)
+            what = f"{fn.__name__} {q} axis={axis}"
+            np.testing.assert_allclose(np.asarray(got(a, q)), want, 1e-6, 1e-6, True, what)
+    b = np.nan_to_num(a)
+    q = np.array([0.2, 0.8], np.float32)
+
+    def f(x: Any, q: Any) -> Any:
+        return pto.quantile(x, q, axis=1, method=method).sum()
+
+    def jf(x: Any, q: Any) -> Any:
+        return jnp.quantile(x, q, axis=1, method=method).sum()
+
+    np.testing.assert_allclose(float(pto.jit(f, machine="tiny")(b, q)), float(jf(b, q)), 1e-6)
+    g = pto.jit(pto.grad(f), machine="tiny")(b, q)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(jax.grad(jf)(b, q)), 1e-6, 1e-7)
 
 
 @st.composite
