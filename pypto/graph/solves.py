@@ -53,9 +53,9 @@ class _Closed:
     closes over: ``call(x, args)`` replays it with those values taken from ``args`` at
     ``pos`` (their positions among a call's arguments, :meth:`_Implicit.frees`)."""
 
-    def __init__(self, op: str, what: str, fn: Callable[[Any], Any], like: Any) -> None:
+    def __init__(self, op: str, fn: Callable[[Any], Any], like: Any) -> None:
         func, out_tree, free = trace(fn, (like,), name=op)
-        self.op, self.what = op, what
+        self.op = op
         self.func: Func = func
         self.out_tree = out_tree
         self.free: list[Any] = free
@@ -157,10 +157,10 @@ def custom_linear_solve(
     """
     op = "lax.custom_linear_solve"
     leaves, tree = _leaves(op, b)
-    mv = _Closed(op, "matvec", matvec, pytree.unflatten(tree, leaves))
-    _check_tree(op, "matvec", mv.out_tree, tree)
     like = pytree.unflatten(tree, leaves)
-    sol = _Closed(op, "solve", lambda r: solve(matvec, r), like)
+    mv = _Closed(op, matvec, like)
+    _check_tree(op, "matvec", mv.out_tree, tree)
+    sol = _Closed(op, lambda r: solve(matvec, r), like)
     tsol = sol
     if not symmetric and transpose_solve is not None:
 
@@ -168,7 +168,7 @@ def custom_linear_solve(
             zero = pytree.unflatten(tree, [api.mul(v, 0.0) for v in leaves])
             return autodiff.vjp(matvec, zero)[1](y)[0]
 
-        tsol = _Closed(op, "transpose_solve", lambda r: transpose_solve(vecmat, r), like)
+        tsol = _Closed(op, lambda r: transpose_solve(vecmat, r), like)
 
     def body(rhs: Any, args: tuple[Any, ...]) -> Any:
         return sol.call(rhs, args)
@@ -218,9 +218,9 @@ def custom_root(
     op = "lax.custom_root"
     leaves, tree = _leaves(op, initial_guess)
     guess = pytree.unflatten(tree, leaves)
-    fc = _Closed(op, "f", f, guess)
+    fc = _Closed(op, f, guess)
     _check_tree(op, "f", fc.out_tree, tree)
-    sol = _Closed(op, "solve", lambda g: solve(f, g), guess)
+    sol = _Closed(op, lambda g: solve(f, g), guess)
 
     def linear_solve(xy: tuple[Any, Any]) -> Any:
         x, y = xy
@@ -230,7 +230,7 @@ def custom_root(
 
         return tangent_solve(g, y)
 
-    lsol = _Closed(op, "tangent_solve", linear_solve, (guess, guess))
+    lsol = _Closed(op, linear_solve, (guess, guess))
 
     def body(g: Any, args: tuple[Any, ...]) -> Any:
         return sol.call(g, args)
