@@ -499,16 +499,39 @@ def _scatter(
         raise e.stripped() from None
 
 
-def scatter(
-    operand: Any,
-    scatter_indices: Any,
-    updates: Any,
-    dimension_numbers: Any,
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-    mode: Any = None,
-) -> Any:
+def _scatter_fn(kind: str, name: str, doc: str) -> Callable[..., Any]:
+    """``jax.lax``'s scatter ``name``, combining each update by ``kind`` (an ``x.at[]``
+    method)."""
+
+    def fn(
+        operand: Any,
+        scatter_indices: Any,
+        updates: Any,
+        dimension_numbers: Any,
+        *,
+        indices_are_sorted: bool = False,
+        unique_indices: bool = False,
+        mode: Any = None,
+    ) -> Any:
+        return _scatter(
+            f"lax.{name}",
+            kind,
+            operand,
+            scatter_indices,
+            updates,
+            dimension_numbers,
+            mode,
+            unique_indices,
+        )
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+scatter = _scatter_fn(
+    "set",
+    "scatter",
     """XLA's scatter with replacement (``jax.lax.scatter``): each window of ``updates``
     written into ``operand`` at its index vector, placed by ``dimension_numbers``
     (:class:`ScatterDimensionNumbers`); of repeated positions the last update stays. ``mode``
@@ -524,132 +547,25 @@ def scatter(
     array([[0., 0.],
            [0., 0.],
            [1., 1.]], dtype=float32)
-    """
-    return _scatter(
-        "lax.scatter",
-        "set",
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        mode,
-        unique_indices,
-    )
-
-
-def scatter_add(
-    operand: Any,
-    scatter_indices: Any,
-    updates: Any,
-    dimension_numbers: Any,
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-    mode: Any = None,
-) -> Any:
-    """:func:`scatter` adding each update (``jax.lax.scatter_add``): repeats add up."""
-    return _scatter(
-        "lax.scatter_add",
-        "add",
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        mode,
-        unique_indices,
-    )
-
-
-def scatter_sub(
-    operand: Any,
-    scatter_indices: Any,
-    updates: Any,
-    dimension_numbers: Any,
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-    mode: Any = None,
-) -> Any:
-    """:func:`scatter` subtracting each update (``jax.lax.scatter_sub``)."""
-    return _scatter(
-        "lax.scatter_sub",
-        "subtract",
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        mode,
-        unique_indices,
-    )
-
-
-def scatter_mul(
-    operand: Any,
-    scatter_indices: Any,
-    updates: Any,
-    dimension_numbers: Any,
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-    mode: Any = None,
-) -> Any:
-    """:func:`scatter` multiplying by each update (``jax.lax.scatter_mul``)."""
-    return _scatter(
-        "lax.scatter_mul",
-        "multiply",
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        mode,
-        unique_indices,
-    )
-
-
-def scatter_min(
-    operand: Any,
-    scatter_indices: Any,
-    updates: Any,
-    dimension_numbers: Any,
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-    mode: Any = None,
-) -> Any:
-    """:func:`scatter` keeping the minimum (``jax.lax.scatter_min``)."""
-    return _scatter(
-        "lax.scatter_min",
-        "min",
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        mode,
-        unique_indices,
-    )
-
-
-def scatter_max(
-    operand: Any,
-    scatter_indices: Any,
-    updates: Any,
-    dimension_numbers: Any,
-    *,
-    indices_are_sorted: bool = False,
-    unique_indices: bool = False,
-    mode: Any = None,
-) -> Any:
-    """:func:`scatter` keeping the maximum (``jax.lax.scatter_max``)."""
-    return _scatter(
-        "lax.scatter_max",
-        "max",
-        operand,
-        scatter_indices,
-        updates,
-        dimension_numbers,
-        mode,
-        unique_indices,
-    )
+    """,
+)
+scatter_add = _scatter_fn(
+    "add", "scatter_add", ":func:`scatter` adding each update (``jax.lax.scatter_add``)."
+)
+scatter_sub = _scatter_fn(
+    "subtract", "scatter_sub", ":func:`scatter` subtracting each update (``jax.lax.scatter_sub``)."
+)
+scatter_mul = _scatter_fn(
+    "multiply",
+    "scatter_mul",
+    ":func:`scatter` multiplying by each update (``jax.lax.scatter_mul``).",
+)
+scatter_min = _scatter_fn(
+    "min", "scatter_min", ":func:`scatter` keeping the minimum (``jax.lax.scatter_min``)."
+)
+scatter_max = _scatter_fn(
+    "max", "scatter_max", ":func:`scatter` keeping the maximum (``jax.lax.scatter_max``)."
+)
 
 
 def scatter_apply(
