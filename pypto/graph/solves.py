@@ -123,12 +123,26 @@ def _solution(out: Any, has_aux: bool) -> Any:
     return out[0] if has_aux else out
 
 
-def _minus_vjp(fn: Callable[..., Any], args: list[Any], ct: Any) -> list[Any]:
-    """``-(∂fn/∂args)ᵀ ct``: one cotangent per argument (None for integers)."""
-    if not args:
-        return []
-    _, back = autodiff.vjp(fn, *args)
-    return [None if g is None else api.neg(g) for g in back(ct)]
+def _add_closed_grads(
+    c: _Closed, x: Any, args: tuple[Any, ...], lam: Any, grads: list[Any]
+) -> tuple[Any, ...]:
+    """``grads`` plus, for each value ``c`` closes over, ``-(∂c(x)/∂θ)ᵀ lam``: the implicit
+    gradient through the values the system (``matvec`` or ``f``) depends on."""
+    own = [args[k] for k in c.pos]
+    if own:
+
+        def at(*vals: Any) -> Any:  # c at x, its closed-over values replaced by vals
+            swapped = list(args)
+            for k, v in zip(c.pos, vals, strict=True):
+                swapped[k] = v
+            return c.call(x, tuple(swapped))
+
+        _, back = autodiff.vjp(at, *own)
+        for k, g in zip(c.pos, back(lam), strict=True):
+            if g is not None:
+                g = api.neg(g)
+                grads[k] = g if grads[k] is None else api.add(grads[k], g)
+    return tuple(grads)
 
 
 def custom_linear_solve(
@@ -184,22 +198,11 @@ def custom_linear_solve(
             )
         lam = _solution(tsol.call(ct_x, args), has_aux)
         grads: list[Any] = [*pytree.flatten(lam)[0], *([None] * (len(args) - len(leaves)))]
-        own = [args[k] for k in mv.pos]
-        for k, g in zip(mv.pos, _minus_vjp(lambda *f: _at(mv, x, args, f), own, lam), strict=True):
-            grads[k] = g if grads[k] is None or g is None else api.add(grads[k], g)
-        return tuple(grads)
+        return _add_closed_grads(mv, x, args, lam, grads)
 
     out = _Implicit(op, len(leaves), tree, [mv, sol, tsol], body, backward).run(b)
     _check_tree(op, "solve", pytree.flatten(_solution(out, has_aux))[1], tree)
     return out
-
-
-def _at(c: _Closed, x: Any, args: tuple[Any, ...], own: tuple[Any, ...]) -> Any:
-    """``c`` at ``x`` with its closed-over values replaced by ``own``."""
-    swapped = list(args)
-    for k, v in zip(c.pos, own, strict=True):
-        swapped[k] = v
-    return c.call(x, tuple(swapped))
 
 
 def custom_root(
@@ -241,11 +244,7 @@ def custom_root(
         # linearization at the root
         _, back = autodiff.vjp(lambda y: lsol.call((x, y), args), x)
         lam = back(ct_x)[0]
-        grads: list[Any] = [None] * len(args)
-        own = [args[k] for k in fc.pos]
-        for k, gk in zip(fc.pos, _minus_vjp(lambda *o: _at(fc, x, args, o), own, lam), strict=True):
-            grads[k] = gk
-        return tuple(grads)
+        return _add_closed_grads(fc, x, args, lam, [None] * len(args))
 
     out = _Implicit(op, len(leaves), tree, [fc, sol, lsol], body, backward).run(initial_guess)
     _check_tree(op, "solve", pytree.flatten(_solution(out, has_aux))[1], tree)
