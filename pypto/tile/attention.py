@@ -36,7 +36,9 @@ causal mask with ``bk > bq`` the diagonal lies inside a step, ``%u = q mod (bk /
 tiles from its start: the vector cores mask that step with rows ``%u*bq ..`` of a
 lower-triangular ``[bk, bk]`` tile. A bias (``softmax(q kᵀ · scale + bias) v``, the bias
 ``[.., Lq, Lk]`` in the scores' dtype) is loaded tile by tile on the vector cores and added
-before the masks.
+before the masks, into the buffer of P V's f32 copy where it fits (:func:`_bias_in_otf`); the
+batch axes it is shared along go innermost in the grid, so the clusters that read one bias
+tile run at once and share it through L2.
 
 At the end each vector core writes ``acc / l`` in the output dtype. The ``Lq x Lk`` score
 matrix never reaches GM: only the rings' two slots per cluster do. A causal mask (the composite's
@@ -274,6 +276,13 @@ def _batch_rows(shape: tuple[int, ...], rows: int, ob: tuple[int, ...]) -> Expr:
     return e
 
 
+def _batch_dim(batch: tuple[int, ...], i: int, n: int) -> int:
+    """The size of batch dims ``batch`` along axis ``i`` of ``n`` batch axes (numpy's
+    broadcasting aligns them on the right)."""
+    j = i - (n - len(batch))
+    return batch[j] if j >= 0 else 1
+
+
 def _claim_windows(lw: Lowering, group: list[Eqn], cands: list[Eqn]) -> list[Eqn]:
     """The head-split transposes (``x.reshape(L, H, D).transpose(1, 0, 2)``) of attention's
     Q, K or V that the kernel reads as ``[rows, D]`` windows of the untransposed buffer."""
@@ -346,17 +355,28 @@ def _ub_bytes(
     ``scratch`` (:func:`_scratch`); ``io`` slots for each transfer (2: double-buffered, which
     the Block level keeps where it fits)."""
     in_scores = split and bk * s >= 4 * dv  # the f32 copy of P V sits in its tile's scores
+    shared = bias and _bias_in_otf(bk, dv, s, split)
     return (
         io * h * bk * s * (g if split else 1)
         + (h * max(bq, bk) if masked else 0)
         + (2 * h * bk if bk < bq and masked else 0)
-        + (io * h * bk * s if bias else 0)
+        + (io * h * bk * s if bias and not shared else 0)
+        + ((io - 1) * h * dv * 4 if shared else 0)  # the f32 copy, now loaded, doubled too
         + io * h * dv * s
         + (g + (0 if in_scores else 1)) * h * dv * 4
         + (6 + 6 * g) * 32 * (h // 8 + 1)
         + bk * 4
         + scratch
     )
+
+
+def _bias_in_otf(bk: int, dv: int, s: int, split: bool) -> bool:
+    """Whether a bias tile (``s``-byte elements) goes where the f32 copy of a P V tile goes:
+    the bias is read before the step's softmax and the copy made after it, so one buffer
+    serves both where the bias fits it and the copy has its own (not in the scores:
+    :func:`_ub_bytes`). At ``bk`` 256 and ``Dv`` 128 in fp16 that is the 32 KiB which pairs
+    of query tiles lack beside a bias of their own."""
+    return s < 4 and not (split and bk * s >= 4 * dv) and bk * s <= 4 * dv
 
 
 def _scratch(m: Machine, gq: int) -> int:
@@ -760,7 +780,17 @@ def _kernel(
     keep = [i for i, n in enumerate(ob) if n > 1]
     # a grid point owns g query tiles of bq rows (%q counts groups of g)
     gq = g * bq
-    grid = [(f"b{j}", ob[i]) for j, i in enumerate(keep)] + [("q", lq // gq)]
+    bgrid = [(f"b{j}", ob[i]) for j, i in enumerate(keep)]
+    if p.biases:
+        # the batch axes a bias is shared along go innermost (row-major): the clusters that
+        # read one bias tile then run at once and share it through L2 instead of reading
+        # it from HBM once per batch row
+        def bias_shared(j: int) -> bool:
+            i = keep[j]
+            return all(_batch_dim(b.aval.shape[:-2], i, len(ob)) == 1 for b in p.biases)
+
+        bgrid = [bgrid[j] for j in sorted(range(len(keep)), key=bias_shared)]
+    grid = [*bgrid, ("q", lq // gq)]
     # split K/V runs (a grid with too few points: decoding): run %kv reads steps
     # %kv*ns .. of the keys and leaves a partial result for _combine
     ns = lk // bk // splits
@@ -1058,7 +1088,8 @@ def _kernel(
         # whatever its bias)
         for bv in p.biases:
             brow = batch_rows(bv.aval.shape, lq) + Expr.reg("q") * gq + t * bq + sub
-            bt = ub("bias", d_t, (h, bk))
+            shared = _bias_in_otf(bk, dv, d_t.itemsize, split)
+            bt = ub("otf" if shared else "bias", d_t, (h, bk))
             soft += [
                 TLoad(bt, gm(bv, lq, lk), brow, kv0 + j * bk, loc),
                 TOp("TADD", x, (x, bt), loc),

@@ -120,6 +120,26 @@ def test_a_bias_under_tiles_set_by_hand(attn: tuple[int, int, int]) -> None:
 
 
 @pytest.mark.parametrize("machine", MACHINES)
+def test_a_shared_bias_reads_once_per_tile_and_rides_in_the_f32_copys_buffer(machine: str) -> None:
+    # a bias shared by the batch rows puts them innermost in the grid (the clusters reading
+    # one bias tile run at once); where it fits, the bias tile is loaded into the buffer of
+    # P V's f32 copy (read before the softmax, the copy made after it): no UB of its own
+    d = pto.float16
+    q, k, v = (arr((2, 2, 128, 32), d, s) for s in range(3))
+    bias = arr((1, 2, 128, 128), d, 7)  # one per head, shared by the batch
+    att = only_attention(check(biased, q, k, v, bias, machine=machine, tile=dict(attn=(64, 32, 1))))
+    assert att.header().startswith("kernel @attention grid(b1=2, b0=2, q=2")  # (, kv=2: split)
+    aiv = str(att).split(".aiv")[1]
+    assert re.search(r"%otf: UB f16\[32,32\] = tload %\w+\[%b1\*128", aiv)
+    assert "%otf: UB f32[32,32] = tcvt %ot" in aiv and "%bias" not in aiv
+    # 128 keys a step: the f16 bias tile is larger than the f32 copy and has its own buffer
+    att = only_attention(
+        check(biased, q, k, v, bias, machine=machine, tile=dict(attn=(32, 128, 1)))
+    )
+    assert "%bias: UB f16[16,128] = tload" in str(att)
+
+
+@pytest.mark.parametrize("machine", MACHINES)
 def test_dot_product_attention_with_a_bias_is_one_kernel(machine: str) -> None:
     # jax.nn's layout, grouped heads, a causal mask and a per-head bias: one flash kernel,
     # the bias read in place (its head split is a view)
