@@ -79,7 +79,7 @@ from pypto.graph.autodiff import (
     vjp,
 )
 from pypto.graph.batching import vmap
-from pypto.graph.custom_vjp import custom_vjp
+from pypto.graph.custom_vjp import custom_jvp, custom_vjp
 from pypto.graph.vectorize import apply_along_axis, apply_over_axes, piecewise, vectorize
 from pypto.ops import (
     abs,
@@ -606,6 +606,7 @@ __all__ = [
     "cumsum",
     "cumulative_prod",
     "cumulative_sum",
+    "custom_jvp",
     "custom_vjp",
     "deg2rad",
     "degrees",

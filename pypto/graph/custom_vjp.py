@@ -1,4 +1,5 @@
-"""``pto.custom_vjp``: a function whose backward is written by hand, as ``jax.custom_vjp``.
+"""``pto.custom_vjp`` and ``pto.custom_jvp``: functions whose derivative is written by hand,
+as ``jax.custom_vjp`` and ``jax.custom_jvp``.
 
 Eagerly, and under a transform before :meth:`custom_vjp.defvjp`, the function simply runs.
 With a backward defined, a traced call is recorded as ``custom_vjp_call`` equations (one per
@@ -6,6 +7,13 @@ result) naming the function, so :mod:`pypto.graph.autodiff` applies ``bwd`` thro
 VJP rule instead of differentiating the body: the body may hold ops with no VJP at all (a
 hand-written kernel). Forward values come from the body, traced once per signature; the
 ``inline`` pass splices it in before tiling, so lower levels see ordinary ops.
+
+A ``custom_jvp`` function is the same call with its backward derived from the JVP rule, as
+JAX derives it: the rule's tangent output is linear in the tangents, so its VJP with respect
+to them (pypto's reverse mode applied to the rule) is the function's VJP, and ``pto.jvp``,
+the transpose of that, gives back the rule's tangent. Arguments at ``nondiff_argnums``
+(functions, numbers, strings: anything hashable but a tensor) are bound once per value: each
+binding is a function of its own with the other arguments.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from pypto.ops import api
 from pypto.ops.custom_vjp_call import CALLS, CUSTOM_VJP_CALL, CallName
 from pypto.ops.table import OPS, AVal, Cost, Value
 
-__all__ = ["custom_vjp"]
+__all__ = ["custom_jvp", "custom_vjp"]
 
 
 def _loc(fn: Any) -> SourceLoc | None:
@@ -70,21 +78,34 @@ class custom_vjp:
     array([1., 1.], dtype=float32)
     """
 
-    def __init__(self, fn: Callable[..., Any]) -> None:
+    kind = "custom_vjp"
+
+    def __init__(self, fn: Callable[..., Any], nondiff_argnums: tuple[int, ...] = ()) -> None:
         if not callable(fn):
+            raise TraceError(f"{self.kind} needs a function, got {type(fn).__name__}", op=self.kind)
+        if isinstance(nondiff_argnums, int):
+            nondiff_argnums = (nondiff_argnums,)
+        bad = [i for i in nondiff_argnums if not isinstance(i, int) or i < 0]
+        if bad or len(set(nondiff_argnums)) != len(nondiff_argnums):
             raise TraceError(
-                f"custom_vjp needs a function, got {type(fn).__name__}", op="custom_vjp"
+                f"{self.kind}: nondiff_argnums={nondiff_argnums!r} must be distinct "
+                "non-negative argument positions",
+                op=self.kind,
+                hint="e.g. nondiff_argnums=(0,) for a function's first argument",
             )
         self.fn = fn
+        self.nondiff_argnums: tuple[int, ...] = tuple(sorted(nondiff_argnums))
         self.fwd: Callable[..., Any] | None = None
         self.bwd: Callable[..., Any] | None = None
         self.name: str = CallName(_unique_name(fn), self)
         self._bodies: dict[tuple[AVal, ...], tuple[Func, pytree.TreeDef]] = {}
+        self._bound: dict[tuple[Any, ...], custom_vjp] = {}
         functools.update_wrapper(self, fn)
         CALLS[str(self.name)] = self  # a plain key: the CallName would keep self alive
 
     def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
-        """Set the forward ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, g)``."""
+        """Set the forward ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, g)``
+        (``bwd(*nondiff_args, residuals, g)`` with ``nondiff_argnums``)."""
         for role, f in (("fwd", fwd), ("bwd", bwd)):
             if not callable(f):
                 raise TraceError(
@@ -93,26 +114,42 @@ class custom_vjp:
                     hint="call f.defvjp(f_fwd, f_bwd) with the two functions",
                 )
         self.fwd, self.bwd = fwd, bwd
+        self._bound.clear()
+
+    def _defined(self) -> bool:
+        """Whether the derivative rule is set (before that, the function simply runs)."""
+        return self.bwd is not None
+
+    def _bind(self, static: tuple[Any, ...]) -> custom_vjp:
+        """The function of the other arguments with ``static`` at ``nondiff_argnums``."""
+        assert self.fwd is not None and self.bwd is not None
+        fwd, bwd, pos = self.fwd, self.bwd, self.nondiff_argnums
+        out = custom_vjp(_Partial(self.fn, pos, static))
+        out.defvjp(_Partial(fwd, pos, static), _Leading(bwd, static))
+        return out
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
             raise TraceError(
                 f"{self.name} called with keyword arguments {sorted(kwargs)}",
-                op="custom_vjp",
-                hint="pass the arguments of a custom_vjp function positionally",
+                op=self.kind,
+                hint=f"pass the arguments of a {self.kind} function positionally",
             )
-        if self.bwd is None or dispatch.is_eager():
-            # Nothing to record: eager values have no tape, and without a backward autodiff
+        if not self._defined() or dispatch.is_eager():
+            # Nothing to record: eager values have no tape, and without a rule autodiff
             # differentiates the body like any other code.
             return self.fn(*args)
+        if self.nondiff_argnums:
+            return self._call_bound(args)
         vals = []
         for i, a in enumerate(args):
             if a is None or isinstance(a, tuple | list | dict):
                 raise TraceError(
                     f"argument {i} of {self.name} is a {type(a).__name__}; "
-                    "a custom_vjp function takes tensors",
-                    op="custom_vjp",
-                    hint="pass the leaves as separate arguments",
+                    f"a {self.kind} function takes tensors",
+                    op=self.kind,
+                    hint="pass the leaves as separate arguments, or name the argument in "
+                    "nondiff_argnums",
                 )
             vals.append(api.asvalue(a, self.name))
         avals = tuple(AVal(tuple(v.shape), v.dtype) for v in vals)  # type: ignore[attr-defined]
@@ -120,6 +157,38 @@ class custom_vjp:
         n = len(body.outputs)
         outs = [dispatch.bind(CUSTOM_VJP_CALL, tuple(vals), self.params(i, n)) for i in range(n)]
         return pytree.unflatten(out_tree, outs)
+
+    def _call_bound(self, args: tuple[Any, ...]) -> Any:
+        pos = self.nondiff_argnums
+        if pos[-1] >= len(args):
+            raise TraceError(
+                f"{self.name} has nondiff_argnums={pos} but was called with {len(args)} "
+                f"argument{'s' if len(args) != 1 else ''}",
+                op=self.kind,
+            )
+        static = tuple(args[i] for i in pos)
+        for i, a in zip(pos, static, strict=True):
+            if isinstance(a, Value | np.ndarray):
+                raise TraceError(
+                    f"argument {i} of {self.name} is a tensor at a nondiff_argnums position",
+                    op=self.kind,
+                    hint="pass tensors as ordinary arguments (the rule may give them no "
+                    "derivative); nondiff_argnums are for functions and Python values",
+                )
+        key = (len(args), *static)
+        try:
+            hit = self._bound.get(key)
+        except TypeError:
+            raise TraceError(
+                f"argument {pos[_unhashable(static)]} of {self.name} at a nondiff_argnums "
+                "position is not hashable",
+                op=self.kind,
+                hint="make it hashable (a tuple rather than a list), or pass it as an "
+                "ordinary tensor argument",
+            ) from None
+        if hit is None:
+            hit = self._bound[key] = self._bind(static)
+        return hit(*(a for i, a in enumerate(args) if i not in pos))
 
     def params(self, result: int, n: int) -> dict[str, Any]:
         return {"fn": self.name} if n == 1 else {"fn": self.name, "result": result}
@@ -266,6 +335,183 @@ class custom_vjp:
         return f"<pto.custom_vjp {self.name}>"
 
 
+class custom_jvp(custom_vjp):
+    """Give ``fn`` a hand-written JVP: ``f.defjvp(jvp)``, as ``jax.custom_jvp``.
+
+    ``jvp(primals, tangents)`` takes two tuples (one entry per argument) and returns
+    ``(out, tangent_out)``, the tangent linear in ``tangents`` and shaped like ``out``.
+    ``f.defjvps(*jvps)`` gives one rule per argument instead, ``jvp_i(t_i, out, *args)``,
+    the results summed (``None``: the argument's tangent contributes nothing). Arguments at
+    ``nondiff_argnums`` come first: ``jvp(*nondiff_args, primals, tangents)``.
+
+    Forward values come from ``fn``. ``grad`` and ``vjp`` transpose the rule (its VJP with
+    respect to the tangents), and ``jvp`` transposes that back: the rule's tangent is what
+    every mode sees, and the body is never differentiated.
+
+    >>> import pypto as pto
+    >>> @pto.custom_jvp
+    ... def softplus(x):
+    ...     return pto.log1p(pto.exp(x))
+    >>> @softplus.defjvp
+    ... def softplus_jvp(primals, tangents):
+    ...     (x,), (t,) = primals, tangents
+    ...     return softplus(x), pto.sigmoid(x) * t
+    >>> pto.grad(lambda x: softplus(x).sum())(pto.tensor([0.0, 200.0])).numpy()
+    array([0.5, 1. ], dtype=float32)
+    """
+
+    kind = "custom_jvp"
+
+    def __init__(self, fn: Callable[..., Any], nondiff_argnums: tuple[int, ...] = ()) -> None:
+        super().__init__(fn, nondiff_argnums)
+        self.jvp_rule: Callable[..., Any] | None = None
+
+    def defvjp(self, fwd: Callable[..., Any], bwd: Callable[..., Any]) -> None:
+        raise TraceError(
+            f"{self.name} is a custom_jvp function: give it a JVP rule",
+            op="custom_jvp",
+            hint="f.defjvp(jvp) with jvp(primals, tangents) -> (out, tangent_out), or use "
+            "pto.custom_vjp for a hand-written backward",
+        )
+
+    def defjvp(self, jvp: Callable[..., Any], symbolic_zeros: bool = False) -> Callable[..., Any]:
+        """Set ``jvp(primals, tangents) -> (out, tangent_out)``; returns ``jvp`` (a
+        decorator)."""
+        if not callable(jvp):
+            raise TraceError(
+                f"defjvp of {self.name}: jvp must be a function, got {type(jvp).__name__}",
+                op="custom_jvp",
+                hint="call f.defjvp(f_jvp) with jvp(primals, tangents) -> (out, tangent_out)",
+            )
+        if symbolic_zeros:
+            raise TraceError(
+                f"defjvp of {self.name}: symbolic_zeros=True is not supported",
+                op="custom_jvp",
+                hint="zero tangents are passed as zero tensors; drop symbolic_zeros",
+            )
+        self.jvp_rule = jvp
+        self._bound.clear()
+        return jvp
+
+    def defjvps(self, *jvps: Callable[..., Any] | None) -> None:
+        """One rule per argument, ``jvp_i(t_i, out, *args)`` (``None``: no contribution);
+        the function's tangent is their sum."""
+        n = len(jvps)
+        for i, f in enumerate(jvps):
+            if f is not None and not callable(f):
+                raise TraceError(
+                    f"defjvps of {self.name}: rule {i} must be a function or None, got "
+                    f"{type(f).__name__}",
+                    op="custom_jvp",
+                )
+
+        def jvp(*args: Any) -> tuple[Any, Any]:
+            static, (primals, tangents) = args[:-2], args[-2:]
+            if len(primals) != n:
+                raise TraceError(
+                    f"defjvps of {self.name} has {n} rule{'s' if n != 1 else ''} for "
+                    f"{len(primals)} argument{'s' if len(primals) != 1 else ''}",
+                    op="custom_jvp",
+                    hint="give one rule (or None) per differentiable argument",
+                )
+            out = self.fn(*_merge(self.nondiff_argnums, static, primals))
+            outs, tree = pytree.flatten(out)
+            total: list[Any] = [None] * len(outs)
+            for i, (f, t) in enumerate(zip(jvps, tangents, strict=True)):
+                if f is None:
+                    continue
+                part, ptree = pytree.flatten(f(t, out, *primals))
+                if ptree != tree:
+                    raise TraceError(
+                        f"defjvps of {self.name}: rule {i} returns {ptree}, the function {tree}",
+                        op="custom_jvp",
+                        loc=_loc(f),
+                    )
+                total = [
+                    p if a is None else api.add(a, p) for a, p in zip(total, part, strict=True)
+                ]
+            zero = [_zeros(AVal(tuple(o.shape), o.dtype)) for o in outs]
+            return out, pytree.unflatten(
+                tree, [z if a is None else a for a, z in zip(total, zero, strict=True)]
+            )
+
+        self.defjvp(jvp)
+
+    def _defined(self) -> bool:
+        return self.jvp_rule is not None
+
+    def _bind(self, static: tuple[Any, ...]) -> custom_vjp:
+        assert self.jvp_rule is not None
+        out = custom_jvp(_Partial(self.fn, self.nondiff_argnums, static))
+        out.defjvp(_Leading(self.jvp_rule, static))
+        return out
+
+    def vjp(self, ct: Any, args: tuple[Any, ...], result: int) -> tuple[Any, ...]:
+        from pypto.graph import autodiff  # (autodiff reaches this module through the op table)
+
+        if self.jvp_rule is None:
+            raise TraceError(f"{self.name} has no JVP rule: call defjvp first", op="grad")
+        rule = self.jvp_rule
+        avals = tuple(AVal(tuple(a.shape), a.dtype) for a in args)
+        body, out_tree = self.body(avals)
+        want = [o.aval for o in body.outputs]
+        where = _loc(rule)
+
+        def tangent_out(*tangents: Any) -> list[Any]:
+            r = rule(tuple(args), tuple(tangents))
+            if not isinstance(r, tuple) or len(r) != 2:
+                raise TraceError(
+                    f"the JVP rule of custom_jvp function {self.name} must return a pair "
+                    f"(out, tangent_out), got {type(r).__name__}",
+                    op="custom_jvp",
+                    loc=where,
+                )
+            for role, tree in (("output", r[0]), ("tangent", r[1])):
+                leaves, t = pytree.flatten(tree)
+                got = [_aval_of(x) for x in leaves]
+                if t != out_tree or got != want:
+                    raise TraceError(
+                        f"the JVP rule of custom_jvp function {self.name} returns the "
+                        f"{role} {_avals(got, t)} but {self.name} returns "
+                        f"{_avals(want, out_tree)}",
+                        op="custom_jvp",
+                        loc=where,
+                        hint="return (f(*primals), tangent) with the tangent shaped and typed "
+                        "like the output",
+                    )
+            return [api.asvalue(x) for x in pytree.flatten(r[1])[0]]
+
+        zeros = tuple(_zeros(a) for a in avals)
+        cts = [ct if i == result else _zeros(o.aval) for i, o in enumerate(body.outputs)]
+        t = dispatch.current_trace()
+        before = len(getattr(t, "free", ()))
+        _, f_vjp = autodiff.vjp(tangent_out, *zeros)
+        lifted = getattr(t, "free", ())[before:]
+        if lifted:
+            raise TraceError(
+                f"the JVP rule of custom_jvp function {self.name} uses a value traced "
+                f"outside it ({', '.join(str(v.aval) for v, _ in lifted)})",
+                op="custom_jvp",
+                loc=where,
+                hint="pass the value as an argument of the function",
+            )
+        grads = f_vjp(cts)
+        return tuple(g if a.dtype.is_floating else None for g, a in zip(grads, avals, strict=True))
+
+    def __repr__(self) -> str:
+        return f"<pto.custom_jvp {self.name}>"
+
+
+def _merge(pos: tuple[int, ...], static: tuple[Any, ...], rest: tuple[Any, ...]) -> list[Any]:
+    """The arguments in order: ``static`` at positions ``pos``, ``rest`` in the others."""
+    it, fixed = iter(rest), dict(zip(pos, static, strict=True))
+    return [fixed[i] if i in fixed else next(it) for i in range(len(static) + len(rest))]
+
+
+def _aval_of(x: Any) -> AVal | None:
+    return AVal(tuple(x.shape), x.dtype) if isinstance(x, Value) else None  # type: ignore[attr-defined]
+
+
 def _zeros(aval: AVal) -> Any:
     return api.broadcast_to(api.asvalue(np.zeros((), aval.dtype.np)), aval.shape)
 
@@ -277,3 +523,47 @@ def _dtype_of(a: Any) -> dt.DType:
 def _avals(avals: list[AVal | None] | list[AVal], tree: pytree.TreeDef) -> str:
     texts = [str(a) if a is not None else "a non-tensor" for a in avals]
     return texts[0] if tree.kind == "leaf" else f"{tree} = ({', '.join(texts)})"
+
+
+def _unhashable(xs: tuple[Any, ...]) -> int:
+    """The index of the first of ``xs`` that cannot be hashed."""
+    for i, x in enumerate(xs):
+        try:
+            hash(x)
+        except TypeError:
+            return i
+    return 0
+
+
+class _Partial:
+    """``fn`` of the arguments other than ``pos``, which are ``static``: a
+    ``nondiff_argnums`` binding. Keeps ``fn``'s name and code, which name the function in
+    the IR and place its errors. (Slots: ``functools.update_wrapper`` copies a wrapped
+    function's ``__dict__`` into its wrapper.)"""
+
+    __slots__ = ("__code__", "__name__", "fn", "pos", "static")
+
+    def __init__(
+        self, fn: Callable[..., Any], pos: tuple[int, ...], static: tuple[Any, ...]
+    ) -> None:
+        self.fn, self.pos, self.static = fn, pos, static
+        self.__name__ = getattr(fn, "__name__", "f")
+        self.__code__ = getattr(fn, "__code__", None)
+
+    def __call__(self, *dyn: Any) -> Any:
+        return self.fn(*_merge(self.pos, self.static, dyn))
+
+
+class _Leading:
+    """``fn`` with ``static`` passed first: ``bwd(*nondiff_args, res, g)`` and
+    ``jvp(*nondiff_args, primals, tangents)``, as JAX passes them."""
+
+    __slots__ = ("__code__", "__name__", "fn", "static")
+
+    def __init__(self, fn: Callable[..., Any], static: tuple[Any, ...]) -> None:
+        self.fn, self.static = fn, static
+        self.__name__ = getattr(fn, "__name__", "f")
+        self.__code__ = getattr(fn, "__code__", None)
+
+    def __call__(self, *args: Any) -> Any:
+        return self.fn(*self.static, *args)

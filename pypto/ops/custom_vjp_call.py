@@ -1,7 +1,8 @@
 """The ``custom_vjp_call`` primitive: a call of a function with a user-defined backward.
 
-A ``pto.custom_vjp`` function (:mod:`pypto.graph.custom_vjp`) traced inside a transform is
-recorded as one equation, so autodiff applies its backward instead of differentiating its body.
+A ``pto.custom_vjp`` or ``pto.custom_jvp`` function (:mod:`pypto.graph.custom_vjp`) traced
+inside a transform is recorded as one equation, so autodiff applies its backward (for a
+``custom_jvp``, its JVP rule transposed) instead of differentiating its body.
 The op table knows such a function only through the protocol below (``ops`` imports no level).
 The equation names its function by ``fn='name'`` (the text round-trips through :data:`CALLS`);
 a function returning several tensors gives one equation per result, told apart by
@@ -94,7 +95,8 @@ CUSTOM_VJP_CALL = register(
     Op(
         name="custom_vjp_call",
         kind="call",
-        doc="a call of a `pto.custom_vjp` function: its body forward, its own rule backward",
+        doc="a call of a `pto.custom_vjp` or `pto.custom_jvp` function: its body forward, its "
+        "own rule backward",
         shape_rule=_shape,
         dtype_rule=_dtype,
         impl=_impl,
