@@ -8,7 +8,7 @@ float32
 
 import numpy as _np
 
-from pypto import block, dtypes, isa, lax, linalg, nn, npu, scipy, tile
+from pypto import block, dtypes, isa, lax, linalg, nn, npu, scipy, tile, tree, tree_util
 from pypto.compiler import jit, make_graph
 from pypto.core.errors import (
     BoundsError,
@@ -942,6 +942,8 @@ __all__ = [
     "trace",
     "transpose",
     "trapezoid",
+    "tree",
+    "tree_util",
     "tri",
     "tril",
     "tril_indices",

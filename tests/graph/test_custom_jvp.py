@@ -324,7 +324,9 @@ def test_rule_errors_name_the_function_and_the_rules_line() -> None:
         f.defjvp(lambda p, t: (p, t), symbolic_zeros=True)
     with pytest.raises(pto.TraceError, match="jvp must be a function, got int"):
         f.defjvp(3)  # type: ignore[arg-type]
-    with pytest.raises(pto.TraceError, match=r"defjvps of product(_\d+)? has 1 rule for 2 arguments"):
+    with pytest.raises(
+        pto.TraceError, match=r"defjvps of product(_\d+)? has 1 rule for 2 arguments"
+    ):
 
         @pto.custom_jvp
         def product(x, y):

@@ -407,7 +407,9 @@ def test_defvjp_needs_functions_and_fwd_a_pair() -> None:
         return x * 2.0
 
     h.defvjp(lambda x: h(x), lambda r, g: (g,))
-    with pytest.raises(pto.TraceError, match=r"fwd of custom_vjp function h(_\d+)? must return a pair"):
+    with pytest.raises(
+        pto.TraceError, match=r"fwd of custom_vjp function h(_\d+)? must return a pair"
+    ):
         pto.grad(lambda x: h(x).sum())(np.ones(2, np.float32))
     with pytest.raises(pto.TraceError, match="called with keyword arguments"):
         pto.jit(lambda x: h(x=x))(np.ones(2, np.float32))
