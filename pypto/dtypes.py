@@ -59,6 +59,17 @@ class DType:
         self._kind = kind
 
     @property
+    def dtype(self) -> np.dtype[Any]:
+        """The numpy dtype, so numpy takes a pypto dtype where it takes one, as it takes
+        ``jnp.float16``: ``np.zeros(2, pto.bfloat16)``, ``a.astype(pto.int8)``.
+
+        >>> import numpy as np, pypto as pto
+        >>> np.zeros(2).astype(pto.bfloat16).dtype, np.dtype(pto.int8)
+        (dtype(bfloat16), dtype('int8'))
+        """
+        return self.np
+
+    @property
     def is_floating(self) -> bool:
         return self._kind == _FLOAT
 
