@@ -37,6 +37,7 @@ from pypto.ops.conv import (
 )
 
 __all__ = [
+    "RaggedDotDimensionNumbers",
     "abs",
     "acos",
     "acosh",
@@ -125,6 +126,8 @@ __all__ = [
     "polygamma",
     "population_count",
     "pow",
+    "ragged_dot",
+    "ragged_dot_general",
     "reciprocal",
     "reduce",
     "reduce_and",
@@ -647,6 +650,147 @@ def dot_general(
     a, b, want = preferred(op, a, b, preferred_element_type)
     r = api.reshape(api.matmul(a, b), (*batch, *(us[i] for i in lf), *(vs[i] for i in rf)))
     return r if want is None or r.dtype is want else api.cast(r, want)
+
+
+class RaggedDotDimensionNumbers:
+    """``jax.lax.RaggedDotDimensionNumbers``: a ``dot_general``'s dimension numbers, the
+    ``lhs`` ragged dimension (one) and the ``rhs`` group dimension (at most one)."""
+
+    __slots__ = ("dot_dimension_numbers", "lhs_ragged_dimensions", "rhs_group_dimensions")
+
+    def __init__(
+        self,
+        dot_dimension_numbers: Any,
+        lhs_ragged_dimensions: Sequence[int],
+        rhs_group_dimensions: Sequence[int],
+    ) -> None:
+        self.dot_dimension_numbers = tuple(tuple(map(tuple, t)) for t in dot_dimension_numbers)
+        self.lhs_ragged_dimensions = tuple(lhs_ragged_dimensions)
+        self.rhs_group_dimensions = tuple(rhs_group_dimensions)
+
+    def __repr__(self) -> str:
+        return (
+            f"RaggedDotDimensionNumbers({self.dot_dimension_numbers}, "
+            f"lhs_ragged_dimensions={self.lhs_ragged_dimensions}, "
+            f"rhs_group_dimensions={self.rhs_group_dimensions})"
+        )
+
+
+_BASIC_RAGGED = RaggedDotDimensionNumbers((([1], [1]), ([], [])), [0], [0])
+
+
+def ragged_dot(
+    lhs: Any,
+    rhs: Any,
+    group_sizes: Any,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    group_offset: Any = None,
+) -> Any:
+    """``jax.lax.ragged_dot``: ``lhs [m, k]`` in consecutive row groups of ``group_sizes
+    [g]``, group ``i``'s rows times ``rhs[i]`` (``rhs [g, k, n]``), as a mixture of
+    experts routes its tokens; rows past the groups give zeros. See
+    :func:`ragged_dot_general` for how it is computed.
+
+    >>> import pypto as pto
+    >>> x, w = pto.ones((5, 2)), pto.ones((3, 2, 4)) * pto.arange(1.0, 4.0)[:, None, None]
+    >>> pto.lax.ragged_dot(x, w, pto.tensor([2, 0, 2]))[:, 0].numpy()
+    array([2., 2., 6., 6., 0.], dtype=float32)
+    """
+    return ragged_dot_general(
+        lhs, rhs, group_sizes, _BASIC_RAGGED, precision, preferred_element_type, group_offset
+    )
+
+
+def ragged_dot_general(
+    lhs: Any,
+    rhs: Any,
+    group_sizes: Any,
+    ragged_dot_dimension_numbers: Any,
+    precision: Any = None,
+    preferred_element_type: Any = None,
+    group_offset: Any = None,
+) -> Any:
+    """``jax.lax.ragged_dot_general``'s three modes, by the kind of ``lhs``'s ragged
+    dimension (``group_sizes`` one-dimensional, ``[g]``):
+
+    * a free dimension, ``rhs`` with a group dimension: each position of the ragged
+      dimension uses its group's slice of ``rhs`` (zeros past the groups);
+    * a contracting dimension, no group dimension: one product per group, over its
+      positions only, stacked first (``[g, ...]``);
+    * a batch dimension: each batch entry is its own product, so the groups change
+      nothing, as in JAX.
+
+    Computed as JAX computes it off TPUs: ``lhs`` gets a group axis, zero outside each
+    position's group (a one-hot mask from the cumulative sizes), and one ``dot_general``
+    contracts it with ``rhs``'s group dimension (the first mode) or keeps it (the second).
+    That is ``g`` times the products of the routed rows; gradients and ``vmap`` follow
+    from the ops.
+    """
+    op = "lax.ragged_dot_general"
+    if group_offset is not None:
+        raise ShapeError(
+            "group_offset is not supported", op=op, hint="slice group_sizes and rhs instead"
+        )
+    dn = ragged_dot_dimension_numbers
+    try:
+        (lc, rc), (lb, rb) = dn.dot_dimension_numbers
+        ragged, groups = tuple(dn.lhs_ragged_dimensions), tuple(dn.rhs_group_dimensions)
+    except (AttributeError, TypeError, ValueError):
+        raise ShapeError(
+            f"ragged_dot_dimension_numbers {dn!r:.80} is not a RaggedDotDimensionNumbers",
+            op=op,
+            hint="pto.lax.RaggedDotDimensionNumbers(((lc, rc), (lb, rb)), [ragged], [group])",
+        ) from None
+    u, v = api.promote(op, (lhs, rhs))
+    gs = api.asvalue(group_sizes, op)
+    us, vs = tuple(u.shape), tuple(v.shape)  # type: ignore[attr-defined]
+    if not gs.dtype.is_integer or len(gs.shape) != 1:  # type: ignore[attr-defined]
+        raise ShapeError(
+            f"group_sizes is {api._aval(gs)}; pypto takes one integer group size per group, [g]",
+            op=op,
+        )
+    g = gs.shape[0]  # type: ignore[attr-defined]
+    if len(ragged) != 1 or len(groups) > 1:
+        raise ShapeError(
+            f"one lhs ragged dimension and at most one rhs group dimension, got {ragged} and "
+            f"{groups}",
+            op=op,
+        )
+    (r,) = ragged
+    r = rules.normalize_axis(op, r, len(us), api._aval(u))
+    lc, rc, lb, rb = (tuple(int(a) for a in t) for t in (lc, rc, lb, rb))
+    if r in lb:  # each batch entry is its own product
+        return dot_general(u, v, ((lc, rc), (lb, rb)), precision, preferred_element_type)
+    if groups and (r in lc or vs[groups[0]] != g):
+        raise ShapeError(
+            f"rhs {api._aval(v)}'s group dimension {groups[0]} must have the {g} groups, and a "
+            "contracting ragged dimension takes none",
+            op=op,
+        )
+    if not groups and r not in lc:
+        raise ShapeError(
+            f"a free ragged dimension ({r} of {api._aval(u)}) needs an rhs group dimension",
+            op=op,
+        )
+    # the one-hot [L, g] membership of each position along the ragged dimension
+    ends = composite.cumsum(gs, 0)
+    pos = api.asvalue(np.arange(us[r], dtype=np.int32)[:, None])
+    hot = composite.logical_and(
+        api.greater_equal(pos, api.sub(ends, gs)[None, :]), api.less(pos, ends[None, :])
+    )
+    hot = api.reshape(hot, (*tuple(us[r] if a == r else 1 for a in range(len(us))), g))
+    zero = api.cast(api.asvalue(0), u.dtype)  # type: ignore[attr-defined]
+    ue = api.where(hot, composite.expand_dims(u, -1), zero)  # lhs with a group axis, last
+    gax = len(us)
+    if groups:  # contract the group axis with rhs's
+        return dot_general(
+            ue, v, (((*lc, gax), rc + groups), (lb, rb)), precision, preferred_element_type
+        )
+    out = dot_general(ue, v, ((lc, rc), (lb, rb)), precision, preferred_element_type)
+    # the group axis is the last of lhs's free axes: JAX puts it first
+    at = len(lb) + sum(1 for a in range(len(us)) if a not in lc + lb)
+    return composite.moveaxis(out, at, 0)
 
 
 def _leaves(op: str, x: Any) -> tuple[list[Any], bool]:

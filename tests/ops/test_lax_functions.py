@@ -350,7 +350,7 @@ def test_jax_lax_names_pypto_does_not_have_are_the_known_ones() -> None:
     shapes = {"conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple"}
     shapes |= {"conv_transpose_shape_tuple", "padtype_to_pads", "reduce_window_shape_tuple"}
     other = {"conv_general_dilated_local"}
-    other |= {"ragged_dot", "ragged_dot_general", "scaled_dot"}
+    other |= {"scaled_dot"}
     known = types | devices | complex_ | xla | shapes | other
     names = {n for n in dir(jax.lax) if not n.startswith("_") and callable(getattr(jax.lax, n))}
     lacking = {n for n in names if not hasattr(pto.lax, n)}
@@ -436,3 +436,68 @@ def test_scans_reductions_and_dot_general_on_the_npu_match_jax() -> None:
     )
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         assert_matches(g, w, 5, what=f"out[{i}]")
+
+
+# ---- ragged_dot: a mixture of experts' grouped products -------------------------------------
+
+X7 = rng.normal(size=(7, 3)).astype(np.float32)
+W3 = rng.normal(size=(3, 3, 4)).astype(np.float32)
+
+
+@pytest.mark.parametrize("sizes", [[2, 0, 4], [7, 0, 0], [0, 0, 0], [1, 2, 2]])
+def test_ragged_dot_matches_jax_with_gradients_and_on_the_npu(sizes: list[int]) -> None:
+    # empty groups and rows past the groups (zeros), eagerly, jitted, on the NPU, gradients
+    gs = np.array(sizes, np.int32)
+    want = jax.lax.ragged_dot(X7, W3, gs)
+    assert_matches(pto.lax.ragged_dot(X7, W3, gs), want, k=3)
+    assert_matches(pto.jit(pto.lax.ragged_dot, machine="tiny")(X7, W3, gs), want, k=3)
+
+    def loss(lax: Any) -> Any:
+        return lambda a, b, g: (lax.ragged_dot(a, b, g) ** 2).sum()
+
+    got = pto.jit(pto.grad(loss(pto.lax), argnums=(0, 1)))(X7, W3, gs)
+    for g, w in zip(got, jax.grad(loss(jax.lax), argnums=(0, 1))(X7, W3, gs), strict=True):
+        assert_matches(g, w, k=12, what="grad")
+
+
+def test_ragged_dot_general_modes_and_dtypes_match_jax() -> None:
+    dn = jax.lax.RaggedDotDimensionNumbers
+    gs = np.array([2, 2], np.int32)
+    a, b = rng.normal(size=(2, 5)).astype(np.float32), rng.normal(size=(5, 3)).astype(np.float32)
+    # the ragged dimension contracting: one product per group, stacked first
+    contracting = ((([1], [0]), ([], [])), [1], [])
+    want = jax.lax.ragged_dot_general(a, b, gs, dn(*contracting))
+    for d in (dn(*contracting), pto.lax.RaggedDotDimensionNumbers(*contracting)):
+        got = pto.lax.ragged_dot_general(a, b, gs, d)
+        assert got.shape == (2, 2, 3)
+        assert_matches(got, want, k=2)
+    # a batch dimension: every entry its own product (the groups change nothing, as in JAX)
+    batch = ((([2], [1]), ([0], [0])), [0], [])
+    x, y = F, np.transpose(G, (0, 2, 1))
+    want = jax.lax.ragged_dot_general(x, y, np.array([1, 1], np.int32), dn(*batch))
+    assert_matches(
+        pto.lax.ragged_dot_general(x, y, np.array([1, 1], np.int32), dn(*batch)), want, k=5
+    )
+    # fp16 operands, f32 result, and the free mode with batch dims on the right of rhs
+    h, wh = X7.astype(np.float16), W3.astype(np.float16)
+    gs3 = np.array([3, 3, 1], np.int32)
+    want = jax.lax.ragged_dot(h, wh, gs3, preferred_element_type=np.float32)
+    got = pto.lax.ragged_dot(h, wh, gs3, preferred_element_type=pto.float32)
+    assert got.dtype == pto.float32
+    assert_matches(got, want, k=3)
+    w_last = np.moveaxis(W3, 0, 2)  # [k, n, g]: the group dimension last
+    free = ((([1], [0]), ([], [])), [0], [2])
+    want = jax.lax.ragged_dot_general(X7, w_last, gs3, dn(*free))
+    assert_matches(pto.lax.ragged_dot_general(X7, w_last, gs3, dn(*free)), want, k=3)
+
+
+def test_ragged_dot_errors() -> None:
+    gs = np.array([2, 2, 3], np.int32)
+    with pytest.raises(pto.ShapeError, match="group_offset is not supported"):
+        pto.lax.ragged_dot(X7, W3, gs, group_offset=np.array([1], np.int32))
+    with pytest.raises(pto.ShapeError, match=r"group_sizes is f32\[3\]"):
+        pto.lax.ragged_dot(X7, W3, gs.astype(np.float32))
+    with pytest.raises(pto.ShapeError, match=r"group dimension 0 must have the 2 groups"):
+        pto.lax.ragged_dot(X7, W3, gs[:2])
+    with pytest.raises(pto.ShapeError, match="is not a RaggedDotDimensionNumbers"):
+        pto.lax.ragged_dot_general(X7, W3, gs, (((1,), (1,)), ((), ())))
