@@ -9,7 +9,7 @@ float32
 import numpy as _np
 
 from pypto import block, dtypes, isa, lax, linalg, nn, npu, scipy, tile, tree, tree_util
-from pypto.compiler import jit, make_graph
+from pypto.compiler import ShapeDtypeStruct, eval_shape, jit, make_graph
 from pypto.core.errors import (
     BoundsError,
     ConversionError,
@@ -505,6 +505,7 @@ __all__ = [
     "NumericsMismatch",
     "PyptoError",
     "ShapeDtype",
+    "ShapeDtypeStruct",
     "ShapeError",
     "SimulationError",
     "Tensor",
@@ -643,6 +644,7 @@ __all__ = [
     "erf_inv",
     "erfc",
     "euler_gamma",
+    "eval_shape",
     "exp",
     "exp2",
     "expand_dims",

@@ -21,7 +21,7 @@ from pypto.core.passes import Pass, PassManager, Snapshot, verify_default
 from pypto.eager.tensor import Tensor, _wrap
 from pypto.graph import interpret, passes, pytree
 from pypto.graph.ir import Func
-from pypto.graph.tracer import Tracer, leaf_names, trace
+from pypto.graph.tracer import ShapeDtypeStruct, Spec, Tracer, leaf_names, trace
 from pypto.ops import api
 from pypto.ops.table import Value
 
@@ -512,4 +512,46 @@ def make_graph(fn: Callable[..., Any], static_argnums: int | Sequence[int] = ())
     return graph
 
 
-__all__ = ["CacheInfo", "Compiled", "Jitted", "Lowered", "jit", "make_graph"]
+def eval_shape(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """The shapes and dtypes ``fn(*args, **kwargs)`` would return, as ``jax.eval_shape``:
+    ``fn`` is traced, nothing runs. Arguments may be tensors, arrays, numbers or
+    :class:`ShapeDtypeStruct` stand-ins (JAX's too), in any pytree.
+
+    >>> import pypto as pto
+    >>> x = pto.ShapeDtypeStruct((8, 1024), pto.float16)
+    >>> out = pto.eval_shape(lambda x, w: {"y": x @ w, "n": (x @ w).sum(0)}, x, pto.ones((1024, 4)))
+    >>> out["y"], out["n"]
+    (ShapeDtypeStruct(shape=(8, 4), dtype=float32), ShapeDtypeStruct(shape=(4,), dtype=float32))
+    """
+    leaves, tree = pytree.flatten((args, kwargs))
+    specs = [_spec_of(x) for x in leaves]
+
+    def staged(*xs: Any) -> Any:
+        a, k = pytree.unflatten(tree, xs)
+        return fn(*a, **k)
+
+    func, out_tree, _ = trace(staged, specs, name=getattr(fn, "__name__", "f"))
+    outs = [ShapeDtypeStruct(o.aval.shape, o.aval.dtype) for o in func.outputs]
+    return pytree.unflatten(out_tree, outs)
+
+
+def _spec_of(x: Any) -> Any:
+    """An abstract stand-in for a leaf with a shape and a dtype (a JAX one included)."""
+    if isinstance(x, Spec | bool | int | float):
+        return x
+    shape, d = getattr(x, "shape", None), getattr(x, "dtype", None)
+    if shape is not None and d is not None:
+        return ShapeDtypeStruct(shape, d if isinstance(d, dt.DType) else dt.from_numpy(d))
+    return x
+
+
+__all__ = [
+    "CacheInfo",
+    "Compiled",
+    "Jitted",
+    "Lowered",
+    "ShapeDtypeStruct",
+    "eval_shape",
+    "jit",
+    "make_graph",
+]

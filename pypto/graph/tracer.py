@@ -8,6 +8,7 @@ Values from outside the trace become constants; tracers of an enclosing trace (a
 from __future__ import annotations
 
 import contextlib
+import math
 import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -159,6 +160,38 @@ class Spec(Value):
     def __init__(self, aval: AVal) -> None:
         self.shape = aval.shape
         self.dtype = aval.dtype
+
+
+class ShapeDtypeStruct(Spec):
+    """A shape and a dtype, as ``jax.ShapeDtypeStruct``: what :func:`pypto.eval_shape`
+    returns, and an argument that traces without data (``jit(f).lower``, ``make_graph``).
+
+    >>> import pypto as pto
+    >>> pto.ShapeDtypeStruct((2, 3), pto.float16)
+    ShapeDtypeStruct(shape=(2, 3), dtype=float16)
+    """
+
+    __slots__ = ()
+
+    def __init__(self, shape: Sequence[int], dtype: Any) -> None:
+        super().__init__(AVal(tuple(int(d) for d in shape), dt.dtype(dtype)))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Spec) and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype))
+
+    def __repr__(self) -> str:
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={self.dtype})"
 
 
 def _as_tensor(x: Any) -> Tensor:
