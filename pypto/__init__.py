@@ -8,7 +8,7 @@ float32
 
 import numpy as _np
 
-from pypto import block, dtypes, isa, lax, linalg, nn, npu, scipy, tile, tree, tree_util
+from pypto import block, debug, dtypes, isa, lax, linalg, nn, npu, scipy, tile, tree, tree_util
 from pypto.compiler import ShapeDtypeStruct, eval_shape, jit, make_graph
 from pypto.core.errors import (
     BoundsError,
@@ -609,6 +609,7 @@ __all__ = [
     "cumulative_sum",
     "custom_jvp",
     "custom_vjp",
+    "debug",
     "deg2rad",
     "degrees",
     "delete",

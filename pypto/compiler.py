@@ -13,16 +13,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from pypto import dtypes as dt
-from pypto.core import progress
+from pypto.core import dispatch, progress
 from pypto.core.errors import PyptoError, TraceError
 from pypto.core.gcpause import gc_paused
 from pypto.core.passes import Pass, PassManager, Snapshot, verify_default
 from pypto.eager.tensor import Tensor, _wrap
 from pypto.graph import interpret, passes, pytree
 from pypto.graph.ir import Func
+from pypto.graph.prints import PrintPlan, extract
 from pypto.graph.tracer import ShapeDtypeStruct, Spec, Tracer, leaf_names, trace
 from pypto.ops import api
+from pypto.ops.debug_print import DEBUG_PRINT
 from pypto.ops.table import Value
 
 if TYPE_CHECKING:
@@ -71,6 +75,8 @@ class Lowered:
     tile: Any = None
     fuse: bool = True
     _levels: dict[str, Any] = field(default_factory=dict, compare=False)
+    # pto.debug.print calls, moved out of the program: their values are its last outputs
+    prints: tuple[PrintPlan, ...] = ()
 
     def _build_levels(self, step: Callable[[str], None] | None = None) -> None:
         if self._levels:
@@ -200,14 +206,29 @@ def _execute(lw: Lowered, dyn: Sequence[Any]) -> Any:
     if any(isinstance(x, Tracer) for x in dyn):
         vals = [api.asvalue(x) for x in dyn]
         outs = interpret.evaluate(func, vals)  # inside another trace: inline
-        return pytree.unflatten(lw.out_tree, outs)
+        return _printed(lw, list(outs), traced=True)
     arrays = [x._a if type(x) is Tensor else api.to_numpy(x, "jit") for x in dyn]
     if lw.backend == "npu" and not _empty(func) and lw.tile_ir.kernels:
         prof = simulate_lowered(lw, arrays, numerics=True, trace=False)
         assert prof.outputs is not None
-        return pytree.unflatten(lw.out_tree, list(prof.outputs))
-    outs = [_wrap(a) for a in interpret.run(func, arrays)]
-    return pytree.unflatten(lw.out_tree, outs)
+        return _printed(lw, list(prof.outputs))
+    return _printed(lw, [_wrap(a) for a in interpret.run(func, arrays)])
+
+
+def _printed(lw: Lowered, outs: list[Any], traced: bool = False) -> Any:
+    """The function's results from the program's outputs, after printing the values of its
+    ``pto.debug.print`` calls (its last outputs) in order; inside another trace the prints
+    are that trace's again."""
+    n = sum(p.count for p in lw.prints)
+    extra = outs[len(outs) - n :]
+    for p in lw.prints:
+        vals, extra = extra[: p.count], extra[p.count :]
+        if traced:
+            params = {"fmt": p.fmt, "keys": p.keys, "id": p.id}
+            dispatch.bind(DEBUG_PRINT, tuple(api.asvalue(v) for v in p.filled(vals)), params)
+        else:
+            print(p.text([np.asarray(v) for v in vals]), flush=True)
+    return pytree.unflatten(lw.out_tree, outs[: len(outs) - n])
 
 
 def _empty(f: Func) -> bool:
@@ -387,9 +408,15 @@ class Jitted:
             )
         step("tensor passes")
         pipeline: tuple[Pass, ...] = passes.DEFAULT if self.fuse else passes.UNFUSED
+        snaps: list[Snapshot] = []
+        opt = func
         if passes.has_calls(func):  # differentiated by now: custom_vjp bodies go inline
-            pipeline = (passes.inline, *pipeline)
-        opt, snaps = PassManager(pipeline, snapshots=snapshots).run(func)
+            opt, snaps = PassManager((passes.inline,), snapshots=snapshots).run(func)
+        # the prints leave the program (their values are its last outputs), so the passes
+        # and the lower levels see an ordinary one
+        opt, prints = extract(opt)
+        opt, more = PassManager(pipeline, snapshots=snapshots).run(opt)
+        snaps = [*snaps, *more]
         lw = Lowered(
             func,
             opt,
@@ -401,6 +428,7 @@ class Jitted:
             self.machine,
             self.tile,
             self.fuse,
+            prints=prints,
         )
         if self.backend == "npu" and not _empty(opt):
             lw._build_levels(step)

@@ -70,6 +70,7 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
         {"perm": True},
     ),
     "custom_vjp_call": ((np.ones((2, 3), f32), np.ones((3, 4), f32)), {"fn": _dense.name}),
+    "debug_print": ((np.ones(3, f32), np.arange(2, dtype=np.int32)), {"fmt": "{} {}", "keys": ()}),
     "kernel_call": (
         (np.ones((16, 32), np.float16), np.ones(32, np.float16), np.ones((32, 32), np.float16)),
         {"kernel": rms_norm_matmul.name, "bm": 16, "bn": 32, "bk": 16},
@@ -95,6 +96,7 @@ VIA_SYNTAX = {
     "gather_last": "internal: take_along_axis's core, and the values of sort and top_k",
     "custom_vjp_call": "a traced call of a pto.custom_vjp function",
     "kernel_call": "calling a @pto.kernel function",
+    "debug_print": "pto.debug.print under a trace",
 }
 
 DESIGN_NAMES = [

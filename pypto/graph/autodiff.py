@@ -158,6 +158,8 @@ def backward_func(f: Func, n_out: int) -> Func:
         from pypto.core import dispatch, hints
 
         for e in f.eqns:
+            if OPS[e.op].kind == "effect":
+                continue  # a print: the forward pass printed it already
             with hints.hinted(e.hint), at_location(e.loc):
                 env[e.out] = dispatch.bind(OPS[e.op], tuple(read(a) for a in e.inputs), e.kwargs)
         ct_env: dict[Var, Any] = {}

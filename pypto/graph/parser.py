@@ -56,11 +56,19 @@ def _param_value(key: str, text: str) -> Any:
         return dt.dtype(text)
     if text.strip() in ("nan", "-nan"):
         return float("nan")
-    py = re.sub(r"\bnone\b", "None", text)
-    py = re.sub(r"\binf\b", "1e999", py)  # what repr prints for an infinite float
-    py = re.sub(r"\btrue\b", "True", py)
-    py = re.sub(r"\bfalse\b", "False", py)
-    return ast.literal_eval(py)
+    # the IR's spellings of Python's constants, outside the string literals (a format
+    # string may say "inf")
+    parts = _STRING.split(text)
+    for i in range(0, len(parts), 2):
+        py = re.sub(r"\bnone\b", "None", parts[i])
+        py = re.sub(r"\binf\b", "1e999", py)  # what repr prints for an infinite float
+        py = re.sub(r"\btrue\b", "True", py)
+        parts[i] = re.sub(r"\bfalse\b", "False", py)
+    return ast.literal_eval("".join(parts))
+
+
+_STRING = re.compile(r"""('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+"""A Python string literal as ``repr`` prints one (the split keeps it as its own part)."""
 
 
 def _split_params(text: str) -> list[tuple[str, str]]:
@@ -72,6 +80,10 @@ def _split_params(text: str) -> list[tuple[str, str]]:
         depth = 0
         j = eq + 1
         while j < len(text) and not (text[j] == " " and depth == 0):
+            if text[j] in "'\"":  # a string literal: spaces and brackets in it are its own
+                m = _STRING.match(text, j)
+                j = m.end() if m else j + 1
+                continue
             depth += (text[j] in "([") - (text[j] in ")]")
             j += 1
         out.append((key, text[eq + 1 : j]))

@@ -7,6 +7,7 @@ from pypto.ops import (  # noqa: F401  (registration)
     activations,
     conv,
     custom_vjp_call,
+    debug_print,
     elementwise,
     index_tricks,
     indexing,

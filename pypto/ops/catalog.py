@@ -13,6 +13,7 @@ _KIND_ORDER = (
     "layout",
     "kernel",
     "call",
+    "effect",
     "composite",
 )
 

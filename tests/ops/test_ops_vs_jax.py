@@ -9,7 +9,9 @@ reference: shapes and dtypes exactly, values within ``tolerance(dtype, k)``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import math
 import os
 from collections.abc import Callable
@@ -804,6 +806,27 @@ def _custom_vjp_call(data: Draw, dtype: pto.DType, name: str) -> None:
     x = as_input(data, a, allow_numpy=False)
     out = dispatch.bind(OPS[name], (x,), {"fn": _log1pexp.name})
     assert_matches(out, jax_elementwise(_log1pexp_ref, a), what=name)
+
+
+@case("debug_print", dtypes=DTYPES, group="elementwise")
+def _debug_print(data: Draw, dtype: pto.DType, name: str) -> None:
+    # Bound directly (pto.debug.print prints at once eagerly): the text, and JAX's the same
+    a = values(data, dtype, data.draw(shapes()), -5.0, 5.0)
+    b = values(data, pto.int32, data.draw(shapes()), -9, 9)
+    params = {"fmt": "a={} b={b}", "keys": ("b",), "id": 0}
+    for run in (
+        lambda: dispatch.bind(
+            OPS[name], (as_input(data, a, False), as_input(data, b, False)), params
+        ),
+        lambda: (
+            OPS[name].jax_impl(jnp.asarray(a), jnp.asarray(b), **params),
+            jax.effects_barrier(),
+        ),
+    ):
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            run()
+        assert buf.getvalue() == f"a={np.asarray(a)} b={np.asarray(b)}\n", name
 
 
 # ---------------------------------------------------------------------------------------------

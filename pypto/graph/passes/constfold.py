@@ -20,8 +20,10 @@ def constant_fold(f: Func) -> Func:
     eqns = []
     for e in f.eqns:
         e = subst(e, sub)
-        if e.out.aval.size <= FOLD_LIMIT and all(
-            isinstance(a, Lit) or a in values for a in e.inputs
+        if (
+            OPS[e.op].kind != "effect"
+            and e.out.aval.size <= FOLD_LIMIT
+            and all(isinstance(a, Lit) or a in values for a in e.inputs)
         ):
             args = [a.value if isinstance(a, Lit) else values[a] for a in e.inputs]
             out = np.asarray(OPS[e.op].impl(*args, **e.kwargs))  # type: ignore[misc]

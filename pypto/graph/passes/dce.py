@@ -5,6 +5,7 @@ from __future__ import annotations
 from pypto.core.passes import ir_pass
 from pypto.graph.ir import Func, Var
 from pypto.graph.passes.util import finish
+from pypto.ops.table import OPS
 
 
 @ir_pass("dce")
@@ -12,7 +13,7 @@ def dce(f: Func) -> Func:
     live: set[Var] = {o for o in f.outputs if isinstance(o, Var)}
     keep = []
     for e in reversed(f.eqns):
-        if e.out in live:
+        if e.out in live or OPS[e.op].kind == "effect":  # (a print: used by nobody, kept)
             keep.append(e)
             live.update(a for a in e.inputs if isinstance(a, Var))
     keep.reverse()
