@@ -9,7 +9,15 @@ float32
 import numpy as _np
 
 from pypto import block, debug, dtypes, isa, lax, linalg, nn, npu, scipy, tile, tree, tree_util
-from pypto.compiler import ShapeDtypeStruct, eval_shape, jit, make_graph
+from pypto.compiler import (
+    ShapeDtypeStruct,
+    block_until_ready,
+    device_get,
+    disable_jit,
+    eval_shape,
+    jit,
+    make_graph,
+)
 from pypto.core.errors import (
     BoundsError,
     ConversionError,
@@ -72,8 +80,10 @@ from pypto.graph.autodiff import (
     grad,
     hessian,
     jacfwd,
+    jacobian,
     jacrev,
     jvp,
+    linear_transpose,
     linearize,
     value_and_grad,
     vjp,
@@ -568,6 +578,7 @@ __all__ = [
     "bitwise_xor",
     "blackman",
     "block",
+    "block_until_ready",
     "bool",
     "bool_",
     "broadcast_arrays",
@@ -614,6 +625,7 @@ __all__ = [
     "degrees",
     "delete",
     "det",
+    "device_get",
     "diag",
     "diag_indices",
     "diag_indices_from",
@@ -622,6 +634,7 @@ __all__ = [
     "diff",
     "digamma",
     "digitize",
+    "disable_jit",
     "div",
     "divide",
     "divmod",
@@ -735,6 +748,7 @@ __all__ = [
     "issubdtype",
     "ix_",
     "jacfwd",
+    "jacobian",
     "jacrev",
     "jit",
     "jvp",
@@ -753,6 +767,7 @@ __all__ = [
     "lexsort",
     "lgamma",
     "linalg",
+    "linear_transpose",
     "linearize",
     "linspace",
     "load",

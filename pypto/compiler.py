@@ -7,9 +7,10 @@ The chain is trace → tensor passes (simplify, fuse) → Tile IR (one kernel pe
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -448,6 +449,8 @@ class Jitted:
         return [p for i, p in enumerate(ps) if i not in static]
 
     def __call__(self, *args: Any) -> Any:
+        if _JIT_DISABLED[-1]:
+            return self.fn(*args)  # eagerly, line by line (pto.disable_jit)
         lw = self.lower(*args)
         _, dyn = self._split(args)
         leaves, _ = pytree.flatten(dyn)
@@ -540,6 +543,47 @@ def make_graph(fn: Callable[..., Any], static_argnums: int | Sequence[int] = ())
     return graph
 
 
+_JIT_DISABLED = [False]
+
+
+@contextlib.contextmanager
+def disable_jit(disable: bool = True) -> Iterator[None]:
+    """Inside, jitted functions run their Python eagerly, op by op, as under
+    ``jax.disable_jit``: a breakpoint or a ``print`` in them sees concrete values, and an
+    error stops at its op. ``disable=False`` turns it back on in a nested block.
+
+    >>> import pypto as pto
+    >>> @pto.jit
+    ... def f(x):
+    ...     print(type(x).__name__)
+    ...     return x + 1
+    >>> with pto.disable_jit():
+    ...     _ = f(pto.ones(2))
+    Tensor
+    """
+    _JIT_DISABLED.append(disable)
+    try:
+        yield
+    finally:
+        _JIT_DISABLED.pop()
+
+
+def block_until_ready(x: Any) -> Any:
+    """``x``, as ``jax.block_until_ready``: pypto computes synchronously, so its results
+    are ready when they are returned."""
+    return x
+
+
+def device_get(x: Any) -> Any:
+    """The tensors of the pytree ``x`` as numpy arrays, as ``jax.device_get``.
+
+    >>> import pypto as pto
+    >>> pto.device_get({"w": pto.ones(2)})
+    {'w': array([1., 1.], dtype=float32)}
+    """
+    return pytree.tree_map(lambda v: np.asarray(v) if isinstance(v, Value) else v, x)
+
+
 def eval_shape(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """The shapes and dtypes ``fn(*args, **kwargs)`` would return, as ``jax.eval_shape``:
     ``fn`` is traced, nothing runs. Arguments may be tensors, arrays, numbers or
@@ -579,6 +623,9 @@ __all__ = [
     "Jitted",
     "Lowered",
     "ShapeDtypeStruct",
+    "block_until_ready",
+    "device_get",
+    "disable_jit",
     "eval_shape",
     "jit",
     "make_graph",

@@ -563,6 +563,43 @@ def jacrev(
     return _jacrev(fn, argnums, has_aux, "jacrev")
 
 
+def jacobian(
+    fn: Callable[..., Any], argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable[..., Any]:
+    """``jax.jacobian``, which is :func:`jacrev`.
+
+    >>> import pypto as pto
+    >>> pto.jacobian(lambda x: 3.0 * x)(pto.ones(2)).numpy()
+    array([[3., 0.],
+           [0., 3.]], dtype=float32)
+    """
+    return _jacrev(fn, argnums, has_aux, "jacobian")
+
+
+def linear_transpose(fn: Callable[..., Any], *primals: Any) -> Callable[..., Any]:
+    """The transpose of the linear function ``fn``, as ``jax.linear_transpose``: ``primals``
+    give only the arguments' shapes and dtypes (tensors, arrays or ``pto.ShapeDtypeStruct``
+    stand-ins); the result maps an output cotangent to a tuple of argument cotangents. It
+    is ``fn``'s VJP at zero, which for a linear ``fn`` is its transpose everywhere (``fn``
+    must be linear: a nonlinear one gets its VJP at zero).
+
+    >>> import pypto as pto
+    >>> t = pto.linear_transpose(lambda x: x.sum(0) * 2.0, pto.ShapeDtypeStruct((2, 3), "float32"))
+    >>> t(pto.ones(3))[0].numpy()
+    array([[2., 2., 2.],
+           [2., 2., 2.]], dtype=float32)
+    """
+    leaves, tree = pytree.flatten(tuple(primals))
+    zeros = [_zeros(AVal(tuple(x.shape), _dtype_of(x))) for x in leaves]
+    _, f_vjp = vjp(fn, *pytree.unflatten(tree, zeros))
+    return f_vjp
+
+
+def _dtype_of(x: Any) -> dt.DType:
+    d = x.dtype
+    return d if isinstance(d, dt.DType) else dt.from_numpy(d)
+
+
 def _jacrev(
     fn: Callable[..., Any], argnums: int | Sequence[int], has_aux: bool, op: str
 ) -> Callable[..., Any]:
