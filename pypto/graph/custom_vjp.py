@@ -18,9 +18,10 @@ binding is a function of its own with the other arguments.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -258,18 +259,14 @@ class custom_vjp:
         cts = [ct if i == result else _zeros(o.aval) for i, o in enumerate(body.outputs)]
         # a value bwd closes over that another trace made (the forward's, say) would become a
         # parameter of the backward's graph that nobody passes: refuse it by name
-        t = dispatch.current_trace()
-        before = len(getattr(t, "free", ()))
-        grads = self.bwd(res, pytree.unflatten(out_tree, cts))
-        lifted = getattr(t, "free", ())[before:]
-        if lifted:
-            raise TraceError(
-                f"bwd of custom_vjp function {self.name} uses a value traced outside it "
-                f"({', '.join(str(v.aval) for v, _ in lifted)}), not one of its residuals",
-                op="custom_vjp",
-                loc=_loc(self.bwd),
-                hint="return the value among fwd's residuals and take it from there",
-            )
+        with _no_lifted(
+            f"bwd of custom_vjp function {self.name}",
+            "not one of its residuals",
+            "custom_vjp",
+            _loc(self.bwd),
+            "return the value among fwd's residuals and take it from there",
+        ):
+            grads = self.bwd(res, pytree.unflatten(out_tree, cts))
         return self._check_cotangents(grads, args)
 
     def _residuals(self, args: tuple[Any, ...], body: Func, out_tree: pytree.TreeDef) -> Any:
@@ -483,23 +480,37 @@ class custom_jvp(custom_vjp):
 
         zeros = tuple(_zeros(a) for a in avals)
         cts = [ct if i == result else _zeros(o.aval) for i, o in enumerate(body.outputs)]
-        t = dispatch.current_trace()
-        before = len(getattr(t, "free", ()))
-        _, f_vjp = autodiff.vjp(tangent_out, *zeros)
-        lifted = getattr(t, "free", ())[before:]
-        if lifted:
-            raise TraceError(
-                f"the JVP rule of custom_jvp function {self.name} uses a value traced "
-                f"outside it ({', '.join(str(v.aval) for v, _ in lifted)})",
-                op="custom_jvp",
-                loc=where,
-                hint="pass the value as an argument of the function",
-            )
+        with _no_lifted(
+            f"the JVP rule of custom_jvp function {self.name}",
+            "",
+            "custom_jvp",
+            where,
+            "pass the value as an argument of the function",
+        ):
+            _, f_vjp = autodiff.vjp(tangent_out, *zeros)
         grads = f_vjp(cts)
         return tuple(g if a.dtype.is_floating else None for g, a in zip(grads, avals, strict=True))
 
     def __repr__(self) -> str:
         return f"<pto.custom_jvp {self.name}>"
+
+
+@contextlib.contextmanager
+def _no_lifted(who: str, why: str, op: str, loc: SourceLoc | None, hint: str) -> Iterator[None]:
+    """Refuse a rule that reads a value another trace made (the forward's, say): it would
+    become a parameter of the backward's graph that nobody passes."""
+    t = dispatch.current_trace()
+    before = len(getattr(t, "free", ()))
+    yield
+    lifted = getattr(t, "free", ())[before:]
+    if lifted:
+        raise TraceError(
+            f"{who} uses a value traced outside it "
+            f"({', '.join(str(v.aval) for v, _ in lifted)})" + (f", {why}" if why else ""),
+            op=op,
+            loc=loc,
+            hint=hint,
+        )
 
 
 def _merge(pos: tuple[int, ...], static: tuple[Any, ...], rest: tuple[Any, ...]) -> list[Any]:

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import re
+import sys
 
 from pypto.graph.ir import Func
+
+
+def line() -> int:
+    """The caller's line number (where a test expects an error or an equation to point)."""
+    return sys._getframe(1).f_lineno
 
 
 def printed_lines(func: Func, file: str) -> list[tuple[str, int]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -16,14 +15,10 @@ from pypto.graph.autodiff import backward_func
 from pypto.graph.tracer import trace
 from pypto.reference import compare
 
-from .locations import printed_lines
+from .locations import line, printed_lines
 from .roundtrip import assert_round_trip
 
 HERE = os.path.basename(__file__)
-
-
-def line() -> int:
-    return sys._getframe(1).f_lineno
 
 
 def assert_grads_close(ours, theirs, k: int, truth=None) -> None:

@@ -5,7 +5,6 @@ several results, errors."""
 from __future__ import annotations
 
 import os
-import sys
 from functools import partial
 
 import jax
@@ -14,24 +13,13 @@ import numpy as np
 import pytest
 
 import pypto as pto
-from pypto.reference import compare
+
+from .close import assert_close
+from .locations import line
 
 HERE = os.path.basename(__file__)
 X = np.array([-3.0, -0.5, 0.0, 0.7, 20.0, 200.0], np.float32)
 T = np.array([1.0, -2.0, 0.5, 3.0, 1.0, -1.0], np.float32)
-
-
-def line() -> int:
-    return sys._getframe(1).f_lineno
-
-
-def assert_close(ours, theirs, k: int = 1) -> None:
-    a = jax.tree_util.tree_leaves(jax.tree_util.tree_map(np.asarray, ours))
-    b = jax.tree_util.tree_leaves(jax.tree_util.tree_map(np.asarray, theirs))
-    assert len(a) == len(b)
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        c = compare(f"leaf {i}", x, np.asarray(y).astype(x.dtype), k=k)
-        assert c.ok, str(c)
 
 
 # ---- a stable softplus: the rule's tangent, not the body's derivative (nan at 200) --------

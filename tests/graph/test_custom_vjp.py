@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import jax
 import jax.numpy as jnp
@@ -12,26 +11,13 @@ import pytest
 
 import pypto as pto
 from pypto.graph.passes import inline
-from pypto.reference import compare
 
-from .locations import printed_lines
+from .close import assert_close
+from .locations import line, printed_lines
 from .roundtrip import assert_round_trip
 
 HERE = os.path.basename(__file__)
 rng = np.random.default_rng(0)
-
-
-def line() -> int:
-    return sys._getframe(1).f_lineno
-
-
-def assert_close(ours, theirs, k: int = 1) -> None:
-    a = jax.tree_util.tree_leaves(jax.tree_util.tree_map(np.asarray, ours))
-    b = jax.tree_util.tree_leaves(jax.tree_util.tree_map(np.asarray, theirs))
-    assert len(a) == len(b)
-    for i, (x, y) in enumerate(zip(a, b, strict=True)):
-        c = compare(f"leaf {i}", x, np.asarray(y).astype(x.dtype), k=k)
-        assert c.ok, str(c)
 
 
 # ---- 1. a clipped-gradient identity (the jax.custom_vjp documentation's example) ----------

@@ -6,7 +6,6 @@ text; errors at the caller's line."""
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 import jax
@@ -17,14 +16,11 @@ import pytest
 import pypto as pto
 from pypto.graph import parser
 
+from .locations import line
 from .roundtrip import assert_round_trip
 
 HERE = os.path.basename(__file__)
 X = np.array([0.5, 1.0, 2.0, -3.0], np.float32)  # exact in every step below
-
-
-def line() -> int:
-    return sys._getframe(1).f_lineno
 
 
 def f(x: Any) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gc
 import os
-import sys
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -14,12 +13,9 @@ import pypto as pto
 from pypto.graph.parser import parse
 from pypto.graph.printer import print_func
 
+from .locations import line
+
 HERE = os.path.basename(__file__)
-
-
-def line() -> int:
-    """The caller's line number."""
-    return sys._getframe(1).f_lineno
 
 
 def test_jit_matches_eager_and_caches_by_signature() -> None:

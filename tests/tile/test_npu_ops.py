@@ -422,6 +422,11 @@ CASES: dict[str, Case] = {
         [((16, 32), "n"), ((32, 24), "n")],
         F,
     ),
+    "debug_print": (  # out of the program before the passes: the printed sums are outputs
+        lambda x: (_printed(x), pto.grad(lambda x: _printed(x).astype(pto.float32).sum())(x)),
+        [(X, "n")],
+        F,
+    ),
     "stop_gradient": (  # the value forward (dropped before tiling), no cotangent backward
         lambda x, w: (
             pto.stop_gradient(x) * 2 + w,
@@ -763,6 +768,12 @@ CASES: dict[str, Case] = {
         F,
     ),
 }
+
+
+def _printed(x: Any) -> Any:
+    y = x * 2
+    pto.debug.print("row sums {}", y.sum(1))  # a value inside the fused kernel, stored
+    return pto.exp(y)
 
 
 def make(shape: tuple[int, ...], kind: str, d: pto.DType, rng: np.random.Generator) -> Any:
