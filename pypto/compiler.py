@@ -459,8 +459,9 @@ class Jitted:
     def profile(self, *args: Any, numerics: bool = True, trace: bool = True) -> Profile:
         """Compile for these arguments and run on the simulated NPU: the
         :class:`~pypto.npu.Profile` (cycles, roofline, utilization, trace ...). Its ``outputs``
-        hold the results (in output order); ``numerics=False`` times the program without
-        computing them (``outputs`` is None), for large sweeps."""
+        hold the results (in output order, then the values of the function's
+        ``pto.debug.print`` calls, which ``profile`` does not print); ``numerics=False`` times
+        the program without computing them (``outputs`` is None), for large sweeps."""
         lw = self.lower(*args)
         _, dyn = self._split(args)
         leaves, _ = pytree.flatten(dyn)
