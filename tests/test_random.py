@@ -143,6 +143,8 @@ CONTINUOUS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
     ("double_sided_maxwell", (np.float32(1.0), np.array([2.0, 3.0], np.float32)), {"shape": (5,)}),
     ("gumbel", (), {"shape": (500,), "mode": "high"}),
     ("gumbel", (), {"shape": (100,), "dtype": np.float16, "mode": "high"}),
+    ("gumbel", (), {"shape": (2000,), "mode": "highest"}),
+    ("gumbel", (), {"shape": (100,), "dtype": np.float16, "mode": "highest"}),
     ("weibull_min", (2.0, 1.5), {"shape": (300,)}),
     ("pareto", (np.array([1.0, 3.0], np.float32),), {}),
     ("rayleigh", (2.0,), {"shape": (300,)}),
@@ -344,8 +346,26 @@ def test_new_samplers_name_bad_arguments() -> None:
         R.orthogonal(KEY, -2)
     with pytest.raises(pto.ShapeError, match=r"random\.ball: p must be a Python number"):
         R.ball(KEY, 3, p="2")
-    with pytest.raises(pto.ShapeError, match=r"(?s)random\.gumbel: mode 'highest'.*64-bit"):
-        R.gumbel(KEY, (2,), mode="highest")
+    with pytest.raises(pto.ShapeError, match=r"mode 'top': random\.gumbel takes one of"):
+        R.gumbel(KEY, (2,), mode="top")
+    with pytest.raises(pto.ShapeError, match=r"random\.bernoulli takes one of 'low', 'high'\n"):
+        R.bernoulli(KEY, 0.5, (2,), mode="highest")
+
+
+def test_gumbel_highest_turns_64_fixed_point_bits_into_the_truncated_float32() -> None:
+    # the far tail that mode="highest" is for: fractions down to 2^-64, both halves' edges
+    from pypto.ops.prng import _fixed64_to_f32
+
+    pats = [(0, 1), (0, 0x7FFFFFFF), (0, -1), (1, 0), (0x00FFFFFF, -1), (0x7FFFFFFF, -1)]
+    pats += [(0x12345, 0x6789ABC), (-1, -1), (-(2**31), 0), (0, 0x100)]
+    hi = np.array([p[0] for p in pats], np.int32)
+    lo = np.array([p[1] for p in pats], np.int32)
+    got = np.asarray(_fixed64_to_f32(pto.tensor(hi), pto.tensor(lo)))
+    for g, h, lw in zip(got, hi, lo, strict=True):
+        v = (int(h) % 2**32) << 32 | int(lw) % 2**32
+        p = v.bit_length()
+        m = v >> (p - 24) if p > 24 else v << (24 - p)  # 24 significant bits, truncated
+        assert g == np.float32(m * 2.0 ** (p - 24 - 64)), (hex(v), g)
 
 
 def test_truncated_normal_stays_inside_and_equals_jax() -> None:

@@ -271,13 +271,45 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Any = None, mode: str = "low") -> A
     return api.less(uniform(key, shp, pv.dtype), pv)  # type: ignore[attr-defined]
 
 
-def _check_mode(op: str, mode: str | None) -> None:
-    if mode not in (None, "low", "high"):
+def _check_mode(op: str, mode: str | None, highest: bool = False) -> None:
+    modes = ("low", "high", "highest") if highest else ("low", "high")
+    if mode is not None and mode not in modes:
         raise ShapeError(
-            f"mode {mode!r}: 'low' and 'high' are built",
+            f"mode {mode!r}: {op} takes one of {', '.join(map(repr, modes))}",
             op=op,
-            hint="'highest' (64-bit fixed point) is not built",
         )
+
+
+def _fixed64_to_f32(hi: Any, lo: Any) -> Any:
+    """The 64-bit fixed-point fraction ``(hi, lo)`` (bits of int32s, read unsigned) as the
+    float32 that truncates it, as JAX's gumbel makes it: the leading one found by ``clz``,
+    the next 23 bits the mantissa, the exponent from the count of leading zeros."""
+    hz, lz = lax_ops.clz(hi), lax_ops.clz(lo)
+    no_hi = api.equal(hz, 32)
+    low = api.where(
+        no_hi, api.left_shift(lo, lz), lax_ops.shift_right_logical(lo, api.sub(32, hz))
+    )
+    top = api.bitwise_or(api.where(no_hi, 0, api.left_shift(hi, hz)), low)
+    mantissa = api.bitwise_and(lax_ops.shift_right_logical(top, 8), (1 << 23) - 1)
+    exponent = api.left_shift(api.sub(126, api.where(no_hi, api.add(lz, 32), hz)), 23)
+    exponent = api.bitwise_and(exponent, (1 << 30) - (1 << 22))
+    return api.bitcast_convert_type(api.bitwise_or(exponent, mantissa), dt.float32)
+
+
+def _gumbel_highest(key: Any, shape: tuple[int, ...]) -> Any:
+    """float32 Gumbel samples from 64 random bits each, as JAX's ``mode="highest"``: ``u``
+    (or ``1 - u``, two's complement, when ``u >= 1/2``) in 64-bit fixed point to a float32
+    that keeps its small values, then ``-log(-log1p(-u))`` or ``-log(-log(1 - u))``."""
+    b = random_bits(key, (2, *shape))
+    hi, lo = api.getitem(b, 0), api.getitem(b, 1)
+    nlo = api.bitwise_not(lo)
+    n_hi = api.add(api.bitwise_not(hi), api.cast(api.equal(nlo, -1), dt.int32))
+    n_lo = api.add(nlo, 1)  # (wraps, as uint32 does)
+    small = api.greater_equal(hi, 0)  # hi < 2^31 as unsigned: u < 1/2
+    x = _fixed64_to_f32(api.where(small, hi, n_hi), api.where(small, lo, n_lo))
+    log1p_branch = api.neg(api.log(api.neg(composite.log1p(api.neg(x)))))
+    log_branch = api.neg(api.log(api.neg(api.log(x))))
+    return api.where(small, log1p_branch, log_branch)
 
 
 def _two_units(op: str, key: Any, shape: tuple[int, ...], d: dt.DType) -> tuple[Any, Any]:
@@ -341,12 +373,16 @@ def randint(key: Any, shape: Any, minval: Any, maxval: Any, dtype: Any = None) -
 def gumbel(key: Any, shape: Any = (), dtype: Any = None, mode: str | None = None) -> Any:
     """Standard Gumbel samples, as ``jax.random.gumbel``: ``-log(-log(u))`` of uniform ``u``
     in ``[tiny, 1)``; ``mode="high"`` adds a second uniform below the first's resolution
-    where it is under 1/2 (``-log(-log1p(-x))``), for events under about 1e-7."""
+    where it is under 1/2 (``-log(-log1p(-x))``), for events under about 1e-7;
+    ``mode="highest"`` (float32; other dtypes take ``"high"``, as in JAX) makes ``u`` from
+    64 random bits in fixed point (:func:`_gumbel_highest`), bit for bit JAX's ``u``."""
     op = "random.gumbel"
-    _check_mode(op, mode)
+    _check_mode(op, mode, highest=True)
     d = _float_dtype(op, dtype)
     fi = dt.finfo(d)
-    if mode == "high":
+    if mode == "highest" and d is dt.float32:
+        return _gumbel_highest(_key_bits(op, key), api._shape_arg(op, shape))
+    if mode in ("high", "highest"):
         high, low = _two_units(op, key, api._shape_arg(op, shape), d)
         fine = api.add(api.add(high, api.mul(low, 2.0**-fi.nmant)), float(fi.tiny))
         x = api.where(api.greater_equal(high, 0.5), high, fine)
