@@ -428,3 +428,20 @@ def test_seeds_keep_their_philox_stream_and_bad_keys_are_named() -> None:
         R.categorical(KEY, LOGITS[:, :2], axis=1, shape=(3, 4), replace=False)
     with pytest.raises(pto.DTypeError, match="bits of uint16"):
         R.bits(KEY, (2,), np.uint16)
+
+
+def test_key_impl_wrap_key_data_and_clone_as_jax() -> None:
+    jk = jax.random.key(11)
+    assert R.key_impl(jk) == R.key_impl(KEY) == str(jax.random.key_impl(jk)) == "threefry2x32"
+    assert R.key_impl(R.split(KEY, (2, 3))) == "threefry2x32"  # a batch of keys
+    wrapped = R.wrap_key_data(jax.random.key_data(jk))  # JAX's uint32 words, bits kept
+    assert_matches(R.normal(wrapped, (64,)), jax.random.normal(jk, (64,)))
+    assert_matches(
+        R.uniform(R.clone(wrapped), (8,)), jax.random.uniform(jax.random.clone(jk), (8,))
+    )
+    jitted = pto.jit(lambda d: R.gumbel(R.wrap_key_data(d), (5,)), machine="tiny")
+    assert_matches(jitted(np.asarray(jax.random.key_data(jk))), jax.random.gumbel(jk, (5,)))
+    with pytest.raises(pto.ShapeError, match=r"random\.wrap_key_data: keys are int32\[\.\.\., 2\]"):
+        R.wrap_key_data(np.zeros(3, np.int32))
+    with pytest.raises(pto.ShapeError, match="impl 'rbg': pypto's keys are threefry2x32's"):
+        R.wrap_key_data(np.zeros(2, np.uint32), impl="rbg")

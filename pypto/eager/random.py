@@ -37,6 +37,7 @@ from pypto.ops.prng import (
     cauchy,
     chisquare,
     choice,
+    clone,
     dirichlet,
     double_sided_maxwell,
     exponential,
@@ -48,6 +49,7 @@ from pypto.ops.prng import (
     gumbel,
     key,
     key_data,
+    key_impl,
     laplace,
     loggamma,
     logistic,
@@ -68,6 +70,7 @@ from pypto.ops.prng import (
     truncated_normal,
     wald,
     weibull_min,
+    wrap_key_data,
 )
 
 __all__ = [
@@ -81,6 +84,7 @@ __all__ = [
     "cauchy",
     "chisquare",
     "choice",
+    "clone",
     "dirichlet",
     "double_sided_maxwell",
     "exponential",
@@ -92,6 +96,7 @@ __all__ = [
     "gumbel",
     "key",
     "key_data",
+    "key_impl",
     "laplace",
     "loggamma",
     "logistic",
@@ -114,6 +119,7 @@ __all__ = [
     "uniform",
     "wald",
     "weibull_min",
+    "wrap_key_data",
 ]
 
 

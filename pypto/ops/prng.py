@@ -39,12 +39,8 @@ _PARITY = 0x1BD11BDA  # Threefry's key-schedule constant
 def _key_bits(op: str, key: Any) -> Any:
     """``key`` as an ``int32[2]`` value: a pypto key, or a JAX key (typed keys through
     ``jax.random.key_data``) or ``uint32[2]`` array, whose bits it keeps."""
-    if "key<" in str(getattr(key, "dtype", "")):  # a typed JAX key
-        key = jax.random.key_data(key)
-    if not isinstance(key, api.Value) and np.asarray(key).dtype == np.uint32:
-        key = np.asarray(key).view(np.int32)
-    v = api.asvalue(key, op)
-    if v.dtype is not dt.int32 or tuple(v.shape) != (2,):  # type: ignore[attr-defined]
+    v = _key_value(op, key)
+    if v.dtype is not dt.int32 or tuple(v.shape) != (2,):
         raise ShapeError(
             f"needs one key, int32[2], got {api._aval(v)}",
             op=op,
@@ -135,6 +131,58 @@ PRNGKey = key
 def key_data(keys: Any) -> Any:
     """The key's two words (a pypto key is its own data)."""
     return api.asvalue(keys, "random.key_data")
+
+
+_IMPL = "threefry2x32"
+
+
+def _key_value(op: str, keys: Any) -> Any:
+    """``keys`` as a value: a pypto key's own, or the bits of JAX's (typed keys through
+    ``jax.random.key_data``, ``uint32`` words viewed as ``int32``)."""
+    if "key<" in str(getattr(keys, "dtype", "")):  # a typed JAX key
+        keys = jax.random.key_data(keys)
+    if not isinstance(keys, api.Value) and np.asarray(keys).dtype == np.uint32:
+        keys = np.asarray(keys).view(np.int32)
+    return api.asvalue(keys, op)
+
+
+def _keys(op: str, keys: Any) -> Any:
+    """``keys`` (a pypto key or a batch of them, ``int32[..., 2]``; a JAX one's bits) as a
+    value, checked."""
+    v = _key_value(op, keys)
+    if v.dtype is not dt.int32 or not v.shape or v.shape[-1] != 2:
+        raise ShapeError(
+            f"keys are int32[..., 2] (or JAX's uint32 words), got {api._aval(v)}",
+            op=op,
+            hint="make keys with pto.random.key(seed) and pto.random.split(key, n)",
+        )
+    return v
+
+
+def key_impl(keys: Any) -> str:
+    """The keys' PRNG, as ``jax.random.key_impl``: ``"threefry2x32"``, the one pypto has."""
+    _keys("random.key_impl", keys)
+    return _IMPL
+
+
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> Any:
+    """Keys from their words, as ``jax.random.wrap_key_data``: a pypto key is its own data
+    (``int32[..., 2]``; JAX's ``uint32`` words keep their bits), so this checks and returns
+    it. ``impl`` is ``None`` or ``"threefry2x32"``.
+
+    >>> import numpy as np, pypto as pto
+    >>> pto.random.wrap_key_data(np.array([0, 7], np.uint32)).numpy()
+    array([0, 7], dtype=int32)
+    """
+    if impl is not None and str(impl) != _IMPL:
+        raise ShapeError(f"impl {impl!r}: pypto's keys are {_IMPL}'s", op="random.wrap_key_data")
+    return _keys("random.wrap_key_data", key_bits_array)
+
+
+def clone(key: Any) -> Any:
+    """The key, as ``jax.random.clone`` (which exists for JAX's key-reuse checker; pypto
+    does not track reuse)."""
+    return _keys("random.clone", key)
 
 
 def split(key: Any, num: int | Sequence[int] = 2) -> Any:
@@ -286,9 +334,7 @@ def _fixed64_to_f32(hi: Any, lo: Any) -> Any:
     the next 23 bits the mantissa, the exponent from the count of leading zeros."""
     hz, lz = lax_ops.clz(hi), lax_ops.clz(lo)
     no_hi = api.equal(hz, 32)
-    low = api.where(
-        no_hi, api.left_shift(lo, lz), lax_ops.shift_right_logical(lo, api.sub(32, hz))
-    )
+    low = api.where(no_hi, api.left_shift(lo, lz), lax_ops.shift_right_logical(lo, api.sub(32, hz)))
     top = api.bitwise_or(api.where(no_hi, 0, api.left_shift(hi, hz)), low)
     mantissa = api.bitwise_and(lax_ops.shift_right_logical(top, 8), (1 << 23) - 1)
     exponent = api.left_shift(api.sub(126, api.where(no_hi, api.add(lz, 32), hz)), 23)
