@@ -41,9 +41,15 @@ __all__ = [
     "conv",
     "conv_dimension_numbers",
     "conv_general_dilated",
+    "conv_general_permutations",
+    "conv_general_shape_tuple",
+    "conv_shape_tuple",
     "conv_transpose",
+    "conv_transpose_shape_tuple",
     "conv_with_general_padding",
+    "padtype_to_pads",
     "reduce_window",
+    "reduce_window_shape_tuple",
 ]
 
 _OP = "conv_general_dilated"
@@ -465,6 +471,161 @@ def conv_with_general_padding(
         precision=precision,
         preferred_element_type=preferred_element_type,
     )
+
+
+# ---- jax.lax's shape helpers of convolution code ---------------------------------------------
+
+
+def padtype_to_pads(
+    in_shape: Sequence[int],
+    window_shape: Sequence[int],
+    window_strides: Sequence[int],
+    padding: Any,
+) -> list[tuple[int, int]]:
+    """``(low, high)`` per spatial axis for ``"SAME"``, ``"SAME_LOWER"`` or ``"VALID"``
+    (``jax.lax.padtype_to_pads``).
+
+    >>> padtype_to_pads((7, 8), (3, 3), (2, 2), "SAME")
+    [(1, 1), (0, 1)]
+    """
+    name = getattr(padding, "name", padding)  # (JAX's PaddingType too)
+    return _pads(
+        str(name),
+        tuple(int(n) for n in in_shape),
+        tuple(int(k) for k in window_shape),
+        tuple(int(s) for s in window_strides),
+        "lax.padtype_to_pads",
+    )
+
+
+def _out_sizes(padded: Sequence[int], window: Sequence[int], strides: Sequence[int]) -> list[int]:
+    """Window positions per axis: how many windows of ``window`` fit ``padded`` at ``strides``
+    (none when the window is larger)."""
+    return [max(0, (p - k) // s + 1) for p, k, s in zip(padded, window, strides, strict=True)]
+
+
+def conv_shape_tuple(
+    lhs_shape: Sequence[int],
+    rhs_shape: Sequence[int],
+    strides: Sequence[int],
+    pads: Any,
+    batch_group_count: int = 1,
+) -> tuple[int, ...]:
+    """The output shape of a convolution of ``NC...`` by ``OI...`` (``jax.lax.conv_shape_tuple``);
+    ``pads`` is a padding string or ``(low, high)`` pairs.
+
+    >>> conv_shape_tuple((2, 3, 9, 9), (8, 3, 3, 3), (2, 2), "SAME")
+    (2, 8, 5, 5)
+    """
+    sp, win = tuple(lhs_shape[2:]), tuple(rhs_shape[2:])
+    pairs = _pads(pads, sp, win, tuple(strides), "lax.conv_shape_tuple")
+    padded = [n + lo + hi for n, (lo, hi) in zip(sp, pairs, strict=True)]
+    spatial = _out_sizes(padded, win, strides)
+    return (lhs_shape[0] // batch_group_count, rhs_shape[0], *spatial)
+
+
+def conv_general_permutations(dimension_numbers: Any) -> tuple[tuple[int, ...], ...]:
+    """The axis permutations that put the input, kernel and output of
+    ``dimension_numbers`` (three strings, or :class:`ConvDimensionNumbers`) in ``NC...``,
+    ``OI...`` and ``NC...`` order (``jax.lax.conv_general_permutations``).
+
+    >>> conv_general_permutations(("NHWC", "HWIO", "NHWC"))
+    ((0, 3, 1, 2), (3, 2, 0, 1), (0, 3, 1, 2))
+    """
+    if isinstance(dimension_numbers, ConvDimensionNumbers):
+        return tuple(dimension_numbers)
+    try:
+        nd = len(dimension_numbers[0])
+    except (TypeError, IndexError):
+        nd = 0
+    return tuple(conv_dimension_numbers((1,) * nd, (1,) * nd, dimension_numbers))
+
+
+def conv_general_shape_tuple(
+    lhs_shape: Sequence[int],
+    rhs_shape: Sequence[int],
+    window_strides: Sequence[int],
+    padding: Any,
+    dimension_numbers: Any,
+) -> tuple[int, ...]:
+    """The output shape of ``conv_general_dilated`` without dilation, in the output's own
+    axis order (``jax.lax.conv_general_shape_tuple``).
+
+    >>> nhwc = ("NHWC", "HWIO", "NHWC")
+    >>> nhwc = ("NHWC", "HWIO", "NHWC")
+    >>> conv_general_shape_tuple((1, 5, 5, 3), (3, 3, 3, 8), (1, 1), "VALID", nhwc)
+    (1, 3, 3, 8)
+    """
+    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    lhs = tuple(lhs_shape[i] for i in dn.lhs_spec)
+    rhs = tuple(rhs_shape[i] for i in dn.rhs_spec)
+    canonical = conv_shape_tuple(lhs, rhs, window_strides, padding)
+    out = [0] * len(canonical)
+    for pos, axis in enumerate(dn.out_spec):
+        out[axis] = canonical[pos]
+    return tuple(out)
+
+
+def conv_transpose_shape_tuple(
+    lhs_shape: Sequence[int],
+    rhs_shape: Sequence[int],
+    window_strides: Sequence[int],
+    padding: Any,
+    dimension_numbers: Any,
+) -> tuple[int, ...]:
+    """The output shape of ``conv_transpose``, in the output's own axis order
+    (``jax.lax.conv_transpose_shape_tuple``): each spatial axis dilated by its stride, then
+    padded as :func:`conv_transpose` pads it (pairs as given, "SAME" and "VALID" the forward's).
+
+    >>> nhwc = ("NHWC", "HWIO", "NHWC")
+    >>> nhwc = ("NHWC", "HWIO", "NHWC")
+    >>> conv_transpose_shape_tuple((1, 5, 5, 3), (3, 3, 3, 8), (2, 2), "SAME", nhwc)
+    (1, 10, 10, 8)
+    """
+    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
+    lhs = tuple(lhs_shape[i] for i in dn.lhs_spec)
+    rhs = tuple(rhs_shape[i] for i in dn.rhs_spec)
+    # "SAME" and "VALID" are the forward's padding; pairs the transposed one's own
+    pairs = (
+        [_transpose_pads(k, s, padding) for k, s in zip(rhs[2:], window_strides, strict=True)]
+        if isinstance(padding, str)
+        else [(int(lo), int(hi)) for lo, hi in padding]
+    )
+    spatial = []
+    for n, k, s, (lo, hi) in zip(lhs[2:], rhs[2:], window_strides, pairs, strict=True):
+        spatial.append(max(0, (n - 1) * s + 1 + lo + hi - k + 1))
+    canonical = (lhs[0], rhs[0], *spatial)
+    out = [0] * len(canonical)
+    for pos, axis in enumerate(dn.out_spec):
+        out[axis] = canonical[pos]
+    return tuple(out)
+
+
+def reduce_window_shape_tuple(
+    operand_shape: Sequence[int],
+    window_dimensions: Sequence[int],
+    window_strides: Sequence[int],
+    padding: Sequence[tuple[int, int]],
+    base_dilation: Sequence[int] | None = None,
+    window_dilation: Sequence[int] | None = None,
+) -> tuple[int, ...]:
+    """The output shape of ``reduce_window`` for ``(low, high)`` pairs
+    (``jax.lax.reduce_window_shape_tuple``).
+
+    >>> pads = ((0, 0), (0, 1), (0, 1), (0, 0))
+    >>> pads = ((0, 0), (0, 1), (0, 1), (0, 0))
+    >>> reduce_window_shape_tuple((8, 56, 56, 64), (1, 3, 3, 1), (1, 2, 2, 1), pads)
+    (8, 28, 28, 64)
+    """
+    n = len(operand_shape)
+    bd = base_dilation or (1,) * n
+    wd = window_dilation or (1,) * n
+    padded = [
+        (d - 1) * b + 1 + lo + hi if d else lo + hi
+        for d, b, (lo, hi) in zip(operand_shape, bd, padding, strict=True)
+    ]
+    window = [(k - 1) * w + 1 for k, w in zip(window_dimensions, wd, strict=True)]
+    return tuple(_out_sizes(padded, window, window_strides))
 
 
 def _transpose_pads(k: int, s: int, padding: Any) -> tuple[int, int]:

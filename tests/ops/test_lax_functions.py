@@ -348,12 +348,9 @@ def test_jax_lax_names_pypto_does_not_have_are_the_known_ones() -> None:
     complex_ = {"complex", "conj", "imag", "real", "fft"}
     xla = {"after_all", "create_token", "composite", "dce_sink", "platform_dependent", "stage"}
     xla |= {"rng_bit_generator", "rng_uniform", "shape_as_value", "dtype"}
-    # shape helpers of JAX's own convolution code
-    shapes = {"conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple"}
-    shapes |= {"conv_transpose_shape_tuple", "padtype_to_pads", "reduce_window_shape_tuple"}
     other = {"conv_general_dilated_local"}
     other |= {"scaled_dot"}
-    known = types | devices | complex_ | xla | shapes | other
+    known = types | devices | complex_ | xla | other
     names = {n for n in dir(jax.lax) if not n.startswith("_") and callable(getattr(jax.lax, n))}
     lacking = {n for n in names if not hasattr(pto.lax, n)}
     assert lacking - known == set(), f"new in jax.lax and not in pto.lax: {sorted(lacking - known)}"
@@ -503,3 +500,35 @@ def test_ragged_dot_errors() -> None:
         pto.lax.ragged_dot(X7, W3, gs[:2])
     with pytest.raises(pto.ShapeError, match="is not a RaggedDotDimensionNumbers"):
         pto.lax.ragged_dot_general(X7, W3, gs, (((1,), (1,)), ((), ())))
+
+
+def test_convolution_shape_helpers_match_jax() -> None:
+    nhwc = ("NHWC", "HWIO", "NHWC")
+    for pad in ("SAME", "VALID", "SAME_LOWER"):
+        for ins, win, st in (
+            ((7, 8), (3, 3), (2, 2)),
+            ((5, 9), (4, 1), (3, 1)),
+            ((2, 2), (5, 5), (1, 1)),
+        ):
+            assert pto.lax.padtype_to_pads(ins, win, st, pad) == list(
+                jax.lax.padtype_to_pads(ins, win, st, pad)
+            ), (pad, ins, win, st)
+    for pads in ("SAME", "VALID", [(1, 0), (2, 3)], [(-1, 0), (0, 0)]):
+        for st in ((1, 1), (2, 3)):
+            want = jax.lax.conv_shape_tuple((4, 3, 9, 10), (8, 3, 3, 2), st, pads)
+            assert pto.lax.conv_shape_tuple((4, 3, 9, 10), (8, 3, 3, 2), st, pads) == tuple(want)
+            for dn in (nhwc, ("NCHW", "OIHW", "NCHW"), ("NHWC", "OIHW", "NCHW")):
+                lhs = (4, 9, 10, 3) if dn[0] == "NHWC" else (4, 3, 9, 10)
+                rhs = (3, 2, 3, 8) if dn[1] == "HWIO" else (8, 3, 3, 2)
+                want = jax.lax.conv_general_shape_tuple(lhs, rhs, st, pads, dn)
+                got = pto.lax.conv_general_shape_tuple(lhs, rhs, st, pads, dn)
+                assert got == tuple(want), (pads, st, dn)
+                want = jax.lax.conv_transpose_shape_tuple(lhs, rhs, st, pads, dn)
+                got = pto.lax.conv_transpose_shape_tuple(lhs, rhs, st, pads, dn)
+                assert got == tuple(want), ("transpose", pads, st, dn)
+        assert pto.lax.conv_general_permutations(nhwc) == jax.lax.conv_general_permutations(nhwc)
+    assert pto.lax.conv_shape_tuple((4, 3, 9), (8, 1, 3), (1,), "VALID", 2) == (2, 8, 7)
+    args = ((8, 56, 56, 64), (1, 3, 3, 1), (1, 2, 2, 1), ((0, 0), (0, 1), (1, 1), (0, 0)))
+    for bd, wd in ((None, None), ((1, 2, 1, 1), (1, 1, 2, 1))):
+        want = jax.lax.reduce_window_shape_tuple(*args, bd, wd)
+        assert pto.lax.reduce_window_shape_tuple(*args, bd, wd) == tuple(want)
