@@ -552,14 +552,23 @@ def conv_general_shape_tuple(
     axis order (``jax.lax.conv_general_shape_tuple``).
 
     >>> nhwc = ("NHWC", "HWIO", "NHWC")
-    >>> nhwc = ("NHWC", "HWIO", "NHWC")
     >>> conv_general_shape_tuple((1, 5, 5, 3), (3, 3, 3, 8), (1, 1), "VALID", nhwc)
     (1, 3, 3, 8)
     """
+    dn, lhs, rhs = _canonical(lhs_shape, rhs_shape, dimension_numbers)
+    return _in_out_order(conv_shape_tuple(lhs, rhs, window_strides, padding), dn)
+
+
+def _canonical(
+    lhs_shape: Sequence[int], rhs_shape: Sequence[int], dimension_numbers: Any
+) -> tuple[ConvDimensionNumbers, tuple[int, ...], tuple[int, ...]]:
+    """The dimension numbers, and the input's and kernel's shapes as ``NC...`` and ``OI...``."""
     dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
-    lhs = tuple(lhs_shape[i] for i in dn.lhs_spec)
-    rhs = tuple(rhs_shape[i] for i in dn.rhs_spec)
-    canonical = conv_shape_tuple(lhs, rhs, window_strides, padding)
+    return dn, tuple(lhs_shape[i] for i in dn.lhs_spec), tuple(rhs_shape[i] for i in dn.rhs_spec)
+
+
+def _in_out_order(canonical: tuple[int, ...], dn: ConvDimensionNumbers) -> tuple[int, ...]:
+    """An ``NC...`` output shape in the output's own axis order."""
     out = [0] * len(canonical)
     for pos, axis in enumerate(dn.out_spec):
         out[axis] = canonical[pos]
@@ -578,13 +587,10 @@ def conv_transpose_shape_tuple(
     padded as :func:`conv_transpose` pads it (pairs as given, "SAME" and "VALID" the forward's).
 
     >>> nhwc = ("NHWC", "HWIO", "NHWC")
-    >>> nhwc = ("NHWC", "HWIO", "NHWC")
     >>> conv_transpose_shape_tuple((1, 5, 5, 3), (3, 3, 3, 8), (2, 2), "SAME", nhwc)
     (1, 10, 10, 8)
     """
-    dn = conv_dimension_numbers(lhs_shape, rhs_shape, dimension_numbers)
-    lhs = tuple(lhs_shape[i] for i in dn.lhs_spec)
-    rhs = tuple(rhs_shape[i] for i in dn.rhs_spec)
+    dn, lhs, rhs = _canonical(lhs_shape, rhs_shape, dimension_numbers)
     # "SAME" and "VALID" are the forward's padding; pairs the transposed one's own
     pairs = (
         [_transpose_pads(k, s, padding) for k, s in zip(rhs[2:], window_strides, strict=True)]
@@ -594,11 +600,7 @@ def conv_transpose_shape_tuple(
     spatial = []
     for n, k, s, (lo, hi) in zip(lhs[2:], rhs[2:], window_strides, pairs, strict=True):
         spatial.append(max(0, (n - 1) * s + 1 + lo + hi - k + 1))
-    canonical = (lhs[0], rhs[0], *spatial)
-    out = [0] * len(canonical)
-    for pos, axis in enumerate(dn.out_spec):
-        out[axis] = canonical[pos]
-    return tuple(out)
+    return _in_out_order((lhs[0], rhs[0], *spatial), dn)
 
 
 def reduce_window_shape_tuple(
