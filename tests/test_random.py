@@ -366,6 +366,9 @@ def test_gumbel_highest_turns_64_fixed_point_bits_into_the_truncated_float32() -
         p = v.bit_length()
         m = v >> (p - 24) if p > 24 else v << (24 - p)  # 24 significant bits, truncated
         assert g == np.float32(m * 2.0 ** (p - 24 - 64)), (hex(v), g)
+    # and the samples on the NPU
+    got = pto.jit(lambda k: R.gumbel(k, (64,), mode="highest"), machine="tiny")(KEY)
+    assert_matches(got, jax.random.gumbel(JKEY, (64,), mode="highest"))
 
 
 def test_truncated_normal_stays_inside_and_equals_jax() -> None:
