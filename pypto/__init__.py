@@ -8,7 +8,21 @@ float32
 
 import numpy as _np
 
-from pypto import block, debug, dtypes, isa, lax, linalg, nn, npu, scipy, tile, tree, tree_util
+from pypto import (
+    ad_checkpoint,
+    block,
+    debug,
+    dtypes,
+    isa,
+    lax,
+    linalg,
+    nn,
+    npu,
+    scipy,
+    tile,
+    tree,
+    tree_util,
+)
 from pypto.compiler import (
     ShapeDtypeStruct,
     block_until_ready,
@@ -90,6 +104,7 @@ from pypto.graph.autodiff import (
 )
 from pypto.graph.batching import vmap
 from pypto.graph.custom_vjp import custom_jvp, custom_vjp
+from pypto.graph.remat import checkpoint, checkpoint_name, checkpoint_policies, remat
 from pypto.graph.vectorize import apply_along_axis, apply_over_axes, piecewise, vectorize
 from pypto.ops import (
     abs,
@@ -525,6 +540,7 @@ __all__ = [
     "absolute",
     "acos",
     "acosh",
+    "ad_checkpoint",
     "add",
     "all",
     "allclose",
@@ -591,6 +607,9 @@ __all__ = [
     "ceil",
     "celu",
     "check",
+    "checkpoint",
+    "checkpoint_name",
+    "checkpoint_policies",
     "cholesky",
     "choose",
     "clip",
@@ -886,6 +905,7 @@ __all__ = [
     "relu",
     "relu6",
     "remainder",
+    "remat",
     "repeat",
     "reset_tile_shapes",
     "reshape",

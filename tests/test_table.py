@@ -71,6 +71,8 @@ SAMPLES: dict[str, tuple[tuple[np.ndarray, ...], dict]] = {
     ),
     "custom_vjp_call": ((np.ones((2, 3), f32), np.ones((3, 4), f32)), {"fn": _dense.name}),
     "debug_print": ((np.ones(3, f32), np.arange(2, dtype=np.int32)), {"fmt": "{} {}", "keys": ()}),
+    "optimization_barrier": ((np.ones((2, 3), f32),), {}),
+    "checkpoint_name": ((np.ones((2, 3), np.int8),), {"name": "h"}),
     "kernel_call": (
         (np.ones((16, 32), np.float16), np.ones(32, np.float16), np.ones((32, 32), np.float16)),
         {"kernel": rms_norm_matmul.name, "bm": 16, "bn": 32, "bk": 16},
@@ -97,6 +99,7 @@ VIA_SYNTAX = {
     "custom_vjp_call": "a traced call of a pto.custom_vjp function",
     "kernel_call": "calling a @pto.kernel function",
     "debug_print": "pto.debug.print under a trace",
+    "optimization_barrier": "pto.lax.optimization_barrier",
 }
 
 DESIGN_NAMES = [

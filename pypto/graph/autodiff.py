@@ -139,6 +139,75 @@ def idioms(f: Func) -> dict[Var, Idiom]:
     return found
 
 
+def replay(f: Func, values: Sequence[Any], given: dict[Var, Any] | None = None) -> dict[Var, Any]:
+    """Every value of ``f`` applied to ``values`` (one per parameter), by variable: each
+    equation bound again on the current trace, except those whose output ``given`` supplies.
+    Prints are not replayed (the forward pass printed them already)."""
+    from pypto.core import dispatch, hints
+
+    env: dict[Var, Any] = dict(zip(f.params, values, strict=True))
+    for v, arr in f.consts:
+        env[v] = api.asvalue(arr)
+    for e in f.eqns:
+        if given is not None and e.out in given:
+            env[e.out] = given[e.out]
+            continue
+        if OPS[e.op].kind == "effect":
+            continue
+        with hints.hinted(e.hint), at_location(e.loc):
+            ins = tuple(api.asvalue(a.value) if isinstance(a, Lit) else env[a] for a in e.inputs)
+            env[e.out] = dispatch.bind(OPS[e.op], ins, e.kwargs)
+    return env
+
+
+def backward(f: Func, env: dict[Var, Any], cts: Sequence[Any]) -> list[Any | None]:
+    """The cotangent of each parameter of ``f`` (``None``: nothing flows back to it), given
+    the values ``env`` (:func:`replay`) and cotangents for the first ``len(cts)`` outputs:
+    the equations walked backward, each op's VJP rule applied (and each softmax idiom's)."""
+
+    def read(a: Any) -> Any:
+        return api.asvalue(a.value) if isinstance(a, Lit) else env[a]
+
+    ct_env: dict[Var, Any] = {}
+    for o, ct in zip(f.outputs[: len(cts)], cts, strict=True):
+        if isinstance(o, Var) and o.aval.dtype.is_floating:
+            ct_env[o] = ct if o not in ct_env else api.add(ct_env[o], ct)
+    whole = idioms(f)
+    for e in reversed(f.eqns):
+        ct = ct_env.pop(e.out, None)
+        if ct is None:
+            continue
+        idiom = whole.get(e.out)
+        if idiom is not None:
+            # a softmax or log_softmax (or a softmax into a matmul): its whole rule, from
+            # its output; its intermediates get no cotangent, so the walk passes them by
+            with at_location(e.loc):
+                flows: list[tuple[Atom, Any]]
+                if idiom.probs is None:
+                    whole_rule = getattr(rules, idiom.kind)
+                    flows = [(idiom.x, whole_rule(ct, env[e.out], idiom.axes))]
+                else:
+                    vv = e.inputs[1]
+                    gx, gv = rules.softmax_matmul(ct, env[idiom.probs], read(vv), env[e.out])
+                    flows = [(idiom.x, gx), (vv, gv)]
+                for tgt, g in flows:
+                    if isinstance(tgt, Var) and tgt.aval.dtype.is_floating:
+                        ct_env[tgt] = g if tgt not in ct_env else api.add(ct_env[tgt], g)
+            continue
+        op = OPS[e.op]
+        rule = op.rules.get("vjp")
+        if rule is None:
+            continue  # not differentiable: nothing flows back
+        with at_location(e.loc):  # the rule's equations, and the sums of their cotangents
+            ins = [read(a) for a in e.inputs]
+            grads = rule(ct, *ins, out=env[e.out], **e.kwargs)
+            for a, g in zip(e.inputs, grads, strict=True):
+                if g is None or not isinstance(a, Var) or not a.aval.dtype.is_floating:
+                    continue
+                ct_env[a] = g if a not in ct_env else api.add(ct_env[a], g)
+    return [ct_env.get(p) for p in f.params]
+
+
 def backward_func(f: Func, n_out: int) -> Func:
     """The joint function ``(params..., cts for the first n_out outputs...) → (outs..., grads)``.
 
@@ -147,66 +216,12 @@ def backward_func(f: Func, n_out: int) -> Func:
     n_in = len(f.params)
 
     def joint(*vals: Any) -> Any:
-        prim, cts = vals[:n_in], vals[n_in:]
-        env: dict[Var, Any] = dict(zip(f.params, prim, strict=True))
-        for v, arr in f.consts:
-            env[v] = api.asvalue(arr)
-
-        def read(a: Any) -> Any:
-            return api.asvalue(a.value) if isinstance(a, Lit) else env[a]
-
-        from pypto.core import dispatch, hints
-
-        for e in f.eqns:
-            if OPS[e.op].kind == "effect":
-                continue  # a print: the forward pass printed it already
-            with hints.hinted(e.hint), at_location(e.loc):
-                env[e.out] = dispatch.bind(OPS[e.op], tuple(read(a) for a in e.inputs), e.kwargs)
-        ct_env: dict[Var, Any] = {}
-        for o, ct in zip(f.outputs[:n_out], cts, strict=True):
-            if isinstance(o, Var) and o.aval.dtype.is_floating:
-                ct_env[o] = ct if o not in ct_env else api.add(ct_env[o], ct)
-        whole = idioms(f)
-        for e in reversed(f.eqns):
-            ct = ct_env.pop(e.out, None)
-            if ct is None:
-                continue
-            idiom = whole.get(e.out)
-            if idiom is not None:
-                # a softmax or log_softmax (or a softmax into a matmul): its whole rule, from
-                # its output; its intermediates get no cotangent, so the walk passes them by
-                with at_location(e.loc):
-                    flows: list[tuple[Atom, Any]]
-                    if idiom.probs is None:
-                        whole_rule = getattr(rules, idiom.kind)
-                        flows = [(idiom.x, whole_rule(ct, env[e.out], idiom.axes))]
-                    else:
-                        vv = e.inputs[1]
-                        gx, gv = rules.softmax_matmul(ct, env[idiom.probs], read(vv), env[e.out])
-                        flows = [(idiom.x, gx), (vv, gv)]
-                    for tgt, g in flows:
-                        if isinstance(tgt, Var) and tgt.aval.dtype.is_floating:
-                            ct_env[tgt] = g if tgt not in ct_env else api.add(ct_env[tgt], g)
-                continue
-            op = OPS[e.op]
-            rule = op.rules.get("vjp")
-            if rule is None:
-                continue  # not differentiable: nothing flows back
-            with at_location(e.loc):  # the rule's equations, and the sums of their cotangents
-                ins = [read(a) for a in e.inputs]
-                grads = rule(ct, *ins, out=env[e.out], **e.kwargs)
-                for a, g in zip(e.inputs, grads, strict=True):
-                    if g is None or not isinstance(a, Var) or not a.aval.dtype.is_floating:
-                        continue
-                    ct_env[a] = g if a not in ct_env else api.add(ct_env[a], g)
-        grads_out = [ct_env.get(p) for p in f.params]
-        outs = [read(o) for o in f.outputs]
+        env = replay(f, vals[:n_in])
+        grads = backward(f, env, vals[n_in:])
+        outs = [api.asvalue(o.value) if isinstance(o, Lit) else env[o] for o in f.outputs]
         return (
             *outs,
-            *(
-                g if g is not None else _zeros(p.aval)
-                for g, p in zip(grads_out, f.params, strict=True)
-            ),
+            *(g if g is not None else _zeros(p.aval) for g, p in zip(grads, f.params, strict=True)),
         )
 
     args = [Spec(p.aval) for p in f.params] + [Spec(o.aval) for o in f.outputs[:n_out]]

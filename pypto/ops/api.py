@@ -289,6 +289,34 @@ stop_gradient.__doc__ = """``x`` itself, but a constant to autodiff (its cotange
 >>> pto.grad(lambda x: (x * pto.stop_gradient(x)).sum())(pto.tensor([3.0])).numpy()
 array([3.], dtype=float32)
 """
+optimization_barrier = _unary(ew.OPTIMIZATION_BARRIER)
+optimization_barrier.__doc__ = """``x`` through one ``optimization_barrier`` equation (see
+``pto.lax.optimization_barrier``).
+
+>>> import pypto as pto
+>>> pto.lax.optimization_barrier(pto.ones(3)).shape
+(3,)
+"""
+
+
+def checkpoint_name(x: ArrayLike, name: str) -> Any:
+    """``x``, tagged ``name`` for the policies of ``pto.checkpoint``
+    (``jax.ad_checkpoint.checkpoint_name``): ``save_only_these_names(name)`` keeps it for
+    the backward pass instead of recomputing it.
+
+    >>> import pypto as pto
+    >>> pto.checkpoint_name(pto.ones(2), "h").numpy()
+    array([1., 1.], dtype=float32)
+    """
+    if not isinstance(name, str):
+        raise TraceError(
+            f"checkpoint_name needs a string name, got {type(name).__name__}",
+            op="checkpoint_name",
+            hint='e.g. pto.checkpoint_name(h, "hidden")',
+        )
+    return _bind(ew.CHECKPOINT_NAME, (asvalue(x, "checkpoint_name"),), {"name": name})
+
+
 abs = _unary(ew.ABS)
 exp = _unary(ew.EXP, inexact=True)
 log = _unary(ew.LOG, inexact=True)

@@ -36,7 +36,7 @@ from pypto.ops.table import OPS, AVal, register_rule, require_rule
 V = Any  # an eager Tensor or a graph tracer
 
 
-def _bind(name: str, args: Sequence[V], **params: Any) -> V:
+def _bind(name: str, args: Sequence[V], /, **params: Any) -> V:
     return dispatch.bind(OPS[name], tuple(args), params)
 
 

@@ -144,6 +144,32 @@ STOP_GRADIENT = _elementwise(
     "x, with a zero derivative: autodiff treats it as a constant (dropped before tiling)",
 )
 
+OPTIMIZATION_BARRIER = _elementwise(
+    "optimization_barrier",
+    _identity,
+    jax.lax.optimization_barrier,
+    "x, opaque to the tensor passes until they finish (dropped before fusion): CSE never "
+    "merges a value computed after it with one computed before",
+)
+
+
+def _named(x: np.ndarray, *, name: str) -> np.ndarray:
+    return _identity(x)
+
+
+def _jax_named(x: Any, *, name: str) -> Any:
+    from jax.ad_checkpoint import checkpoint_name
+
+    return checkpoint_name(x, name)
+
+
+CHECKPOINT_NAME = _elementwise(
+    "checkpoint_name",
+    _named,
+    _jax_named,
+    "x, tagged with `name` for a `pto.checkpoint` policy (dropped before tiling)",
+)
+
 _NOBOOL = "{} is not defined on bool tensors"
 NEG = _elementwise(
     "neg", np.negative, jnp.negative, "-x", allowed=NUMERIC, why=_NOBOOL.format("neg")

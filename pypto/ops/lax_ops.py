@@ -1222,9 +1222,24 @@ def empty(shape: Sequence[int], dtype: Any) -> Any:
 
 
 def optimization_barrier(operand: Any) -> Any:
-    """``operand`` (any pytree) unchanged (``jax.lax.optimization_barrier``). pypto's passes
-    do not treat it as a fence: the values pass through as they are."""
-    return operand
+    """``operand`` (any pytree of tensors) unchanged (``jax.lax.optimization_barrier``): each
+    leaf goes through an ``optimization_barrier`` equation, opaque to the tensor passes, so
+    CSE does not merge what is computed from it with what was computed from the operand
+    itself (``pto.checkpoint`` recomputes this way). The barrier is dropped after CSE, before
+    fusion, so it costs nothing on the NPU.
+
+    >>> import pypto as pto
+    >>> def f(x):
+    ...     return pto.sin(x) + pto.sin(pto.lax.optimization_barrier(x))
+    >>> [e.op for e in pto.make_graph(f)(pto.ones(2)).eqns]
+    ['sin', 'optimization_barrier', 'sin', 'add']
+    """
+    from pypto.graph import pytree
+
+    leaves, tree = pytree.flatten(operand)
+    return pytree.unflatten(
+        tree, [api.optimization_barrier(api.asvalue(x, "optimization_barrier")) for x in leaves]
+    )
 
 
 def tile(operand: Any, reps: Sequence[int]) -> Any:

@@ -157,6 +157,13 @@ def stop_gradient(ct: V, x: V, *, out: V) -> Cts:
     return (None,)
 
 
+@register_rule("vjp", "optimization_barrier")
+@register_rule("vjp", "checkpoint_name")
+def identity(ct: V, x: V, *, out: V, **params: object) -> Cts:
+    """The value itself: the cotangent passes through."""
+    return (ct,)
+
+
 @register_rule("vjp", "neg")
 @_floats_only
 def neg(ct: V, x: V, *, out: V) -> Cts:

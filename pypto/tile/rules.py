@@ -190,8 +190,9 @@ def _bitcast(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
 
 
 def _identity(b: RowBuilder, e: Eqn, args: list[Any]) -> TileVar:
-    """``stop_gradient``: its operand. (The tensor passes drop it once the graph is
-    differentiated; a graph lowered without them still gets the value.)"""
+    """``stop_gradient``, ``checkpoint_name``, ``optimization_barrier``: the operand. (The
+    tensor passes drop them once the graph is differentiated and CSE has run; a graph
+    lowered without them still gets the value.)"""
     (x,) = args
     if isinstance(x, Lit):
         return b.lit(_value(x), e.out.aval.dtype)
@@ -264,6 +265,7 @@ register_rule("tile", "where")(RowRule(_where))
 register_rule("tile", "broadcast_to")(RowRule(_broadcast))
 register_rule("tile", "cast")(RowRule(_cast))
 register_rule("tile", "bitcast_convert_type")(RowRule(_bitcast))
-register_rule("tile", "stop_gradient")(RowRule(_identity))
+for _name in ("stop_gradient", "checkpoint_name", "optimization_barrier"):
+    register_rule("tile", _name)(RowRule(_identity))
 # argmax keeps five one-byte masks and an int32 index tile per element
 register_rule("tile", "argmax")(RowRule(_argmax, reduces=True, scratch=16))

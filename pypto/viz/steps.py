@@ -56,9 +56,9 @@ class PassSteps(widgets.VBox):
     >>> import pypto as pto
     >>> s = steps(pto.jit(lambda x: pto.exp(x) * 1.0 + 0.0, backend="interpret"), pto.ones(4))
     >>> [sn.name for sn in s.snapshots]
-    ['simplify', 'shifted_sums', 'constant_fold', 'cse', 'dce', 'fuse']
+    ['simplify', 'shifted_sums', 'constant_fold', 'cse', 'dce', 'drop_barriers', 'fuse']
     >>> s.show(0); s.header.value  # doctest: +ELLIPSIS
-    '<b>pass 1 of 6: simplify</b> — 1 line added, 3 removed ...'
+    '<b>pass 1 of 7: simplify</b> — 1 line added, 3 removed ...'
     >>> s.next.click(); s.slider.value
     1
     """
@@ -172,7 +172,7 @@ def steps(lowered: Any, *args: Any) -> PassSteps:
     >>> print(steps(f.lower(pto.ones(4), snapshots=True)))  # doctest: +ELLIPSIS
     tensor passes of @lambda
     <BLANKLINE>
-    pass 1 of 6: simplify — 1 line added, 2 removed (... ms)
+    pass 1 of 7: simplify — 1 line added, 2 removed (... ms)
       func @lambda(%x: f32[4]) -> (f32[4]) {
         %0: f32[4] = exp %x ...
     -   %1: f32[4] = add %0, 0.0:f32 ...
@@ -180,7 +180,7 @@ def steps(lowered: Any, *args: Any) -> PassSteps:
     +   return %0
       }
     <BLANKLINE>
-    pass 2 of 6: shifted_sums — no change (... ms)
+    pass 2 of 7: shifted_sums — no change (... ms)
     ...
     """
     from pypto.compiler import Jitted, Lowered, jit

@@ -100,7 +100,15 @@ def test_decorator_with_options_and_unfused() -> None:
 def test_lower_snapshots_every_pass() -> None:
     low = pto.jit(lambda x: (x * 1.0 + 0.0).T.T).lower(pto.ones((2, 3)), snapshots=True)
     names = [s.name for s in low.snapshots]
-    assert names == ["simplify", "shifted_sums", "constant_fold", "cse", "dce", "fuse"]
+    assert names == [
+        "simplify",
+        "shifted_sums",
+        "constant_fold",
+        "cse",
+        "dce",
+        "drop_barriers",
+        "fuse",
+    ]
     assert low.snapshots[0].changed
     assert "transpose" in low.snapshots[0].before and "transpose" not in low.tensor_ir.__str__()
 

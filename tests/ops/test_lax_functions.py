@@ -333,7 +333,14 @@ def test_reduce_precision_rounds_its_gradient_and_barriers_pass_values_through()
         assert_matches(pto.jit(pto.grad(f), backend="interpret")(x), want, what="jit grad")
     tree = {"a": F, "b": (I,)}
     out = pto.lax.optimization_barrier(tree)
-    assert out["a"] is F and out["b"][0] is I
+    want_tree = jax.lax.optimization_barrier(tree)
+    assert_matches(out["a"], want_tree["a"])
+    assert_matches(out["b"][0], want_tree["b"][0])
+    # traced, one opaque equation per leaf, gone once the passes are done
+    g = pto.make_graph(lambda t: pto.lax.optimization_barrier(t))(tree)
+    assert [e.op for e in g.eqns] == ["optimization_barrier"] * 2
+    lowered = pto.jit(lambda t: pto.lax.optimization_barrier(t)["a"] * 2, backend="interpret")
+    assert [e.op for e in lowered.lower(tree).tensor_ir.eqns] == ["mul"]
     assert_matches(pto.lax.empty((2, 3), np.int32), jax.lax.empty((2, 3), np.int32))
     shapes = ((2, 1, 3), (4, 1), ())
     assert pto.lax.broadcast_shapes(*shapes) == jax.lax.broadcast_shapes(*shapes) == (2, 4, 3)

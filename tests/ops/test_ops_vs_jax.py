@@ -808,6 +808,22 @@ def _custom_vjp_call(data: Draw, dtype: pto.DType, name: str) -> None:
     assert_matches(out, jax_elementwise(_log1pexp_ref, a), what=name)
 
 
+@case("optimization_barrier", dtypes=DTYPES, group="elementwise")
+def _optimization_barrier(data: Draw, dtype: pto.DType, name: str) -> None:
+    a = values(data, dtype, data.draw(shapes()), -100.0, 100.0, specials=SPECIALS)
+    (x,) = operands(data, [a])
+    out = pto.lax.optimization_barrier(x)
+    assert_matches(out, jax_elementwise(ref(name), a), what=name)
+
+
+@case("checkpoint_name", dtypes=DTYPES, group="elementwise")
+def _checkpoint_name(data: Draw, dtype: pto.DType, name: str) -> None:
+    a = values(data, dtype, data.draw(shapes()), -100.0, 100.0, specials=SPECIALS)
+    (x,) = operands(data, [a])
+    out = pto.checkpoint_name(x, "h")
+    assert_matches(out, jax_elementwise(ref(name), a, name="h"), what=name)
+
+
 @case("debug_print", dtypes=DTYPES, group="elementwise")
 def _debug_print(data: Draw, dtype: pto.DType, name: str) -> None:
     # Bound directly (pto.debug.print prints at once eagerly): the text, and JAX's the same

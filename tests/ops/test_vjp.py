@@ -240,6 +240,8 @@ CASES: dict[str, list[Case]] = {
     "cos": [([normal(_X23, 9) * 3], {}, 1)],
     "neg": [([normal(_X23, 10)], {}, 1)],
     "stop_gradient": [([normal(_X23, 15)], {}, 1)],  # a zero cotangent, as jax.lax.stop_gradient
+    "optimization_barrier": [([normal(_X23, 16)], {}, 1)],  # the cotangent passes through
+    "checkpoint_name": [([normal(_X23, 17)], {"name": "h"}, 1)],
     "abs": [([np.array([-2.0, -0.5, 0.5, 3.0], f32)], {}, 1)],
     "add": [([normal((2, 3), 11), normal((3,), 12)], {}, 2)],
     "sub": [([normal((2, 1), 13), normal((1, 3), 14)], {}, 3)],

@@ -427,6 +427,22 @@ CASES: dict[str, Case] = {
         [(X, "n")],
         F,
     ),
+    "optimization_barrier": (  # dropped after CSE: a checkpoint's replay stays in the backward
+        lambda x: (
+            pto.lax.optimization_barrier(x) * 2 + x,
+            pto.grad(lambda x: pto.checkpoint(lambda v: pto.tanh(pto.sin(v)))(x).sum())(x),
+        ),
+        [(X, "n")],
+        F,
+    ),
+    "checkpoint_name": (  # a named value the policy saves, the rest recomputed
+        lambda x: (
+            pto.checkpoint_name(x, "x") + 1,
+            pto.grad(lambda x: _named_remat(x).sum())(x),
+        ),
+        [(X, "n")],
+        F,
+    ),
     "stop_gradient": (  # the value forward (dropped before tiling), no cotangent backward
         lambda x, w: (
             pto.stop_gradient(x) * 2 + w,
@@ -768,6 +784,12 @@ CASES: dict[str, Case] = {
         F,
     ),
 }
+
+
+_named_remat = pto.checkpoint(
+    lambda v: pto.sin(pto.checkpoint_name(pto.exp(v * 0.5), "e")) * v,
+    policy=pto.checkpoint_policies.save_only_these_names("e"),
+)
 
 
 def _printed(x: Any) -> Any:

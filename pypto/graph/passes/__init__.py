@@ -1,5 +1,6 @@
 """Tensor-level passes, one per file; :data:`DEFAULT` is the pipeline ``jit`` runs."""
 
+from pypto.graph.passes.barriers import drop_barriers
 from pypto.graph.passes.constfold import constant_fold
 from pypto.graph.passes.cse import cse
 from pypto.graph.passes.dce import dce
@@ -9,8 +10,8 @@ from pypto.graph.passes.shifted import shifted_sums
 from pypto.graph.passes.simplify import simplify
 
 SIMPLIFY = (simplify, shifted_sums, constant_fold, cse, dce)
-DEFAULT = (*SIMPLIFY, fuse)
-UNFUSED = (*SIMPLIFY, unfuse)
+DEFAULT = (*SIMPLIFY, drop_barriers, fuse)
+UNFUSED = (*SIMPLIFY, drop_barriers, unfuse)
 
 __all__ = [
     "DEFAULT",
@@ -18,6 +19,7 @@ __all__ = [
     "constant_fold",
     "cse",
     "dce",
+    "drop_barriers",
     "fuse",
     "has_calls",
     "inline",

@@ -1,9 +1,11 @@
 """Inlining: every ``custom_vjp_call`` becomes the equations of its function's body, and
-every ``stop_gradient`` its operand.
+every ``stop_gradient`` and ``checkpoint_name`` its operand.
 
-The call exists so that autodiff can apply the user's backward, and ``stop_gradient`` so that
-it treats a value as a constant; once the graph is differentiated, the body's ordinary ops are
-what the later passes fuse and the levels below lower, and a stopped value is the value.
+The call exists so that autodiff can apply the user's backward (or a ``pto.checkpoint``'s
+recomputation), ``stop_gradient`` so that it treats a value as a constant and
+``checkpoint_name`` so that a checkpoint policy can name it; once the graph is differentiated,
+the body's ordinary ops are what the later passes fuse and the levels below lower, and a
+stopped or named value is the value.
 The results of one call (one equation each) share one copy of the body; groups of the body
 (composites) get fresh names in the caller.
 """
@@ -25,7 +27,10 @@ from pypto.ops.custom_vjp_call import find
 
 def has_calls(f: Func) -> bool:
     """Whether ``f`` has anything for :func:`inline` to do."""
-    return any(e.op in ("custom_vjp_call", "stop_gradient") for e in f.eqns)
+    return any(e.op in _CALLS for e in f.eqns)
+
+
+_CALLS = ("custom_vjp_call", "stop_gradient", "checkpoint_name")
 
 
 def _key(a: Atom) -> Any:
@@ -81,7 +86,7 @@ def inline(f: Func) -> Func:
     done: dict[Any, list[Atom]] = {}  # (fn, operands) -> the spliced body's outputs
     for e in f.eqns:
         e = subst(e, sub)
-        if e.op == "stop_gradient":
+        if e.op in ("stop_gradient", "checkpoint_name"):
             sub[e.out] = e.inputs[0]
             continue
         if e.op != "custom_vjp_call":
