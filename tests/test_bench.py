@@ -150,6 +150,9 @@ LOWERING_ROWS = [
     "cumsum (last axis)",
     "argsort (last axis)",
     "random.uniform (Threefry-2x32)",
+    "elementwise chain, value_and_grad",
+    "elementwise chain, value_and_grad, checkpointed",
+    "checkpoint speed-up (kept / recomputed cycles)",
     "top_k (last axis)",
     "causal attention",
     "causal attention, jax.nn layout, grouped heads",
@@ -192,10 +195,10 @@ def test_lowering_quick(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
             assert row["sim_wall_s"] > 0 and row["compile_s"] > 0
             assert "MTE2" in row["utilization"]
     judged = [r for r in rows if r["met"] is not None]
-    # flip, cumsum, argsort, random.uniform, top_k, grouped, biased and decoding attention,
-    # the convolution, its gradients and the pooling, the fuse=False baseline and the block's
-    # gradient have no target of their own
-    assert len(judged) == len(rows) - 13
+    # flip, cumsum, argsort, random.uniform, the chain's two gradients, top_k, grouped, biased
+    # and decoding attention, the convolution, its gradients and the pooling, the fuse=False
+    # baseline and the block's gradient have no target of their own
+    assert len(judged) == len(rows) - 15
     softmax = next(r for r in rows if r["benchmark"] == "softmax (last axis)")
     assert softmax.get("error") is None and isinstance(softmax["met"], bool)
 
