@@ -162,15 +162,16 @@ def replay(f: Func, values: Sequence[Any], given: dict[Var, Any] | None = None) 
 
 def backward(f: Func, env: dict[Var, Any], cts: Sequence[Any]) -> list[Any | None]:
     """The cotangent of each parameter of ``f`` (``None``: nothing flows back to it), given
-    the values ``env`` (:func:`replay`) and cotangents for the first ``len(cts)`` outputs:
-    the equations walked backward, each op's VJP rule applied (and each softmax idiom's)."""
+    the values ``env`` (:func:`replay`) and cotangents for the first ``len(cts)`` outputs
+    (``None``: zero): the equations walked backward, each op's VJP rule applied (and each
+    softmax idiom's)."""
 
     def read(a: Any) -> Any:
         return api.asvalue(a.value) if isinstance(a, Lit) else env[a]
 
     ct_env: dict[Var, Any] = {}
     for o, ct in zip(f.outputs[: len(cts)], cts, strict=True):
-        if isinstance(o, Var) and o.aval.dtype.is_floating:
+        if ct is not None and isinstance(o, Var) and o.aval.dtype.is_floating:
             ct_env[o] = ct if o not in ct_env else api.add(ct_env[o], ct)
     whole = idioms(f)
     for e in reversed(f.eqns):

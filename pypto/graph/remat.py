@@ -26,7 +26,7 @@ from pypto.core import dispatch
 from pypto.core.errors import PyptoError, TraceError
 from pypto.graph import autodiff, pytree
 from pypto.graph.batching import vmap
-from pypto.graph.custom_vjp import _zeros, custom_vjp
+from pypto.graph.custom_vjp import custom_vjp
 from pypto.graph.ir import Eqn, Func, Var
 from pypto.ops import api
 from pypto.ops.table import AVal, Value
@@ -119,9 +119,14 @@ checkpoint_policies = types.SimpleNamespace(
 
 
 def recompute(
-    body: Func, args: Sequence[Any], cts: Sequence[Any], policy: Policy | None, barrier: bool
+    body: Func,
+    args: Sequence[Any],
+    cts: Sequence[Any | None],
+    policy: Policy | None,
+    barrier: bool,
 ) -> list[Any | None]:
-    """The cotangents of ``body``'s parameters at ``args`` given its outputs' ``cts``, with
+    """The cotangents of ``body``'s parameters at ``args`` given its outputs' ``cts``
+    (``None``: zero), with
     the body's values recomputed from ``args`` (behind a barrier when ``barrier``) except
     those ``policy`` saves, which are the forward pass's."""
     fence = api.optimization_barrier if barrier else (lambda v: v)
@@ -168,7 +173,8 @@ class _Checkpointed(custom_vjp):
     def vjp(self, ct: Any, args: tuple[Any, ...], result: int) -> tuple[Any, ...]:
         avals = tuple(AVal(tuple(a.shape), a.dtype) for a in args)
         body, _ = self.body(avals)
-        cts = [ct if i == result else _zeros(o.aval) for i, o in enumerate(body.outputs)]
+        # the other results' paths are walked by their own equations' rules
+        cts = [ct if i == result else None for i in range(len(body.outputs))]
         grads = recompute(body, args, cts, self.policy, self.prevent_cse)
         return tuple(g if a.dtype.is_floating else None for g, a in zip(grads, avals, strict=True))
 

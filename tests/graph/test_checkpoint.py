@@ -324,3 +324,20 @@ def test_an_error_inside_names_the_users_line() -> None:
     with pytest.raises(pto.ShapeError) as e:
         pto.grad(lambda x: pto.checkpoint(f)(x).sum())(X)
     assert f"{HERE}:{where}" in str(e.value)
+
+
+def test_each_result_walks_only_its_own_path() -> None:
+    """A call with two results is two equations; each one's rule carries only its own
+    cotangent (no products with zeros for the other), and CSE shares the one replay."""
+    ours = pto.checkpoint(lambda v: (pto.sin(v), pto.cos(v * 2.0)))
+    theirs = jax.checkpoint(lambda v: (jnp.sin(v), jnp.cos(v * 2.0)))
+    f = pto.value_and_grad(lambda v: ours(v)[0].sum() + (ours(v)[1] ** 2).sum())
+    want = jax.value_and_grad(lambda v: theirs(v)[0].sum() + (theirs(v)[1] ** 2).sum())(X)
+    jitted = pto.jit(f, backend="interpret")
+    assert_close(jitted(X), want, k=6)
+    ir = jitted.lower(X).tensor_ir
+    assert not [v for v, a in ir.consts if not np.any(a)], "a zero cotangent was walked"
+    ops = Counter(e.op for e in ir.eqns)
+    # forward: sin, cos; backward: sin's derivative (a cos) and cos's (a sin); the square,
+    # outside the checkpoint, reads the forward's cos
+    assert (ops["sin"], ops["cos"]) == (2, 2), ops
