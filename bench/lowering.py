@@ -124,14 +124,20 @@ def chain(x: Any) -> Any:
     return pto.exp(-y * y) + y
 
 
+def chain_loss(f: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``log(sum(f(x)))``: the backward scales by ``1 / sum``, so it cannot run in the
+    forward's kernel (a plain sum's gradient does: its cotangent is a constant)."""
+    return lambda v: pto.log(f(v).astype(pto.float32).sum())
+
+
 def chain_grad(x: Any) -> Any:
     """The chain's value and gradient: the backward needs the forward's intermediates."""
-    return pto.value_and_grad(lambda v: chain(v).astype(pto.float32).sum())(x)
+    return pto.value_and_grad(chain_loss(chain))(x)
 
 
 def chain_grad_checkpointed(x: Any) -> Any:
     """The same with the chain under ``pto.checkpoint``: the backward recomputes them."""
-    return pto.value_and_grad(lambda v: pto.checkpoint(chain)(v).astype(pto.float32).sum())(x)
+    return pto.value_and_grad(chain_loss(pto.checkpoint(chain)))(x)
 
 
 def softmax(x: Any) -> Any:

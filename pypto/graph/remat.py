@@ -22,12 +22,13 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pypto.core import dispatch
+from pypto.core import dispatch, hints
 from pypto.core.errors import PyptoError, TraceError
-from pypto.graph import autodiff, pytree
+from pypto.graph import autodiff, interpret, pytree
 from pypto.graph.batching import vmap
 from pypto.graph.custom_vjp import custom_vjp
 from pypto.graph.ir import Eqn, Func, Var
+from pypto.graph.tracer import Spec, trace
 from pypto.ops import api
 from pypto.ops.table import AVal, Value
 
@@ -126,9 +127,8 @@ def recompute(
     barrier: bool,
 ) -> list[Any | None]:
     """The cotangents of ``body``'s parameters at ``args`` given its outputs' ``cts``
-    (``None``: zero), with
-    the body's values recomputed from ``args`` (behind a barrier when ``barrier``) except
-    those ``policy`` saves, which are the forward pass's."""
+    (``None``: zero), with the body's values recomputed from ``args`` (behind a barrier when
+    ``barrier``) except those ``policy`` saves, which are the forward pass's."""
     fence = api.optimization_barrier if barrier else (lambda v: v)
     given: dict[Var, Any] | None = None
     if policy is not None:
@@ -170,6 +170,18 @@ class _Checkpointed(custom_vjp):
     def _defined(self) -> bool:
         return True
 
+    def body(self, avals: tuple[AVal, ...]) -> tuple[Func, pytree.TreeDef]:
+        """The traced body (cached); :class:`_ClosesOver` if it reads values of an enclosing
+        trace (a layer's weights, say), which :class:`Checkpoint` then passes as arguments."""
+        hit = self._bodies.get(avals)
+        if hit is None:
+            with hints.replaced(()):
+                func, out_tree, free = trace(self.fn, [Spec(a) for a in avals], name=self.name)
+            if free:
+                raise _ClosesOver(func, out_tree, free)
+            hit = self._bodies[avals] = (func, out_tree)
+        return hit
+
     def vjp(self, ct: Any, args: tuple[Any, ...], result: int) -> tuple[Any, ...]:
         avals = tuple(AVal(tuple(a.shape), a.dtype) for a in args)
         body, _ = self.body(avals)
@@ -191,6 +203,30 @@ class _Checkpointed(custom_vjp):
 
     def __repr__(self) -> str:
         return f"<pto.checkpoint {self.name}>"
+
+
+class _ClosesOver(Exception):
+    """A checkpointed body read values of an enclosing trace: its graph, output structure
+    and those values (the graph's last parameters)."""
+
+    def __init__(self, func: Func, out_tree: pytree.TreeDef, free: list[Any]) -> None:
+        super().__init__(func.name)
+        self.func, self.out_tree, self.free = func, out_tree, free
+
+
+class _Closed:
+    """A traced body as a function of its parameters, the closed-over values included (they
+    come last). Keeps the user's function's name and code."""
+
+    __slots__ = ("__code__", "__name__", "func", "out_tree")
+
+    def __init__(self, fn: Callable[..., Any], func: Func, out_tree: pytree.TreeDef) -> None:
+        self.func, self.out_tree = func, out_tree
+        self.__name__ = getattr(fn, "__name__", "f")
+        self.__code__ = getattr(fn, "__code__", None)
+
+    def __call__(self, *args: Any) -> Any:
+        return pytree.unflatten(self.out_tree, interpret.evaluate(self.func, list(args), True))
 
 
 class _Flat:
@@ -267,7 +303,15 @@ class Checkpoint:
         if hit is None:
             flat = _Flat(self.fn, tree, static)
             hit = self._calls[key] = _Checkpointed(flat, self.policy, self.prevent_cse)
-        return hit(*vals)
+        try:
+            return hit(*vals)
+        except _ClosesOver as c:
+            # the values it closes over are this trace's: a call of its own, with them as
+            # arguments (so they get their cotangents too)
+            closed = _Checkpointed(
+                _Closed(self.fn, c.func, c.out_tree), self.policy, self.prevent_cse
+            )
+            return closed(*vals, *c.free)
 
     def __repr__(self) -> str:
         return f"<pto.checkpoint {self.__name__}>"
@@ -343,7 +387,6 @@ def saved_residuals(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> list[t
     """
     from pypto.core.passes import PassManager
     from pypto.graph import passes
-    from pypto.graph.tracer import trace
 
     try:
         names = list(inspect.signature(fn).parameters)

@@ -260,9 +260,10 @@ def test_a_print_inside_prints_once() -> None:
 
 
 def test_on_the_npu_a_recomputed_chain_keeps_its_intermediates_out_of_hbm() -> None:
-    """An elementwise chain's backward needs its intermediate values. Kept, the forward
-    kernel writes them to HBM and the backward kernels read them back; recomputed, the
-    replay fuses into the backward's own kernel, which reads ``x`` alone."""
+    """An elementwise chain's backward needs its intermediate values. Behind ``log(sum)``
+    the backward cannot run in the forward's kernel (it scales by ``1 / sum``). Kept, the
+    forward kernel writes the intermediates to HBM and the backward's reads them back;
+    recomputed, the replay fuses into the backward's own kernel, which reads ``x`` alone."""
     x = pto.tensor(RNG.standard_normal((512, 1024)).astype(np.float16))
 
     def chain(v: Any) -> Any:
@@ -271,7 +272,7 @@ def test_on_the_npu_a_recomputed_chain_keeps_its_intermediates_out_of_hbm() -> N
 
     profiles = {}
     for label, f in (("kept", chain), ("recomputed", pto.checkpoint(chain))):
-        g = pto.jit(pto.value_and_grad(lambda v, f=f: f(v).astype(pto.float32).sum()))
+        g = pto.jit(pto.value_and_grad(lambda v, f=f: pto.log(f(v).astype(pto.float32).sum())))
         profiles[label] = g.profile(x, numerics=False, trace=False)
     kept, recomputed = profiles["kept"], profiles["recomputed"]
     assert recomputed.hbm_bytes < 0.6 * kept.hbm_bytes, (recomputed.hbm_bytes, kept.hbm_bytes)
@@ -341,3 +342,45 @@ def test_each_result_walks_only_its_own_path() -> None:
     # forward: sin, cos; backward: sin's derivative (a cos) and cos's (a sin); the square,
     # outside the checkpoint, reads the forward's cos
     assert (ops["sin"], ops["cos"]) == (2, 2), ops
+
+
+def test_a_sums_gradient_runs_in_the_forwards_kernel() -> None:
+    """The cotangent of ``sum`` is a constant spread over its input; read as a scalar, it
+    ties the backward to nothing the forward computes after its elementwise ops, so the
+    whole backward joins the forward's kernel and nothing needs recomputing."""
+
+    def chain(v: Any) -> Any:
+        y = pto.tanh(v) * pto.sigmoid(v * 2.0)
+        return pto.exp(-y * y) + y
+
+    g = pto.jit(pto.value_and_grad(lambda v: chain(v).sum()), backend="interpret")
+    ir = g.lower(X).tensor_ir
+    assert [name for _, name in ir.groups] == ["tanh_sub", "mul_sigmoid_mul_neg_etc", "sum"]
+    assert "broadcast_to" not in {e.op for e in ir.eqns}
+
+    def jchain(v: Any) -> Any:
+        y = jnp.tanh(v) * jax.nn.sigmoid(v * 2.0)
+        return jnp.exp(-y * y) + y
+
+    assert_close(g(X), jax.value_and_grad(lambda v: jchain(v).sum())(X), k=24)
+
+
+def test_a_body_closing_over_traced_weights() -> None:
+    """``checkpoint(lambda x: layer(w, x))`` inside the differentiated function: the weights
+    it reads become arguments of the call, so they get their gradient, and are recomputed
+    with the rest."""
+
+    def loss(m: Any, ck: Any) -> Any:
+        def f(w: Any, x: Any) -> Any:
+            layer = ck(lambda x: m.tanh(x @ w))
+            return (layer(x) ** 2).sum()
+
+        return f
+
+    want = jax.value_and_grad(loss(jnp, jax.checkpoint), argnums=(0, 1))(W, X)
+    f = pto.value_and_grad(loss(pto, pto.checkpoint), argnums=(0, 1))
+    assert_close(f(W, X), want, k=6)
+    jitted = pto.jit(f, backend="interpret")
+    assert_close(jitted(W, X), want, k=6)
+    ops = Counter(e.op for e in jitted.lower(W, X).tensor_ir.eqns)
+    assert (ops["matmul"], ops["tanh"]) == (4, 2), ops

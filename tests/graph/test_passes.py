@@ -38,6 +38,35 @@ func @f(%g: f32[4,2], %b: f32[2,6]) -> (f32[6,3], f32[4,6]) {
 
 CASES = [
     (
+        "simplify reads a one-element constant broadcast against a full-size operand as the "
+        "scalar itself, and casts such a broadcast's one number",
+        (simplify, dce),
+        """
+        func @f(%x: f16[4,3], %v: f16[3]) -> (f16[4,3], f16[4,3], f32[4,3]) {
+          %0: f32[1,1] = reshape 2.0:f32 [shape=(1, 1)]
+          %1: f32[4,3] = broadcast_to %0 [shape=(4, 3)]
+          %2: f16[4,3] = cast %1 [dtype=f16]
+          %3: f16[4,3] = mul %2, %x
+          %4: f16[4,3] = add %v, %2
+          %5: f16[4,3] = sub %x, %2
+          %6: f16[4,3] = mul %3, %5
+          return %6, %4, %1
+        }
+        """,
+        """
+        func @f(%x: f16[4,3], %v: f16[3]) -> (f16[4,3], f16[4,3], f32[4,3]) {
+          %0: f32[1,1] = reshape 2.0:f32 [shape=(1, 1)]
+          %1: f32[4,3] = broadcast_to %0 [shape=(4, 3)]
+          %2: f16[4,3] = broadcast_to 2.0:f16 [shape=(4, 3)]
+          %3: f16[4,3] = mul 2.0:f16, %x
+          %4: f16[4,3] = add %v, %2
+          %5: f16[4,3] = sub %x, 2.0:f16
+          %6: f16[4,3] = mul %3, %5
+          return %6, %4, %1
+        }
+        """,
+    ),
+    (
         "simplify turns relu's select into a maximum, and only relu's",
         (simplify, dce),
         """

@@ -3,7 +3,9 @@
 x·1, 1·x, x+0, 0+x, x-0, x/1 → x (when that keeps the shape and dtype); double negation;
 transpose∘transpose → one transpose (or nothing); reshape chains → one reshape; reshape,
 broadcast_to or cast to what the value already is → the value; broadcast chains → one
-broadcast; cast chains whose first step is exact → one cast; the sum of two zero-paddings
+broadcast; cast chains whose first step is exact → one cast; a one-element constant broadcast
+to a full-size operand of arithmetic → the constant itself (and a cast of such a broadcast → the
+broadcast of the cast constant); the sum of two zero-paddings
 that tile one axis between them → a concatenation (the gradient of slicing a value into
 parts comes out so); ``relu``'s select, where(x <= 0, 0, x) → maximum(x, 0).
 """
@@ -13,6 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from pypto import dtypes as dt
 from pypto.core.passes import ir_pass
 from pypto.core.rewrite import PatternMatcher, Rule
@@ -21,14 +25,30 @@ from pypto.graph.passes.util import finish, subst
 
 
 class Ctx:
-    """What a rule may look at: the equation that produced a var."""
+    """What a rule may look at: the equation that produced a var, and the constants."""
 
-    def __init__(self) -> None:
+    def __init__(self, consts: tuple[tuple[Var, np.ndarray], ...] = ()) -> None:
         self.producer: dict[Var, Eqn] = {}
+        self.consts = {v: a for v, a in consts if a.size == 1}
 
     def prod(self, a: Atom, op: str) -> Eqn | None:
         e = self.producer.get(a) if isinstance(a, Var) else None
         return e if e is not None and e.op == op else None
+
+    def scalar(self, a: Atom) -> Lit | None:
+        """``a`` as a 0-d literal when it is a one-element constant (or a reshape of one)."""
+        if isinstance(a, Lit):
+            return a
+        c = self.consts.get(a) if isinstance(a, Var) else None
+        if c is not None:
+            return Lit(c.reshape(()))
+        p = self.prod(a, "reshape")
+        return self.scalar(p.inputs[0]) if p is not None and a.aval.size == 1 else None
+
+    def broadcast_scalar(self, a: Atom) -> Lit | None:
+        """The literal a ``broadcast_to`` of a one-element constant spreads, if ``a`` is one."""
+        p = self.prod(a, "broadcast_to")
+        return self.scalar(p.inputs[0]) if p is not None else None
 
 
 def _is(a: Atom, value: float) -> bool:
@@ -113,6 +133,33 @@ def _cast_chain(e: Eqn, ctx: Ctx) -> Any:
     return replace(e, inputs=p.inputs)
 
 
+def _cast_broadcast_scalar(e: Eqn, ctx: Ctx) -> Any:
+    """cast(broadcast_to(c)) of a one-element constant ``c`` → broadcast_to(c cast): the
+    cast of one number rather than of every element (a gradient's cotangent of 1.0, spread
+    over a sum's input and cast to the input's dtype, comes out so)."""
+    p = ctx.prod(e.inputs[0], "broadcast_to")
+    c = ctx.scalar(p.inputs[0]) if p is not None else None
+    if p is None or c is None:
+        return None
+    with np.errstate(all="ignore"):
+        v = np.asarray(c.value).astype(e.out.aval.dtype.np)
+    return replace(e, op="broadcast_to", inputs=(Lit(v),), params=p.params)
+
+
+def _scalar_operand(e: Eqn, ctx: Ctx) -> Any:
+    """An operand that is a one-element constant broadcast to the result's shape → the
+    constant itself, when the other operand has that shape already (so the result does
+    not change): no full-size tensor of one repeated number is made, and ``x·1`` and
+    ``x+0`` then go by the identity rules."""
+    x, y = e.inputs
+    for i, (a, other) in enumerate(((x, y), (y, x))):
+        c = ctx.broadcast_scalar(a)
+        if c is not None and _keeps(e, other) and c.aval.dtype is e.inputs[i].aval.dtype:
+            ins = (c, y) if i == 0 else (x, c)
+            return replace(e, inputs=ins)
+    return None
+
+
 def _span(p: Eqn) -> tuple[int, int, int] | None:
     """(axis, first, end) of the one axis a pad widens without interior padding, or None."""
     axes = [i for i, (lo, hi, mid) in enumerate(p.kwargs["config"]) if lo or hi or mid]
@@ -146,6 +193,9 @@ def _pads_to_concat(e: Eqn, ctx: Ctx) -> Any:
     return replace(e, op="concat", inputs=parts, params=(("axis", ax),))
 
 
+_SCALAR_OPERAND_OPS = ("add", "sub", "mul", "div", "maximum", "minimum")
+
+
 def _relu_select(e: Eqn, ctx: Ctx) -> Any:
     """where(x <= 0, 0, x) → maximum(x, 0): ``relu`` is written as the select so that its
     gradient at 0 is JAX's (none), but its value is the one-instruction maximum, which a
@@ -162,6 +212,8 @@ def _relu_select(e: Eqn, ctx: Ctx) -> Any:
 
 PATTERNS = PatternMatcher(
     [
+        *(Rule("scalar-operand", op, _scalar_operand) for op in _SCALAR_OPERAND_OPS),
+        Rule("cast-broadcast-scalar", "cast", _cast_broadcast_scalar),
         _identity("mul", 1, None),
         _identity("add", 0, None),
         _identity("sub", 0, 1),
@@ -180,7 +232,7 @@ PATTERNS = PatternMatcher(
 @ir_pass("simplify")
 def simplify(f: Func) -> Func:
     for _ in range(8):  # each sweep shortens chains; a few sweeps reach the fixpoint
-        ctx = Ctx()
+        ctx = Ctx(f.consts)
         sub: dict[Var, Atom] = {}
         eqns = []
         changed = False
