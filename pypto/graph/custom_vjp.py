@@ -202,15 +202,18 @@ class custom_vjp:
             with hints.replaced(()):
                 func, out_tree, free = trace(self.fn, [Spec(a) for a in avals], name=self.name)
             if free:
-                raise TraceError(
-                    f"custom_vjp function {self.name} closes over a value traced by an "
-                    "enclosing transform",
-                    op="custom_vjp",
-                    loc=_loc(self.fn),
-                    hint="pass the value as an argument instead",
-                )
+                self._closes_over(func, out_tree, free)
             hit = self._bodies[avals] = (func, out_tree)
         return hit
+
+    def _closes_over(self, func: Func, out_tree: pytree.TreeDef, free: list[Any]) -> None:
+        """The body read values of an enclosing trace (``free``, its last parameters)."""
+        raise TraceError(
+            f"custom_vjp function {self.name} closes over a value traced by an enclosing transform",
+            op="custom_vjp",
+            loc=_loc(self.fn),
+            hint="pass the value as an argument instead",
+        )
 
     # -- the protocol of pypto.ops.custom_vjp_call
     def out_aval(self, avals: tuple[AVal, ...], result: int) -> AVal:

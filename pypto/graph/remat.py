@@ -22,13 +22,13 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pypto.core import dispatch, hints
+from pypto.core import dispatch
 from pypto.core.errors import PyptoError, TraceError
 from pypto.graph import autodiff, interpret, pytree
 from pypto.graph.batching import vmap
 from pypto.graph.custom_vjp import custom_vjp
 from pypto.graph.ir import Eqn, Func, Var
-from pypto.graph.tracer import Spec, trace
+from pypto.graph.tracer import trace
 from pypto.ops import api
 from pypto.ops.table import AVal, Value
 
@@ -170,17 +170,10 @@ class _Checkpointed(custom_vjp):
     def _defined(self) -> bool:
         return True
 
-    def body(self, avals: tuple[AVal, ...]) -> tuple[Func, pytree.TreeDef]:
-        """The traced body (cached); :class:`_ClosesOver` if it reads values of an enclosing
-        trace (a layer's weights, say), which :class:`Checkpoint` then passes as arguments."""
-        hit = self._bodies.get(avals)
-        if hit is None:
-            with hints.replaced(()):
-                func, out_tree, free = trace(self.fn, [Spec(a) for a in avals], name=self.name)
-            if free:
-                raise _ClosesOver(func, out_tree, free)
-            hit = self._bodies[avals] = (func, out_tree)
-        return hit
+    def _closes_over(self, func: Func, out_tree: pytree.TreeDef, free: list[Any]) -> None:
+        """A body reading values of an enclosing trace (a layer's weights, say):
+        :class:`Checkpoint` passes them as arguments of a call of its own."""
+        raise _ClosesOver(func, out_tree, free)
 
     def vjp(self, ct: Any, args: tuple[Any, ...], result: int) -> tuple[Any, ...]:
         avals = tuple(AVal(tuple(a.shape), a.dtype) for a in args)

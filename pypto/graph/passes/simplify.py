@@ -4,8 +4,8 @@ x·1, 1·x, x+0, 0+x, x-0, x/1 → x (when that keeps the shape and dtype); doub
 transpose∘transpose → one transpose (or nothing); reshape chains → one reshape; reshape,
 broadcast_to or cast to what the value already is → the value; broadcast chains → one
 broadcast; cast chains whose first step is exact → one cast; a one-element constant broadcast
-to a full-size operand of arithmetic → the constant itself (and a cast of such a broadcast → the
-broadcast of the cast constant); the sum of two zero-paddings
+as an operand of arithmetic whose other operand is full-size → the constant itself (and a cast
+of such a broadcast → the broadcast of the cast constant); the sum of two zero-paddings
 that tile one axis between them → a concatenation (the gradient of slicing a value into
 parts comes out so); ``relu``'s select, where(x <= 0, 0, x) → maximum(x, 0).
 """
@@ -22,6 +22,7 @@ from pypto.core.passes import ir_pass
 from pypto.core.rewrite import PatternMatcher, Rule
 from pypto.graph.ir import Atom, Eqn, Func, Lit, Var
 from pypto.graph.passes.util import finish, subst
+from pypto.ops.table import OPS
 
 
 class Ctx:
@@ -141,9 +142,9 @@ def _cast_broadcast_scalar(e: Eqn, ctx: Ctx) -> Any:
     c = ctx.scalar(p.inputs[0]) if p is not None else None
     if p is None or c is None:
         return None
-    with np.errstate(all="ignore"):
-        v = np.asarray(c.value).astype(e.out.aval.dtype.np)
-    return replace(e, op="broadcast_to", inputs=(Lit(v),), params=p.params)
+    # the cast op's own conversion of the number, as constant folding would compute it
+    v = OPS["cast"].impl(np.asarray(c.value), **e.kwargs)  # type: ignore[misc]
+    return replace(e, op="broadcast_to", inputs=(Lit(np.asarray(v)),), params=p.params)
 
 
 def _scalar_operand(e: Eqn, ctx: Ctx) -> Any:
