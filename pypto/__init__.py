@@ -103,7 +103,7 @@ from pypto.graph.autodiff import (
     vjp,
 )
 from pypto.graph.batching import vmap
-from pypto.graph.custom_vjp import custom_jvp, custom_vjp
+from pypto.graph.custom_vjp import closure_convert, custom_gradient, custom_jvp, custom_vjp
 from pypto.graph.remat import checkpoint, checkpoint_name, checkpoint_policies, remat
 from pypto.graph.vectorize import apply_along_axis, apply_over_axes, piecewise, vectorize
 from pypto.ops import (
@@ -613,6 +613,7 @@ __all__ = [
     "cholesky",
     "choose",
     "clip",
+    "closure_convert",
     "column_stack",
     "complexfloating",
     "compress",
@@ -637,6 +638,7 @@ __all__ = [
     "cumsum",
     "cumulative_prod",
     "cumulative_sum",
+    "custom_gradient",
     "custom_jvp",
     "custom_vjp",
     "debug",

@@ -36,7 +36,7 @@ from pypto.ops import api
 from pypto.ops.custom_vjp_call import CALLS, CUSTOM_VJP_CALL, CallName
 from pypto.ops.table import OPS, AVal, Cost, Value
 
-__all__ = ["custom_jvp", "custom_vjp"]
+__all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp"]
 
 
 def _loc(fn: Any) -> SourceLoc | None:
@@ -295,9 +295,18 @@ class custom_vjp:
             )
         return r[1]
 
-    def _check_cotangents(self, grads: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        assert self.bwd is not None
-        where = _loc(self.bwd)
+    def _check_cotangents(
+        self, grads: Any, args: tuple[Any, ...], rule: Callable[..., Any] | None = None
+    ) -> tuple[Any, ...]:
+        """``grads`` as one cotangent (or None) per argument, checked against the arguments;
+        errors name ``rule`` (``bwd`` by default) and its line."""
+        rule = rule if rule is not None else self.bwd
+        who = (
+            f"bwd of custom_vjp function {self.name}"
+            if rule is self.bwd
+            else f"the gradient function of {self.kind} function {self.name}"
+        )
+        where = _loc(rule)
         hint = "return a tuple with one cotangent per input, of its shape and dtype (None: zero)"
         if not isinstance(grads, tuple | list) or len(grads) != len(args):
             got = (
@@ -306,8 +315,7 @@ class custom_vjp:
                 else f"a {type(grads).__name__}"
             )
             raise TraceError(
-                f"bwd of custom_vjp function {self.name} returned {got} for its "
-                f"{len(args)} input{'s' if len(args) != 1 else ''}",
+                f"{who} returned {got} for its {len(args)} input{'s' if len(args) != 1 else ''}",
                 op="custom_vjp",
                 loc=where,
                 hint=hint,
@@ -322,8 +330,7 @@ class custom_vjp:
             have = AVal(tuple(v.shape), v.dtype)  # type: ignore[attr-defined]
             if have != want:
                 raise TraceError(
-                    f"bwd of custom_vjp function {self.name}: returned a cotangent of {have} "
-                    f"for input {i}, which is {want}",
+                    f"{who}: returned a cotangent of {have} for input {i}, which is {want}",
                     op="custom_vjp",
                     loc=where,
                     hint=hint,
@@ -333,6 +340,122 @@ class custom_vjp:
 
     def __repr__(self) -> str:
         return f"<pto.custom_vjp {self.name}>"
+
+
+class custom_gradient(custom_vjp):
+    """``fun(*args)`` returns ``(out, vjp_fn)``; the function returns ``out``, and its
+    backward is ``vjp_fn(g)``, a tuple with one cotangent per argument, as
+    ``jax.custom_gradient``. ``vjp_fn`` may close over ``fun``'s intermediate values (the
+    backward pass runs ``fun`` again; under ``jit`` CSE merges that with the forward).
+
+    >>> import pypto as pto
+    >>> @pto.custom_gradient
+    ... def f(x):
+    ...     return x ** 2, lambda g: (g * x,)
+    >>> float(f(pto.tensor(3.0))), float(pto.grad(f)(pto.tensor(3.0)))
+    (9.0, 3.0)
+    """
+
+    kind = "custom_gradient"
+
+    def __init__(self, fun: Callable[..., Any]) -> None:
+        if not callable(fun):
+            raise TraceError(
+                f"custom_gradient needs a function, got {type(fun).__name__}",
+                op="custom_gradient",
+            )
+        self.fun = fun
+        super().__init__(_Primal(fun))
+
+    def _defined(self) -> bool:
+        return True
+
+    def vjp(self, ct: Any, args: tuple[Any, ...], result: int) -> tuple[Any, ...]:
+        avals = tuple(AVal(tuple(a.shape), a.dtype) for a in args)
+        body, out_tree = self.body(avals)
+        cts = [ct if i == result else _zeros(o.aval) for i, o in enumerate(body.outputs)]
+        _, rule = _pair(self.fun, self.fun(*args), self.name)
+        with _no_lifted(
+            f"the gradient function of custom_gradient function {self.name}",
+            "",
+            "custom_gradient",
+            _loc(rule),
+            "compute what it needs inside the function, or pass it as an argument",
+        ):
+            grads = rule(pytree.unflatten(out_tree, cts))
+        if not isinstance(grads, tuple | list) and len(args) == 1:
+            grads = (grads,)  # (TensorFlow's form for one argument)
+        return self._check_cotangents(grads, args, rule)
+
+    def __repr__(self) -> str:
+        return f"<pto.custom_gradient {self.name}>"
+
+
+def _pair(fun: Callable[..., Any], r: Any, name: str) -> tuple[Any, Callable[..., Any]]:
+    if not isinstance(r, tuple) or len(r) != 2 or not callable(r[1]):
+        raise TraceError(
+            f"custom_gradient function {name} must return a pair (out, vjp_fn), got "
+            f"{type(r).__name__}",
+            op="custom_gradient",
+            loc=_loc(fun),
+            hint="return the value and a function of its cotangent: (y, lambda g: (...,))",
+        )
+    return r[0], r[1]
+
+
+class _Primal:
+    """The value alone of a ``custom_gradient`` function (its name and code, for the IR and
+    for errors)."""
+
+    __slots__ = ("__code__", "__name__", "fun")
+
+    def __init__(self, fun: Callable[..., Any]) -> None:
+        self.fun = fun
+        self.__name__ = getattr(fun, "__name__", "f")
+        self.__code__ = getattr(fun, "__code__", None)
+
+    def __call__(self, *args: Any) -> Any:
+        return _pair(self.fun, self.fun(*args), self.__name__)[0]
+
+
+def closure_convert(fun: Callable[..., Any], *example_args: Any) -> tuple[Any, list[Any]]:
+    """``(converted, consts)``: ``fun`` with the values it reads from enclosing traces
+    (weights a transform is differentiating, say) hoisted into arguments, as
+    ``jax.closure_convert``. ``converted(*args, *consts)`` computes ``fun(*args)`` for
+    arguments structured and typed like ``example_args``; it is what a ``custom_vjp``
+    taking a function through ``nondiff_argnums`` needs, so the hoisted values get their
+    cotangents. Outside any trace ``consts`` is empty.
+
+    >>> import pypto as pto
+    >>> def outer(w):
+    ...     g, consts = pto.closure_convert(lambda x: x * w, pto.ones(2))
+    ...     return len(consts), g(pto.ones(2), *consts)
+    >>> n, y = outer(pto.tensor([2.0, 3.0]))
+    >>> n, y.numpy()
+    (0, array([2., 3.], dtype=float32))
+    >>> pto.grad(lambda w: outer(w)[1].sum())(pto.tensor([2.0, 3.0])).numpy()
+    array([1., 1.], dtype=float32)
+    """
+    func, out_tree, free = trace(fun, example_args)
+    in_tree = pytree.flatten(tuple(example_args))[1]
+    n = len(free)
+
+    def converted(*args_and_consts: Any) -> Any:
+        split = len(args_and_consts) - n
+        args, consts = args_and_consts[:split], args_and_consts[split:]
+        leaves, tree = pytree.flatten(tuple(args))
+        if tree != in_tree or split < 0:
+            raise TraceError(
+                f"the closure-converted {getattr(fun, '__name__', 'function')} takes "
+                f"arguments structured as {in_tree} and {n} hoisted values, got {tree}",
+                op="closure_convert",
+                hint="pass the example arguments' structure, then the returned consts",
+            )
+        vals = [api.asvalue(x, "closure_convert") for x in (*leaves, *consts)]
+        return pytree.unflatten(out_tree, interpret.call(func, vals))
+
+    converted.__name__ = getattr(fun, "__name__", "f")
+    return converted, list(free)
 
 
 class custom_jvp(custom_vjp):
