@@ -59,6 +59,18 @@ def _unique_name(fn: Callable[..., Any]) -> str:
     return name
 
 
+class Named:
+    """A callable standing for a user's function ``fn``: it keeps ``fn``'s name and code,
+    which name the function in the IR and place its errors. (Slots: ``functools.
+    update_wrapper`` copies a wrapped function's ``__dict__`` into its wrapper.)"""
+
+    __slots__ = ("__code__", "__name__")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.__name__ = getattr(fn, "__name__", "f")
+        self.__code__ = getattr(fn, "__code__", None)
+
+
 class custom_vjp:
     """Give ``fn`` a hand-written backward: ``f.defvjp(fwd, bwd)``, as ``jax.custom_vjp``.
 
@@ -403,16 +415,14 @@ def _pair(fun: Callable[..., Any], r: Any, name: str) -> tuple[Any, Callable[...
     return r[0], r[1]
 
 
-class _Primal:
-    """The value alone of a ``custom_gradient`` function (its name and code, for the IR and
-    for errors)."""
+class _Primal(Named):
+    """The value alone of a ``custom_gradient`` function."""
 
-    __slots__ = ("__code__", "__name__", "fun")
+    __slots__ = ("fun",)
 
     def __init__(self, fun: Callable[..., Any]) -> None:
+        super().__init__(fun)
         self.fun = fun
-        self.__name__ = getattr(fun, "__name__", "f")
-        self.__code__ = getattr(fun, "__code__", None)
 
     def __call__(self, *args: Any) -> Any:
         return _pair(self.fun, self.fun(*args), self.__name__)[0]
@@ -672,35 +682,31 @@ def _unhashable(xs: tuple[Any, ...]) -> int:
     return 0
 
 
-class _Partial:
+class _Partial(Named):
     """``fn`` of the arguments other than ``pos``, which are ``static``: a
-    ``nondiff_argnums`` binding. Keeps ``fn``'s name and code, which name the function in
-    the IR and place its errors. (Slots: ``functools.update_wrapper`` copies a wrapped
-    function's ``__dict__`` into its wrapper.)"""
+    ``nondiff_argnums`` binding."""
 
-    __slots__ = ("__code__", "__name__", "fn", "pos", "static")
+    __slots__ = ("fn", "pos", "static")
 
     def __init__(
         self, fn: Callable[..., Any], pos: tuple[int, ...], static: tuple[Any, ...]
     ) -> None:
+        super().__init__(fn)
         self.fn, self.pos, self.static = fn, pos, static
-        self.__name__ = getattr(fn, "__name__", "f")
-        self.__code__ = getattr(fn, "__code__", None)
 
     def __call__(self, *dyn: Any) -> Any:
         return self.fn(*_merge(self.pos, self.static, dyn))
 
 
-class _Leading:
+class _Leading(Named):
     """``fn`` with ``static`` passed first: ``bwd(*nondiff_args, res, g)`` and
     ``jvp(*nondiff_args, primals, tangents)``, as JAX passes them."""
 
-    __slots__ = ("__code__", "__name__", "fn", "static")
+    __slots__ = ("fn", "static")
 
     def __init__(self, fn: Callable[..., Any], static: tuple[Any, ...]) -> None:
+        super().__init__(fn)
         self.fn, self.static = fn, static
-        self.__name__ = getattr(fn, "__name__", "f")
-        self.__code__ = getattr(fn, "__code__", None)
 
     def __call__(self, *args: Any) -> Any:
         return self.fn(*self.static, *args)

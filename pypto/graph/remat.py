@@ -26,7 +26,7 @@ from pypto.core import dispatch
 from pypto.core.errors import PyptoError, TraceError
 from pypto.graph import autodiff, interpret, pytree
 from pypto.graph.batching import vmap
-from pypto.graph.custom_vjp import custom_vjp
+from pypto.graph.custom_vjp import Named, custom_vjp
 from pypto.graph.ir import Eqn, Func, Var
 from pypto.graph.tracer import trace
 from pypto.ops import api
@@ -207,34 +207,31 @@ class _ClosesOver(Exception):
         self.func, self.out_tree, self.free = func, out_tree, free
 
 
-class _Closed:
-    """A traced body as a function of its parameters, the closed-over values included (they
-    come last). Keeps the user's function's name and code."""
+class _Closed(Named):
+    """A traced body of ``fn`` as a function of its parameters, the closed-over values
+    included (they come last)."""
 
-    __slots__ = ("__code__", "__name__", "func", "out_tree")
+    __slots__ = ("func", "out_tree")
 
     def __init__(self, fn: Callable[..., Any], func: Func, out_tree: pytree.TreeDef) -> None:
+        super().__init__(fn)
         self.func, self.out_tree = func, out_tree
-        self.__name__ = getattr(fn, "__name__", "f")
-        self.__code__ = getattr(fn, "__code__", None)
 
     def __call__(self, *args: Any) -> Any:
         return pytree.unflatten(self.out_tree, interpret.evaluate(self.func, list(args), True))
 
 
-class _Flat:
+class _Flat(Named):
     """``fn`` as a function of its arguments' tensor leaves alone: the pytree structure of the
-    positional and keyword arguments and the static arguments are fixed. Keeps ``fn``'s name
-    and code, which name the call in the IR and place its errors."""
+    positional and keyword arguments and the static arguments are fixed."""
 
-    __slots__ = ("__code__", "__name__", "fn", "static", "tree")
+    __slots__ = ("fn", "static", "tree")
 
     def __init__(
         self, fn: Callable[..., Any], tree: pytree.TreeDef, static: dict[int, Any]
     ) -> None:
+        super().__init__(fn)
         self.fn, self.tree, self.static = fn, tree, static
-        self.__name__ = getattr(fn, "__name__", "f")
-        self.__code__ = getattr(fn, "__code__", None)
 
     def __call__(self, *leaves: Any) -> Any:
         dyn, kwargs = pytree.unflatten(self.tree, list(leaves))
