@@ -80,13 +80,13 @@ def test_bad_rules_are_errors_at_their_lines() -> None:
     assert f"{HERE}:" in str(e.value)
 
     @pto.custom_gradient
-    def two(x: Any, y: Any) -> Any:
+    def two_arguments(x: Any, y: Any) -> Any:
         return x * y, lambda g: (g * y,)  # one cotangent for two arguments
 
     with pytest.raises(pto.TraceError, match="the gradient function of custom_gradient") as e:
-        pto.grad(lambda x: two(x, x).sum())(X)
+        pto.grad(lambda x: two_arguments(x, x).sum())(X)
     assert "returned 1 cotangent for its 2 inputs" in str(e.value)
-    assert f"{HERE}:{two.fun.__code__.co_firstlineno + 2}" in str(e.value)
+    assert f"{HERE}:{two_arguments.fun.__code__.co_firstlineno + 2}" in str(e.value)
 
     @pto.custom_gradient
     def shape(x: Any) -> Any:
